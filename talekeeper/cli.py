@@ -1,0 +1,99 @@
+"""The command line: thin commands that build a Talekeeper and call a service."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from talekeeper import __version__
+
+app = typer.Typer(
+    help="talekeeper: local-first interactive storytelling. The model narrates; the app owns the truth.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Where the database lives (default: $TALEKEEPER_HOME or your user data folder)."),
+]
+Endpoint = Annotated[
+    str | None,
+    typer.Option("--endpoint", help="OpenAI-compatible model server URL (overrides TALEKEEPER_ENDPOINT and settings)."),
+]
+Model = Annotated[str | None, typer.Option("--model", help="Model name on that server (overrides TALEKEEPER_MODEL).")]
+ProviderOpt = Annotated[
+    str | None, typer.Option("--provider", help="auto | openai | ollama | embedded (overrides TALEKEEPER_PROVIDER).")
+]
+
+
+def _open(data_dir: Path | None, endpoint: str | None, model: str | None, provider: str | None):
+    from talekeeper.core import Talekeeper
+
+    overrides: dict[str, Any] = {"endpoint": endpoint, "model": model, "provider": provider}
+    return Talekeeper.open(data_dir, model_overrides={k: v for k, v in overrides.items() if v})
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on. Keep 127.0.0.1 unless you know why.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    data_dir: DataDir = None,
+    endpoint: Endpoint = None,
+    model: Model = None,
+    provider: ProviderOpt = None,
+) -> None:
+    """Serve the web app (default http://127.0.0.1:8000)."""
+    import uvicorn
+
+    from talekeeper import terminal
+    from talekeeper.web.app import create_app
+
+    tk = _open(data_dir, endpoint, model, provider)
+    terminal.warm_up(tk)
+    terminal.console.print(f"talekeeper {__version__} — open [bold]http://{host}:{port}/[/bold] (data: {tk.data_dir})")
+    uvicorn.run(create_app(tk, allowed_hosts={host}), host=host, port=port, log_level="warning")
+
+
+@app.command()
+def play(
+    scenario: Annotated[str | None, typer.Option(help="Start a new adventure from this scenario id.")] = None,
+    adventure: Annotated[int | None, typer.Option(help="Continue this adventure id.")] = None,
+    data_dir: DataDir = None,
+    endpoint: Endpoint = None,
+    model: Model = None,
+    provider: ProviderOpt = None,
+) -> None:
+    """Play in the terminal: type actions, the narration streams in."""
+    from talekeeper import terminal
+
+    tk = _open(data_dir, endpoint, model, provider)
+    terminal.play(tk, scenario_id=scenario, adventure_id=adventure)
+
+
+@app.command("model")
+def model_command(
+    test: Annotated[bool, typer.Option("--test", help="Also try a short generation.")] = False,
+    data_dir: DataDir = None,
+    endpoint: Endpoint = None,
+    model: Model = None,
+    provider: ProviderOpt = None,
+) -> None:
+    """Show which model is active, and test it."""
+    from talekeeper import terminal
+
+    tk = _open(data_dir, endpoint, model, provider)
+    ok = terminal.show_model(tk, test=test)
+    raise typer.Exit(0 if ok else 1)
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    typer.echo(__version__)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,133 @@
+"""Adventures: starting one from a scenario, listing, reading the story at the head."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from talekeeper.service.scenarios import fill_placeholders, get_scenario, placeholder_answers
+from talekeeper.story import tree
+from talekeeper.story.actions import format_action
+from talekeeper.store.models import Adventure, Node, Scenario
+
+PLOT_FIELDS = (
+    "narrator_instructions",
+    "ai_instructions",
+    "plot_essentials",
+    "story_summary",
+    "author_note",
+    "persona",
+    "story_cards",
+)
+PAGE_SIZE = 50
+
+
+class AdventureNotFound(LookupError):
+    pass
+
+
+def initial_state(scenario_data: dict[str, Any]) -> dict[str, Any]:
+    """The state document a new adventure starts from (the state engine fills it in)."""
+    return {}
+
+
+def start_adventure(
+    session: Session,
+    scenario_id: str,
+    answers: dict[str, str] | None = None,
+    title: str | None = None,
+) -> Adventure:
+    scenario = get_scenario(session, scenario_id)
+    filled = fill_placeholders(scenario.data, placeholder_answers(scenario.data, answers))
+    plot = {key: filled.get(key) for key in PLOT_FIELDS if filled.get(key) is not None}
+    adventure = Adventure(
+        scenario_id=scenario.id,
+        title=(title or scenario.title)[:200],
+        plot=plot,
+        turn_count=0,
+    )
+    session.add(adventure)
+    session.flush()
+    tree.create_root(session, adventure, filled.get("opening", ""), initial_state(filled))
+    return adventure
+
+
+def get_adventure(session: Session, adventure_id: int) -> Adventure:
+    adventure = session.get(Adventure, adventure_id)
+    if adventure is None:
+        raise AdventureNotFound(f"No adventure with id {adventure_id}.")
+    return adventure
+
+
+def list_adventures(session: Session) -> list[Adventure]:
+    return list(session.scalars(select(Adventure).order_by(Adventure.last_played_at.desc())))
+
+
+def delete_adventure(session: Session, adventure: Adventure) -> None:
+    # Save Points restrict node deletion; an adventure's deletion takes everything with it.
+    from sqlalchemy import delete
+
+    from talekeeper.store.models import SavePoint
+
+    session.execute(delete(SavePoint).where(SavePoint.adventure_id == adventure.id))
+    session.execute(
+        Node.__table__.update().where(Node.adventure_id == adventure.id).values(parent_id=None)
+    )
+    session.execute(delete(Node).where(Node.adventure_id == adventure.id))
+    session.delete(adventure)
+
+
+def node_view(node: Node) -> dict[str, Any]:
+    return {
+        "id": node.id,
+        "parent_id": node.parent_id,
+        "depth": node.depth,
+        "kind": node.action_kind,
+        "action": node.action_text,
+        "action_line": format_action(node.action_kind, node.action_text),
+        "narration": node.narration,
+        "reasoning": node.reasoning,
+        "model": node.model,
+        "created_at": node.created_at.isoformat() if node.created_at else None,
+    }
+
+
+def adventure_summary(session: Session, adventure: Adventure) -> dict[str, Any]:
+    scenario = session.get(Scenario, adventure.scenario_id) if adventure.scenario_id else None
+    return {
+        "id": adventure.id,
+        "title": adventure.title,
+        "scenario_id": adventure.scenario_id,
+        "scenario_title": scenario.title if scenario else None,
+        "turns": adventure.turn_count,
+        "last_played_at": adventure.last_played_at.isoformat(),
+        "created_at": adventure.created_at.isoformat(),
+    }
+
+
+def story_view(
+    session: Session, adventure: Adventure, limit: int = PAGE_SIZE, before: int | None = None
+) -> dict[str, Any]:
+    """The story at the head (or a page of it ending before node `before`)."""
+    head = tree.head(session, adventure)
+    end = head
+    if before is not None:
+        path_node = session.get(Node, before)
+        if path_node is None or path_node.adventure_id != adventure.id:
+            raise AdventureNotFound(f"No turn {before} in this adventure.")
+        parent = session.get(Node, path_node.parent_id) if path_node.parent_id else None
+        if parent is None:
+            return {**adventure_summary(session, adventure), "turns_shown": [], "has_more": False}
+        end = parent
+    nodes = tree.path_to(session, end, limit=limit)
+    return {
+        **adventure_summary(session, adventure),
+        "head_id": head.id,
+        "can_undo": tree.can_undo(head),
+        "can_redo": tree.can_redo(head),
+        "has_more": bool(nodes) and nodes[0].parent_id is not None,
+        "turns_shown": [node_view(n) for n in nodes],
+        "persona": adventure.plot.get("persona"),
+    }

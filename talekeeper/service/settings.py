@@ -1,0 +1,150 @@
+"""Settings: what the player stored, overridden by the environment, overridden by flags.
+
+Stored values live in the `settings` table and are edited on the settings page or with
+`PUT /api/settings`. `TALEKEEPER_ENDPOINT` / `TALEKEEPER_MODEL` (and a few more) override
+them for one run; CLI flags override both. Whether a remote endpoint may be used is an
+operator's decision, so `allow_remote` comes only from the environment, never from a request.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy.orm import Session
+
+from talekeeper.llm.settings import ModelSettings
+from talekeeper.store.models import Setting
+
+ENV_OVERRIDES = {
+    "TALEKEEPER_ENDPOINT": "endpoint",
+    "TALEKEEPER_MODEL": "model",
+    "TALEKEEPER_PROVIDER": "provider",
+    "TALEKEEPER_API_KEY": "api_key",
+    "TALEKEEPER_MODE": "mode",
+    "TALEKEEPER_EMBEDDED_MODEL": "embedded_model_path",
+}
+ALLOW_REMOTE_ENV = "TALEKEEPER_ALLOW_REMOTE_ENDPOINT"
+
+
+class GenerationSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_tokens: int = Field(220, ge=16, le=4096, description="Longest narration per turn, in tokens.")
+    temperature: float = Field(0.8, ge=0.0, le=2.0, description="Higher is more surprising.")
+    top_p: float = Field(0.95, gt=0.0, le=1.0, description="Nucleus sampling cut-off.")
+    context_budget: int = Field(
+        3072, ge=512, le=131072, description="Tokens of story and instructions sent each turn."
+    )
+
+
+class SettingsUpdate(BaseModel):
+    """The body of `PUT /api/settings`: any subset of the two groups."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: dict[str, Any] | None = None
+    generation: dict[str, Any] | None = None
+
+
+class SettingsError(ValueError):
+    pass
+
+
+def _stored(session: Session, key: str) -> dict[str, Any]:
+    row = session.get(Setting, key)
+    return dict(row.value) if row and isinstance(row.value, dict) else {}
+
+
+def env_model_overrides(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    environ = os.environ if environ is None else environ
+    found: dict[str, Any] = {
+        field: environ[var] for var, field in ENV_OVERRIDES.items() if environ.get(var)
+    }
+    return found
+
+
+def operator_allows_remote(environ: dict[str, str] | None = None) -> bool:
+    environ = os.environ if environ is None else environ
+    return environ.get(ALLOW_REMOTE_ENV, "").strip().lower() in {"1", "true", "yes"}
+
+
+def effective_model_settings(
+    session: Session, flag_overrides: dict[str, Any] | None = None
+) -> ModelSettings:
+    values = _stored(session, "model")
+    values.pop("allow_remote", None)
+    values.update(env_model_overrides())
+    values.update({k: v for k, v in (flag_overrides or {}).items() if v is not None})
+    values["allow_remote"] = operator_allows_remote()
+    try:
+        return ModelSettings(**values)
+    except ValidationError:
+        # A stored value that no longer validates must not lock the player out:
+        # fall back to the overrides alone and let the settings page show the problem.
+        values = {**env_model_overrides(), **(flag_overrides or {})}
+        values = {k: v for k, v in values.items() if v is not None}
+        return ModelSettings(**values, allow_remote=operator_allows_remote())
+
+
+def generation_settings(session: Session) -> GenerationSettings:
+    try:
+        return GenerationSettings(**_stored(session, "generation"))
+    except ValidationError:
+        return GenerationSettings()
+
+
+def stored_settings(session: Session) -> dict[str, Any]:
+    return {"model": _stored(session, "model"), "generation": _stored(session, "generation")}
+
+
+def overridden_fields(flag_overrides: dict[str, Any] | None = None) -> dict[str, str]:
+    """Which model fields are fixed by the environment or flags for this run, and by what."""
+    result = {field: f"environment variable {var}" for var, field in ENV_OVERRIDES.items() if os.environ.get(var)}
+    for key, value in (flag_overrides or {}).items():
+        if value is not None:
+            result[key] = "a command-line flag"
+    return result
+
+
+def update_settings(session: Session, update: SettingsUpdate) -> dict[str, Any]:
+    """Validate and store new values; nothing is stored unless everything validates."""
+    from talekeeper.llm.policy import check_endpoint
+
+    new_model = None
+    if update.model is not None:
+        merged = {**_stored(session, "model"), **update.model}
+        merged.pop("allow_remote", None)  # an operator decision, never from a request
+        merged = {k: v for k, v in merged.items() if v not in ("",)}
+        try:
+            model = ModelSettings(**merged)
+        except ValidationError as exc:
+            raise SettingsError(_validation_message(exc, "model")) from exc
+        if model.endpoint:
+            check_endpoint(model.endpoint, allow_remote=operator_allows_remote())
+        new_model = model.model_dump(exclude_none=True, exclude={"allow_remote"})
+    new_generation = None
+    if update.generation is not None:
+        try:
+            generation = GenerationSettings(**{**_stored(session, "generation"), **update.generation})
+        except ValidationError as exc:
+            raise SettingsError(_validation_message(exc, "generation")) from exc
+        new_generation = generation.model_dump()
+    for key, value in (("model", new_model), ("generation", new_generation)):
+        if value is None:
+            continue
+        row = session.get(Setting, key)
+        if row is None:
+            session.add(Setting(key=key, value=value))
+        else:
+            row.value = value
+    return stored_settings(session)
+
+
+def _validation_message(exc: ValidationError, group: str) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in (group, *error["loc"]))
+        parts.append(f"{where}: {error['msg']}")
+    return "; ".join(parts)

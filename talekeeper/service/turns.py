@@ -1,0 +1,153 @@
+"""A turn, top to bottom.
+
+    1. take the adventure's writer lock (a second writer gets AdventureBusy → 409)
+    2. check the action and load the head: the story, plot and state are read there
+    3. build the prompt within the context budget
+    4. stream the narration, showing only what is safe to show
+    5. extract the prose (the protocol never reaches the reader)
+    6. commit the node and move the head, in one transaction
+
+A generation that fails or is cancelled writes nothing: the story is exactly as it was
+before the player acted, and the player can simply send the action again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from talekeeper.context.prompt import HistoryTurn, assemble, chat_request, completion_request
+from talekeeper.core import Talekeeper
+from talekeeper.llm.errors import LLMError
+from talekeeper.service.adventures import get_adventure, node_view, story_view
+from talekeeper.story import tree
+from talekeeper.story.actions import normalise_action
+from talekeeper.store.models import Node
+
+HISTORY_WINDOW = 200  # turns read from the store; the budget decides how many are sent
+
+
+@dataclass
+class TurnEvent:
+    """What the SSE stream and the terminal both render.
+
+    kind: "accepted" (the action is taken; data has the formatted action line),
+    "text" / "reasoning" (a streamed piece), "done" (data: the written turn and the
+    story's new undo/redo state), "error" (data: message; nothing was written).
+    """
+
+    kind: str
+    text: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+async def play_turn(
+    tk: Talekeeper, adventure_id: int, kind: str, text: str = ""
+) -> AsyncIterator[TurnEvent]:
+    kind, text = normalise_action(kind, text)
+    tk.locks.acquire(adventure_id)
+    try:
+        with tk.db.session() as session:
+            adventure = get_adventure(session, adventure_id)
+            head = tree.head(session, adventure)
+            head_id = head.id
+            plot = dict(adventure.plot)
+            history = [
+                HistoryTurn(n.action_kind, n.action_text, n.narration)
+                for n in tree.path_to(session, head, limit=HISTORY_WINDOW)
+            ]
+        provider = tk.provider()
+        generation = tk.generation()
+        assembly = await assemble(
+            plot,
+            history,
+            kind,
+            text,
+            budget=generation.context_budget,
+            count_tokens=provider.count_tokens,
+            reserve_for_reply=generation.max_tokens,
+        )
+        options = {
+            "max_tokens": generation.max_tokens,
+            "temperature": generation.temperature,
+            "top_p": generation.top_p,
+        }
+        use_chat = tk.model_settings().mode == "chat" and provider.supports_chat
+        request = chat_request(assembly, **options) if use_chat else completion_request(assembly, **options)
+        yield TurnEvent("accepted", data={"action_line": assembly.action_line, "kind": kind, "text": text})
+
+        raw, reasoning, shown = "", "", ""
+        try:
+            async for event in provider.stream(request):
+                if event.kind == "text":
+                    raw += event.text
+                    visible = visible_prefix(raw)
+                    if len(visible) > len(shown):
+                        yield TurnEvent("text", visible[len(shown):])
+                        shown = visible
+                elif event.kind == "reasoning":
+                    reasoning += event.text
+                    yield TurnEvent("reasoning", event.text)
+        except LLMError as exc:
+            yield TurnEvent("error", data={"message": str(exc)})
+            return
+
+        narration = clean_narration(raw)
+        if not narration:
+            yield TurnEvent(
+                "error",
+                data={"message": "The model returned no narration. Nothing was saved; try again."},
+            )
+            return
+        with tk.db.session() as session:
+            adventure = get_adventure(session, adventure_id)
+            parent = session.get(Node, head_id)
+            assert parent is not None
+            node = tree.append_child(
+                session,
+                adventure,
+                parent,
+                tree.NewTurn(
+                    action_kind=kind,
+                    action_text=text,
+                    narration=narration,
+                    reasoning=reasoning,
+                    state=parent.state,
+                    model=tk.model_description(),
+                ),
+            )
+            view = story_view(session, adventure, limit=1)
+            done = {
+                "turn": node_view(node),
+                "can_undo": view["can_undo"],
+                "can_redo": view["can_redo"],
+                "head_id": view["head_id"],
+                "turns": view["turns"],
+                "prompt": assembly.as_dict(),
+            }
+        yield TurnEvent("done", data=done)
+    finally:
+        tk.locks.release(adventure_id)
+
+
+def visible_prefix(raw: str) -> str:
+    return raw
+
+
+def clean_narration(raw: str) -> str:
+    return raw.strip()
+
+
+async def collect_turn(tk: Talekeeper, adventure_id: int, kind: str, text: str = "") -> dict[str, Any]:
+    """Play a turn without streaming; returns the finished turn or raises TurnFailed."""
+    async for event in play_turn(tk, adventure_id, kind, text):
+        if event.kind == "done":
+            return event.data
+        if event.kind == "error":
+            raise TurnFailed(event.data["message"])
+    raise TurnFailed("The turn ended without a result.")
+
+
+class TurnFailed(Exception):
+    pass

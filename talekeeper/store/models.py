@@ -1,0 +1,134 @@
+"""The database schema: scenarios, adventures, the story tree, Save Points, settings.
+
+The story is a tree of immutable nodes (DESIGN.md "The story tree"). Each node keeps its
+parent, the child last chosen (`active_child_id`, what Redo follows), and the compressed
+state snapshot after it, so restoring any position is one row read.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    TypeDecorator,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class CompressedJSON(TypeDecorator):
+    """JSON stored zlib-compressed: snapshots repeat on every node, so keep them small."""
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Any) -> bytes | None:
+        if value is None:
+            return None
+        raw = json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
+        return zlib.compress(raw, 6)
+
+    def process_result_value(self, value: bytes | None, dialect: Any) -> Any:
+        if value is None:
+            return None
+        return json.loads(zlib.decompress(value))
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Scenario(Base):
+    __tablename__ = "scenarios"
+
+    id: Mapped[str] = mapped_column(String(80), primary_key=True)
+    title: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str] = mapped_column(Text, default="")
+    # The whole scenario document (texts, story cards, world and rules), as authored.
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    builtin: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, onupdate=utcnow
+    )
+
+
+class Adventure(Base):
+    __tablename__ = "adventures"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scenario_id: Mapped[str | None] = mapped_column(
+        ForeignKey("scenarios.id", ondelete="SET NULL"), nullable=True
+    )
+    title: Mapped[str] = mapped_column(String(200))
+    root_node_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    head_node_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # Per-adventure copy of the scenario's texts (plot components), editable mid-story.
+    plot: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    turn_count: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_played_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Node(Base):
+    """One turn: the player's action and the narration that answered it.
+
+    Immutable once written; only `active_child_id` and `branch_name` change.
+    """
+
+    __tablename__ = "nodes"
+    __table_args__ = (Index("ix_nodes_adventure_parent", "adventure_id", "parent_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    adventure_id: Mapped[int] = mapped_column(
+        ForeignKey("adventures.id", ondelete="CASCADE"), index=True
+    )
+    parent_id: Mapped[int | None] = mapped_column(
+        ForeignKey("nodes.id", ondelete="CASCADE"), nullable=True
+    )
+    active_child_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    depth: Mapped[int] = mapped_column(Integer, default=0)
+    action_kind: Mapped[str] = mapped_column(String(16))  # opening|do|say|story|continue
+    action_text: Mapped[str] = mapped_column(Text, default="")
+    narration: Mapped[str] = mapped_column(Text, default="")
+    reasoning: Mapped[str] = mapped_column(Text, default="")
+    state: Mapped[dict[str, Any] | None] = mapped_column(CompressedJSON, nullable=True)
+    # What the model proposed (raw text and parsed events) and what became of it.
+    proposal: Mapped[dict[str, Any] | None] = mapped_column(CompressedJSON, nullable=True)
+    branch_name: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    model: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class SavePoint(Base):
+    __tablename__ = "save_points"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    adventure_id: Mapped[int] = mapped_column(
+        ForeignKey("adventures.id", ondelete="CASCADE"), index=True
+    )
+    node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id", ondelete="RESTRICT"))
+    name: Mapped[str] = mapped_column(String(200))
+    note: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Setting(Base):
+    __tablename__ = "settings"
+
+    key: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[Any] = mapped_column(JSON)

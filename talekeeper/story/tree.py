@@ -1,0 +1,142 @@
+"""The story tree and its head. Nothing outside this module moves an adventure's head.
+
+Nodes are immutable once written. The transcript is the path root → head; every read
+of "the story now" starts from the head, so transcript, state and prompt always agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session
+
+from talekeeper.store.models import Adventure, Node, utcnow
+
+
+class TreeError(Exception):
+    """An operation the tree refuses; the message says why and what to do instead."""
+
+
+@dataclass(frozen=True)
+class NewTurn:
+    action_kind: str
+    action_text: str
+    narration: str
+    reasoning: str = ""
+    state: dict[str, Any] | None = None
+    proposal: dict[str, Any] | None = None
+    model: str = ""
+
+
+def create_root(session: Session, adventure: Adventure, opening: str, state: dict[str, Any]) -> Node:
+    root = Node(
+        adventure_id=adventure.id,
+        parent_id=None,
+        depth=0,
+        action_kind="opening",
+        action_text="",
+        narration=opening,
+        reasoning="",
+        state=state,
+        model="",
+    )
+    session.add(root)
+    session.flush()
+    adventure.root_node_id = root.id
+    adventure.head_node_id = root.id
+    return root
+
+
+def head(session: Session, adventure: Adventure) -> Node:
+    node = session.get(Node, adventure.head_node_id)
+    if node is None or node.adventure_id != adventure.id:
+        raise TreeError("This adventure's current position is missing; restore a Save Point.")
+    return node
+
+
+def append_child(session: Session, adventure: Adventure, parent: Node, turn: NewTurn) -> Node:
+    """Write a new node below `parent` and move the head to it.
+
+    If `parent` already has children this forks the story: the old continuation stays
+    whole; Redo now follows the new one because it becomes the active child.
+    """
+    node = Node(
+        adventure_id=adventure.id,
+        parent_id=parent.id,
+        depth=parent.depth + 1,
+        action_kind=turn.action_kind,
+        action_text=turn.action_text,
+        narration=turn.narration,
+        reasoning=turn.reasoning,
+        state=turn.state,
+        proposal=turn.proposal,
+        model=turn.model,
+    )
+    session.add(node)
+    session.flush()
+    parent.active_child_id = node.id
+    move_head(adventure, node)
+    return node
+
+
+def move_head(adventure: Adventure, node: Node) -> None:
+    adventure.head_node_id = node.id
+    adventure.turn_count = node.depth
+    adventure.last_played_at = utcnow()
+
+
+_PATH_SQL = text(
+    """
+    WITH RECURSIVE path(id, parent_id, n) AS (
+        SELECT id, parent_id, 0 FROM nodes WHERE id = :start
+        UNION ALL
+        SELECT nodes.id, nodes.parent_id, path.n + 1
+        FROM nodes JOIN path ON nodes.id = path.parent_id
+        WHERE path.n + 1 < :limit
+    )
+    SELECT id FROM path ORDER BY n DESC
+    """
+)
+
+
+def path_to(session: Session, node: Node, limit: int | None = None) -> list[Node]:
+    """The nodes from the root (or the `limit`th ancestor) down to `node`, in story order.
+
+    One recursive query that stops after `limit` rows: reading the last N turns costs
+    O(N), never O(story length).
+    """
+    limit = limit if limit is not None else node.depth + 1
+    ids = [row[0] for row in session.execute(_PATH_SQL, {"start": node.id, "limit": limit})]
+    by_id = {n.id: n for n in session.scalars(select(Node).where(Node.id.in_(ids)))}
+    return [by_id[i] for i in ids]
+
+
+def can_undo(node: Node) -> bool:
+    return node.parent_id is not None
+
+
+def can_redo(node: Node) -> bool:
+    return node.active_child_id is not None
+
+
+def undo(session: Session, adventure: Adventure) -> Node:
+    current = head(session, adventure)
+    if current.parent_id is None:
+        raise TreeError("Nothing to undo: this is the opening of the story.")
+    parent = session.get(Node, current.parent_id)
+    assert parent is not None
+    parent.active_child_id = current.id  # so Redo returns exactly here
+    move_head(adventure, parent)
+    return parent
+
+
+def redo(session: Session, adventure: Adventure) -> Node:
+    current = head(session, adventure)
+    if current.active_child_id is None:
+        raise TreeError("Nothing to redo: this is the latest moment on this line.")
+    child = session.get(Node, current.active_child_id)
+    assert child is not None
+    move_head(adventure, child)
+    return child

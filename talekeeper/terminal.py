@@ -1,0 +1,150 @@
+"""Rich rendering for the CLI: the play loop, model status, progress while loading."""
+
+from __future__ import annotations
+
+import asyncio
+
+from rich.console import Console
+from rich.prompt import IntPrompt, Prompt
+from rich.table import Table
+
+from talekeeper.core import Talekeeper
+from talekeeper.llm.errors import LLMError
+from talekeeper.service import adventures, scenarios
+from talekeeper.service.locks import AdventureBusy
+from talekeeper.service.turns import play_turn
+from talekeeper.story import tree
+from talekeeper.story.actions import ActionError
+
+console = Console()
+
+HELP = (
+    "Type an action and press Enter. Prefix with [bold]say[/] or [bold]story[/] to change the kind "
+    "(default: do). Commands: [bold]/continue[/], [bold]/undo[/], [bold]/redo[/], [bold]/quit[/]."
+)
+
+
+def warm_up(tk: Talekeeper) -> None:
+    """Start the model before the first turn, with a spinner (the embedded model loads here)."""
+    with console.status(f"Loading model: {tk.model_description()} …"):
+        try:
+            provider = tk.provider()
+            start = getattr(provider, "start", None)
+            if start is not None:
+                asyncio.run(_maybe_await(start()))
+        except LLMError as exc:
+            console.print(f"[yellow]Model not ready:[/] {exc}")
+
+
+async def _maybe_await(value):
+    if asyncio.iscoroutine(value):
+        return await value
+    return value
+
+
+def show_model(tk: Talekeeper, test: bool) -> bool:
+    console.print(f"Active model: [bold]{tk.model_description()}[/]")
+    if not test:
+        return True
+    with console.status("Testing the model …"):
+        try:
+            report = asyncio.run(tk.provider().check())
+        except LLMError as exc:
+            console.print(f"[red]✘[/] {exc}")
+            return False
+    for what, ok, detail in report.checks:
+        console.print(f"{'[green]✔' if ok else '[red]✘'}[/] {what}: {detail}")
+    return report.ok
+
+
+def _choose_adventure(tk: Talekeeper, scenario_id: str | None, adventure_id: int | None) -> int:
+    with tk.db.session() as session:
+        if adventure_id is not None:
+            return adventures.get_adventure(session, adventure_id).id
+        if scenario_id is None:
+            existing = adventures.list_adventures(session)
+            rows = scenarios.list_scenarios(session)
+            table = Table("#", "Adventure or scenario", "Turns")
+            options: list[tuple[str, object]] = []
+            for a in existing:
+                options.append(("adventure", a.id))
+                table.add_row(str(len(options)), f"Continue: {a.title}", str(a.turn_count))
+            for s in rows:
+                options.append(("scenario", s.id))
+                table.add_row(str(len(options)), f"New: {s.title}", "")
+            console.print(table)
+            choice = IntPrompt.ask("Choose", default=1)
+            if not 1 <= choice <= len(options):
+                raise SystemExit("No such choice.")
+            kind, value = options[choice - 1]
+            if kind == "adventure":
+                return int(value)
+            scenario_id = str(value)
+        scenario = scenarios.get_scenario(session, scenario_id)
+        answers = {
+            p["key"]: Prompt.ask(p.get("question", p["key"]), default=p.get("default") or None)
+            for p in scenario.data.get("placeholders", [])
+        }
+        return adventures.start_adventure(session, scenario_id, answers).id
+
+
+def _print_story(tk: Talekeeper, adventure_id: int, last: int = 6) -> None:
+    with tk.db.session() as session:
+        view = adventures.story_view(session, adventures.get_adventure(session, adventure_id), limit=last)
+    console.rule(view["title"])
+    for turn in view["turns_shown"]:
+        if turn["action_line"]:
+            console.print(f"[italic cyan]{turn['action_line']}[/]", markup=True, highlight=False)
+        console.print(turn["narration"], markup=False, highlight=False)
+        console.print()
+
+
+def _parse(line: str) -> tuple[str, str]:
+    first, _, rest = line.partition(" ")
+    if first.lower() in ("say", "story", "do") and rest.strip():
+        return first.lower(), rest.strip()
+    return "do", line.strip()
+
+
+async def _stream_turn(tk: Talekeeper, adventure_id: int, kind: str, text: str) -> None:
+    async for event in play_turn(tk, adventure_id, kind, text):
+        if event.kind == "accepted" and event.data["action_line"] and kind != "continue":
+            pass  # the player just typed it
+        elif event.kind == "text":
+            console.print(event.text, end="", markup=False, highlight=False)
+        elif event.kind == "reasoning":
+            console.print(f"[dim]{event.text}[/]", end="")
+        elif event.kind == "error":
+            console.print(f"\n[red]{event.data['message']}[/]")
+        elif event.kind == "done":
+            console.print("\n")
+
+
+def play(tk: Talekeeper, scenario_id: str | None = None, adventure_id: int | None = None) -> None:
+    warm_up(tk)
+    adventure_id = _choose_adventure(tk, scenario_id, adventure_id)
+    _print_story(tk, adventure_id)
+    console.print(HELP)
+    while True:
+        try:
+            line = console.input("[bold]> [/]").strip()
+        except (EOFError, KeyboardInterrupt):
+            console.print()
+            break
+        if not line:
+            continue
+        if line in ("/quit", "/q", "/exit"):
+            break
+        try:
+            if line in ("/undo", "/redo"):
+                with tk.db.session() as session:
+                    adventure = adventures.get_adventure(session, adventure_id)
+                    (tree.undo if line == "/undo" else tree.redo)(session, adventure)
+                _print_story(tk, adventure_id, last=2)
+                continue
+            kind, text = ("continue", "") if line == "/continue" else _parse(line)
+            asyncio.run(_stream_turn(tk, adventure_id, kind, text))
+        except KeyboardInterrupt:
+            console.print("\n[yellow]Stopped. Nothing was saved.[/]")
+        except (ActionError, tree.TreeError, AdventureBusy, LLMError) as exc:
+            console.print(f"[red]{exc}[/]")

@@ -1,0 +1,37 @@
+"""The FastAPI application: JSON API, server-rendered pages, static files."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from talekeeper import __version__
+from talekeeper.core import Talekeeper
+from talekeeper.web import api, errors, pages
+from talekeeper.web.security import LocalOnlyMiddleware
+
+STATIC = Path(__file__).parent / "static"
+
+
+def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        await tk.aclose()
+
+    app = FastAPI(
+        title="talekeeper",
+        version=__version__,
+        description="Local-first interactive storytelling: the model narrates, the app owns the truth.",
+        lifespan=lifespan,
+    )
+    app.state.tk = tk
+    errors.install(app)
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.add_middleware(LocalOnlyMiddleware, allowed_hosts=allowed_hosts or set())
+    return app

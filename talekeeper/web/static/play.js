@@ -1,0 +1,149 @@
+// The play page: send an action, stream the narration over SSE, stop, undo/redo keys.
+// Narration is untrusted text: it is only ever inserted with textContent.
+(function () {
+  "use strict";
+  const root = document.querySelector(".play");
+  if (!root) return;
+  const adventureId = root.dataset.adventure;
+  const form = document.getElementById("action-form");
+  const input = document.getElementById("action-text");
+  const live = document.getElementById("live");
+  const errorBox = document.getElementById("turn-error");
+  const sendButton = document.getElementById("send");
+  const continueButton = document.getElementById("continue");
+  const stopButton = document.getElementById("stop");
+  let controller = null;
+  let followOutput = true;
+
+  window.addEventListener("scroll", () => {
+    const nearBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
+    followOutput = nearBottom;
+  });
+
+  function scrollIfFollowing() {
+    if (followOutput) window.scrollTo(0, document.body.scrollHeight);
+  }
+
+  function setBusy(busy) {
+    sendButton.disabled = busy;
+    continueButton.disabled = busy;
+    stopButton.hidden = !busy;
+    root.classList.toggle("busy", busy);
+  }
+
+  function showError(message) {
+    errorBox.textContent = message;
+    errorBox.hidden = !message;
+  }
+
+  function refreshStory() {
+    return htmx.ajax("GET", `/adventures/${adventureId}/story`, { target: "#story", swap: "outerHTML" });
+  }
+
+  // Parse a text/event-stream body into {event, data} objects.
+  async function* readEvents(response) {
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true }).replace(/\r\n/g, "\n");
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        let event = "message";
+        const data = [];
+        for (const line of block.split("\n")) {
+          if (line.startsWith("event:")) event = line.slice(6).trim();
+          else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+        }
+        if (data.length) yield { event, data: JSON.parse(data.join("\n")) };
+      }
+    }
+  }
+
+  async function playTurn(kind, text) {
+    showError("");
+    setBusy(true);
+    controller = new AbortController();
+    const turn = document.createElement("article");
+    turn.className = "turn streaming";
+    const actionLine = document.createElement("p");
+    actionLine.className = "action";
+    const thinking = document.createElement("details");
+    thinking.className = "reasoning";
+    thinking.hidden = true;
+    const summary = document.createElement("summary");
+    summary.textContent = "Model's thinking";
+    const thinkingText = document.createElement("p");
+    thinking.append(summary, thinkingText);
+    const narration = document.createElement("p");
+    narration.className = "narration";
+    turn.append(actionLine, thinking, narration);
+    live.replaceChildren(turn);
+    let finished = false;
+    try {
+      const response = await fetch(`/api/adventures/${adventureId}/turns`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+        body: JSON.stringify({ kind, text }),
+        signal: controller.signal,
+      });
+      if (!response.ok) {
+        const body = await response.json().catch(() => ({}));
+        throw new Error(body.detail ? String(typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail)) : `The server answered ${response.status}.`);
+      }
+      for await (const { event, data } of readEvents(response)) {
+        if (event === "accepted") {
+          actionLine.textContent = data.action_line;
+          if (kind !== "continue") input.value = "";
+        } else if (event === "text") {
+          narration.textContent += data.text;
+          scrollIfFollowing();
+        } else if (event === "reasoning") {
+          thinking.hidden = false;
+          thinkingText.textContent += data.text;
+        } else if (event === "done") {
+          finished = true;
+        } else if (event === "error") {
+          throw new Error(data.message);
+        }
+      }
+      if (!finished) throw new Error("The connection closed before the turn finished. Nothing was saved.");
+    } catch (err) {
+      if (err.name === "AbortError") showError("Stopped. Nothing was saved; your action is still in the box.");
+      else showError(err.message);
+      if (kind !== "continue" && !input.value) input.value = text;
+    } finally {
+      controller = null;
+      setBusy(false);
+      await refreshStory();
+      live.replaceChildren();
+      scrollIfFollowing();
+    }
+  }
+
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const kind = form.querySelector("input[name=kind]:checked").value;
+    const text = input.value.trim();
+    if (!text) { showError("Type an action first, or press Continue."); return; }
+    playTurn(kind, text);
+  });
+  continueButton.addEventListener("click", () => playTurn("continue", ""));
+  stopButton.addEventListener("click", () => { if (controller) controller.abort(); });
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); form.requestSubmit(); }
+  });
+  document.addEventListener("keydown", (e) => {
+    if (!(e.ctrlKey || e.metaKey) || controller) return;
+    const key = e.key.toLowerCase();
+    const id = key === "z" && !e.shiftKey ? "undo" : key === "y" ? "redo" : null;
+    if (!id || document.activeElement === input && input.value) return;
+    const button = document.getElementById(id);
+    if (button && !button.disabled) { e.preventDefault(); button.click(); }
+  });
+  scrollIfFollowing();
+})();

@@ -1,0 +1,57 @@
+"""Shared fixtures: every test gets its own data directory and never the user's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from talekeeper.core import Talekeeper
+from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.web.app import create_app
+
+DEMO = "greywater-lantern"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("TALEKEEPER_HOME", str(home))
+    for var in (
+        "TALEKEEPER_ENDPOINT",
+        "TALEKEEPER_MODEL",
+        "TALEKEEPER_PROVIDER",
+        "TALEKEEPER_API_KEY",
+        "TALEKEEPER_MODE",
+        "TALEKEEPER_EMBEDDED_MODEL",
+        "TALEKEEPER_ALLOW_REMOTE_ENDPOINT",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+@pytest.fixture
+def scripted() -> ScriptedProvider:
+    return ScriptedProvider([], chunk_size=5)
+
+
+@pytest.fixture
+def tk(isolated_home: Path, scripted: ScriptedProvider) -> Iterator[Talekeeper]:
+    app = Talekeeper(isolated_home, provider_override=scripted)
+    yield app
+    app.db.dispose()
+
+
+@pytest.fixture
+def client(tk: Talekeeper) -> Iterator[TestClient]:
+    with TestClient(create_app(tk), base_url="http://127.0.0.1:8000") as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def adventure_id(client: TestClient) -> int:
+    response = client.post("/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
