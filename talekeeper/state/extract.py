@@ -1,0 +1,365 @@
+"""Split a model's reply into the prose the reader sees and the state block it proposes.
+
+The protocol: after the narration, when something changed, the model appends one fenced
+block whose info string is `state`, holding a JSON object with an `events` list:
+
+    The goblin's blade opens a cut across your arm.
+
+    ```state
+    {"events": [{"type": "change_stat", "stat": "player.hp", "by": -15}]}
+    ```
+
+What counts as protocol, and so never reaches the reader:
+
+- a ```` ```state ```` fence, whatever it holds, closed or not (a truncated one is cut
+  off at its opening, and whatever complete events it held are salvaged);
+- a ```` ```json ```` or bare ```` ``` ```` fence only when it holds a proposal, or when
+  it is left open and starts like one — an ordinary code block in the story stays;
+- a bare `{"events": ...}` object on its own line, complete and a proposal, or left
+  open at the end;
+- a label line ("State:") directly before a removed block, and lines that echo
+  `emit_instructions()` back.
+
+Parsing is tolerant where small models stumble (trailing commas, `+5`, single quotes),
+through the json-repair library rather than hand-written regexes. A block that cannot be
+read is reported with its raw text kept, and the reply still yields its prose.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import json_repair
+
+from .events import EVENTS, MAX_PROPOSAL_CHARS
+
+FENCE_INFO = "state"
+
+_STATE_OPEN = re.compile(r"(`{3,})[ \t]*state(?![\w-])", re.IGNORECASE)
+_FENCE_OPEN = re.compile(r"^[ \t]{0,3}(`{3,})[ \t]*([^\n`]*)", re.MULTILINE)
+_LINE_OBJECT = re.compile(r"^[ \t]*\{", re.MULTILINE)
+_EVENTS_KEY = re.compile(r"""^\{\s*["']?events["']?\s*:""")
+_LABEL_LINE = re.compile(
+    r"^[ \t]*[*_#>]*[ \t]*(state|state block|state update|state changes|changes|events|json)[ \t]*[*_]*:?[ \t]*[*_]*[ \t]*$",
+    re.IGNORECASE,
+)
+_JSON_INFOS = {"", "json", "json5", "jsonc", "javascript", "js"}
+
+EXAMPLE_BLOCK = '{"events": [ ...one object per change... ]}'
+
+
+def emit_instructions() -> str:
+    """The short reminder placed last in the prompt: how to append the state block."""
+    return (
+        "After the story, if anything in the state changed this turn, end your reply with one block:\n"
+        f"```{FENCE_INFO}\n{EXAMPLE_BLOCK}\n```\n"
+        "List only what changed, using only the event types, names, ids and stat paths given above.\n"
+        "set_stat takes an absolute value; change_stat takes a signed amount (negative lowers).\n"
+        "If nothing changed, write no block at all."
+    )
+
+
+def _norm_line(line: str) -> str:
+    return " ".join(line.strip().lstrip("-*> ").split()).casefold()
+
+
+_REMINDER_LINES = frozenset(
+    _norm_line(line) for line in emit_instructions().splitlines() if len(_norm_line(line)) >= 16
+)
+
+
+class Extraction(NamedTuple):
+    """`prose`: what the reader sees. `raw_block`: the protocol text as the model wrote it
+    (None when there was none). `proposal`: the parsed `{"events": [...]}` for
+    `apply_proposal`, or None when there was no block or it could not be read. `error`:
+    why a block could not be (wholly) read; it can accompany a salvaged proposal."""
+
+    prose: str
+    raw_block: str | None
+    proposal: dict[str, Any] | None
+    error: str | None
+
+
+@dataclass
+class _Block:
+    start: int
+    end: int
+    content: str
+    closed: bool
+    ours: bool  # a `state` fence: ours whatever it holds
+
+
+def _closing_fence(text: str, pos: int, ticks: int) -> re.Match[str] | None:
+    return re.compile(r"`{%d,}" % ticks).search(text, pos)
+
+
+def _balanced_end(text: str, start: int) -> int | None:
+    """Index just past the JSON value starting at `start` (a `{` or `[`), string-aware;
+    None when it is never closed."""
+    depth, in_string, escaped = 0, None, False
+    for i in range(start, len(text)):
+        c = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == in_string:
+                in_string = None
+        elif c in "\"'" and depth > 0:
+            in_string = c
+        elif c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
+
+
+def _as_proposal(value: Any) -> dict[str, Any] | None:
+    """The value as a proposal if it plainly is one: an object with an `events` list,
+    a list of event objects, or one event object."""
+    if isinstance(value, dict) and isinstance(value.get("events"), list):
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, dict) and isinstance(v.get("type"), str) for v in value):
+        return {"events": value}
+    if isinstance(value, dict) and value.get("type") in EVENTS:
+        return {"events": [value]}
+    return None
+
+
+def _loads(content: str) -> Any:
+    """Strict JSON first; then json-repair for what small models get wrong. Returns
+    `_UNREADABLE` when neither yields an object or list."""
+    try:
+        return json.loads(content)
+    except (ValueError, RecursionError):
+        pass
+    try:
+        value = json_repair.repair_json(content, return_objects=True)
+    except Exception:  # json-repair is third-party: any failure means unreadable
+        return _UNREADABLE
+    return value if isinstance(value, dict | list) else _UNREADABLE
+
+
+_UNREADABLE = object()
+
+
+def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
+    """Find protocol blocks. In streaming mode, also return where the first construct
+    that *might* be protocol begins (an open fence or object not yet decided)."""
+    blocks: list[_Block] = []
+    pos = 0
+    while pos < len(text):
+        candidates = [m for m in (_STATE_OPEN.search(text, pos), _FENCE_OPEN.search(text, pos),
+                                  _LINE_OBJECT.search(text, pos)) if m]
+        if not candidates:
+            break
+        m = min(candidates, key=lambda x: (x.start(1) if x.re is _FENCE_OPEN else x.start(),
+                                           x.re is not _STATE_OPEN))
+        if m.re is _STATE_OPEN:
+            close = _closing_fence(text, m.end(), len(m.group(1)))
+            end = close.end() if close else len(text)
+            blocks.append(_Block(m.start(), end, text[m.end(): close.start() if close else len(text)],
+                                 close is not None, True))
+            pos = end
+        elif m.re is _FENCE_OPEN:
+            ticks, info = len(m.group(1)), m.group(2).strip().casefold()
+            body_start = m.end() + 1
+            close = re.compile(r"^[ \t]{0,3}`{%d,}[ \t]*$" % ticks, re.MULTILINE).search(text, body_start) \
+                if body_start <= len(text) else None
+            content = text[body_start: close.start()] if close else text[body_start:]
+            end = close.end() if close else len(text)
+            if close is None and streaming:
+                return blocks, m.start()
+            looks = info in _JSON_INFOS and _proposal_like(content, closed=close is not None)
+            if looks:
+                blocks.append(_Block(m.start(), end, content, close is not None, False))
+            pos = end
+        else:
+            brace = m.end() - 1
+            if not _could_be_events(text[brace:], final=not streaming):
+                pos = m.end()
+                continue
+            end = _balanced_end(text, brace)
+            content = text[brace: end if end else len(text)]
+            if end is None:
+                if streaming:
+                    return blocks, m.start()
+                blocks.append(_Block(m.start(), len(text), content, False, False))
+                break
+            if _as_proposal(_loads(content)) is not None:
+                blocks.append(_Block(m.start(), end, content, True, False))
+            pos = end
+    return blocks, None
+
+
+_EVENT_KEYS = ('"events"', "'events'", "events")
+
+
+def _could_be_events(text: str, final: bool) -> bool:
+    """Whether a line-start `{` opens (or, while streaming, may yet open) an object whose
+    first key is `events`."""
+    if _EVENTS_KEY.match(text):
+        return True
+    if final:
+        return False
+    rest = text[1:].lstrip()
+    return any(key.startswith(rest) or (rest.startswith(key) and not rest[len(key):].strip())
+               for key in _EVENT_KEYS)
+
+
+def _proposal_like(content: str, closed: bool) -> bool:
+    stripped = content.strip()
+    if not closed:  # a fence left open: protocol if it starts like a proposal
+        return bool(_EVENTS_KEY.match(stripped)) or stripped.startswith('[{"type"')
+    if not stripped.startswith(("{", "[")):
+        return False
+    return _as_proposal(_loads(stripped)) is not None
+
+
+def _salvage(content: str) -> tuple[Any, int]:
+    """From a cut-off block, the events that were complete: the longest prefix ending
+    where an element of the events list closed, with its brackets closed after it."""
+    stack: list[str] = []
+    in_string, escaped = False, False
+    best: tuple[int, list[str]] | None = None
+    for i, c in enumerate(content):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+            continue
+        if c == '"':
+            in_string = True
+        elif c in "{[":
+            stack.append(c)
+        elif c in "}]" and stack:
+            stack.pop()
+            if c == "}" and stack in (["{", "["], ["["]):
+                best = (i + 1, list(stack))
+    if best is None:
+        return _UNREADABLE, 0
+    end, open_brackets = best
+    closing = "".join("]" if b == "[" else "}" for b in reversed(open_brackets))
+    value = _loads(content[:end] + closing)
+    proposal = _as_proposal(value)
+    return (proposal, len(proposal["events"])) if proposal else (_UNREADABLE, 0)
+
+
+def _read_block(block: _Block) -> tuple[dict[str, Any] | None, str | None]:
+    content = block.content.strip()
+    if _squash(content) == _squash(EXAMPLE_BLOCK):
+        return None, "the block only repeated the reminder's example"
+    if len(content) > MAX_PROPOSAL_CHARS:
+        return None, f"the state block is too long ({len(content)} characters)"
+    if not content:
+        return {"events": []}, None
+    if not block.closed and _balanced_end(content, 0) != len(content):  # cut off mid-way
+        value, count = _salvage(content)
+        if value is _UNREADABLE:
+            return None, "the state block was cut off before any complete event"
+        return value, f"the state block was cut off; read its {count} complete event(s)"
+    value = _loads(content)
+    if value is _UNREADABLE:
+        return None, "the state block could not be read as JSON"
+    if value == {}:
+        return {"events": []}, None
+    proposal = _as_proposal(value)
+    if proposal is None:
+        # Ours but not a proposal: hand it on so the envelope layer refuses it out loud.
+        return value if isinstance(value, dict) else {"events": value}, None
+    return proposal, None
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())
+
+
+def _drop_label_line(prose: str) -> str:
+    """Remove a trailing label line ("State:") left just before a removed block."""
+    head, _, last = prose.rstrip().rpartition("\n")
+    return head + "\n" if _LABEL_LINE.match(last) else prose
+
+
+def _drop_echoes(prose: str) -> str:
+    return "\n".join(line for line in prose.split("\n") if _norm_line(line) not in _REMINDER_LINES)
+
+
+def extract_reply(text: str) -> Extraction:
+    """Split a finished reply into (prose, raw_block, proposal, error)."""
+    blocks, _ = _scan(text, streaming=False)
+    pieces: list[str] = []
+    pos = 0
+    for block in blocks:
+        pieces.append(_drop_label_line(text[pos: block.start]))
+        pos = block.end
+    pieces.append(text[pos:])
+    prose = ""
+    for piece in pieces:
+        piece = _drop_echoes(piece)
+        if not piece.strip():
+            continue
+        if not prose:
+            prose = piece.lstrip("\n")
+            continue
+        inline = not prose.rstrip(" \t").endswith("\n") and not piece.lstrip(" \t").startswith("\n")
+        prose = prose.rstrip() + (" " if inline else "\n\n") + piece.lstrip()
+    prose = prose.rstrip()
+    if not blocks:
+        return Extraction(prose, None, None, None)
+    raw = "\n".join(text[b.start: b.end] for b in blocks)
+    read = [_read_block(block) for block in blocks]
+    errors = [error for _, error in read if error]
+    parsed = [proposal for proposal, _ in read if proposal is not None]
+    if len(parsed) > 1:  # several blocks: their events, in order
+        events = [e for p in parsed if isinstance(p.get("events"), list) for e in p["events"]]
+        if any(not isinstance(p.get("events"), list) for p in parsed):
+            errors.append("a state block held no events list")
+        parsed = [{"events": events}]
+    return Extraction(prose, raw, parsed[0] if parsed else None, "; ".join(errors) or None)
+
+
+def visible_prefix(streaming_text: str) -> str:
+    """What is safe to show while a reply is still streaming.
+
+    Everything before the first thing that is, or might still become, protocol: a state
+    fence (even a partial ```` `` ```` or ```` ```sta ```` at the very end), a fence or a
+    line-start `{` not yet closed, a label line or a line that may be echoing the
+    reminder. Held text is released once it turns out to be prose, so the visible text
+    only ever grows, and it is a prefix of the final prose.
+    """
+    text = streaming_text
+    blocks, undecided = _scan(text, streaming=True)
+    cut = min([b.start for b in blocks] + ([undecided] if undecided is not None else []) + [len(text)])
+    shown = text[:cut]
+    for i, line in enumerate(shown.split("\n")):
+        if _norm_line(line) in _REMINDER_LINES:
+            shown = "\n".join(shown.split("\n")[:i])
+            break
+    if cut < len(text):
+        shown = _drop_label_line(shown)
+    tail = re.search(r"`{1,}[ \t]*(s(t(a(t(e?)?)?)?)?)?$", shown, re.IGNORECASE)
+    if tail:
+        shown = shown[: tail.start()]
+    last_start = shown.rfind("\n") + 1
+    last = _norm_line(shown[last_start:])
+    if last and (any(r.startswith(last) for r in _REMINDER_LINES) or _label_prefix(shown[last_start:])):
+        shown = shown[:last_start]
+    return shown
+
+
+def _label_prefix(line: str) -> bool:
+    """Whether an unfinished last line could still become a label line ("State:")."""
+    stripped = line.strip().strip("*_#> ").casefold()
+    if not stripped:
+        return False
+    labels = ("state block:", "state update:", "state changes:", "changes:", "events:", "json:")
+    return any(label.startswith(stripped) or stripped.rstrip(":") == label.rstrip(":") for label in labels)

@@ -1,0 +1,263 @@
+"""The state, the rules and last turn's refusals, in the words the model reads.
+
+Three kinds of text, kept apart because the prompt caches differently around them:
+
+- stable per scenario — `vocabulary_prompt()`, `stat_guide(rules)`, `canon_prompt(rules)`:
+  byte-identical every turn, so they sit early in the prompt and stay cached;
+- per turn — `state_for_prompt(...)`: the current state, compact, naming every id and
+  stat path the model may use (seed 001: a milestone whose id never reached the prompt
+  was never once marked);
+- feedback — `refusals_for_prompt(report)`: only what was lost entirely last turn. A
+  partial limit is not mentioned, or the model treats the shortfall as a debt.
+
+Hidden stats appear only as their band label, never as a number, anywhere here.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .document import PLAYER_ID, Document
+from .events import EVENTS, SHAPES
+from .report import LOST, Report
+from .resolve import document_name
+from .rules import Rules, StatRule
+from .stats import band_label, num
+
+# --- stable sections --------------------------------------------------------------------
+
+
+def vocabulary_prompt() -> str:
+    """The event vocabulary, generated from the allowlist itself so the two cannot drift."""
+    lines = [
+        "State events — the only changes you may propose. Each is a JSON object with a \"type\"; "
+        "fields marked ? are optional. Entities are named by name or id.",
+    ]
+    for spec in EVENTS.values():
+        fields = ", ".join(f"{f.name}{'' if f.required else '?'}" for f in spec.fields)
+        example = json.dumps({"type": spec.type, **spec.example}, ensure_ascii=False)
+        lines.append(f"- {spec.type} {{{fields}}}: {spec.summary}. e.g. {example}")
+    lines.append(
+        "set_stat takes an absolute value; change_stat a signed amount (negative lowers). "
+        "Stat paths: " + SHAPES["stat"].help + "."
+    )
+    return "\n".join(lines)
+
+
+def stat_guide(rules: Rules) -> str:
+    """The fixed legend: each stat's description and its whole band ladder, plus the
+    flags. Hidden stats show only their labels in order, never the numbers."""
+    lines: list[str] = []
+    for path, rule in _all_stats(rules):
+        lines.append(f"- {path}: {_guide_line(rule)}")
+    for name, flag in rules.flags.items():
+        lines.append(f"- flag {name}: {flag.desc or 'on/off'}")
+    return "Stat guide:\n" + "\n".join(lines) if lines else ""
+
+
+def _all_stats(rules: Rules) -> list[tuple[str, StatRule]]:
+    out = [(f"world.{n}", r) for n, r in rules.stats.world.items()]
+    out += [(f"player.{n}", r) for n, r in rules.stats.player.items()]
+    for npc, block in rules.stats.npcs.items():
+        out += [(f"npc.{npc}.{n}", r) for n, r in block.items()]
+    return out
+
+
+def _guide_line(rule: StatRule) -> str:
+    parts = [rule.desc] if rule.desc else []
+    if rule.kind == "text":
+        parts.append(f"text, at most {rule.max_length} characters; set it with set_stat")
+    elif rule.hidden:
+        parts.append("from low to high: " + " < ".join(b.label for b in rule.bands) + " (its number is hidden)")
+    else:
+        if rule.min is not None and rule.max is not None:
+            parts.append(f"{num(rule.min)} to {num(rule.max)}")
+        elif rule.min is not None:
+            parts.append(f"at least {num(rule.min)}")
+        elif rule.max is not None:
+            parts.append(f"at most {num(rule.max)}")
+        if rule.bands:
+            parts.append(" · ".join(f"{num(b.lo)} to {num(b.hi)} {b.label}" for b in rule.bands))
+    if rule.kind == "counter":
+        parts.append("counter: only rises")
+    if rule.max_change_per_turn is not None and not rule.hidden:
+        parts.append(f"moves at most {num(rule.max_change_per_turn)} per turn")
+    elif rule.max_change_per_turn is not None:
+        parts.append("moves only a little per turn")
+    if rule.cooldown:
+        parts.append(f"then rests {rule.cooldown} turn{'s' if rule.cooldown != 1 else ''}")
+    return "; ".join(parts) or "no description"
+
+
+def canon_prompt(rules: Rules) -> str:
+    """The scenario's canon: its rules in words and the status changes it forbids."""
+    lines = [f"- {rule}" for rule in rules.canon.rules]
+    lines += [f"- Nothing goes from {_status(c.from_)} to {_status(c.to)}."
+              for c in rules.canon.forbidden_status_changes]
+    return "Canon:\n" + "\n".join(lines) if lines else ""
+
+
+def _status(pattern: str) -> str:
+    return "any status" if pattern == "*" else f"'{pattern}'"
+
+
+# --- the current state ------------------------------------------------------------------
+
+
+def _value(rule: StatRule | None, value: float | int | str) -> str:
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if rule is None:
+        return num(value)
+    label = band_label(rule, value)
+    if rule.hidden:
+        return label or "(hidden)"
+    text = f"{num(value)}/{num(rule.max)}" if rule.max is not None else num(value)
+    return f"{text} ({label})" if label else text
+
+
+def _stats_line(doc: Document, rules: Rules, owner: str, npc: str | None = None) -> str:
+    if owner == "npc":
+        declared, live, prefix = rules.stats.npcs.get(npc or "", {}), doc.stats.npcs.get(npc or "", {}), f"npc.{npc}"
+    else:
+        declared, live, prefix = getattr(rules.stats, owner), getattr(doc.stats, owner), owner
+    parts = []
+    for name, rule in declared.items():
+        current = live.get(name)
+        parts.append(f"{prefix}.{name} {_value(rule, current.value if current else rule.initial)}")
+    return ", ".join(parts)
+
+
+def _entity_line(doc: Document, eid: str) -> str:
+    e = doc.entities[eid]
+    bits = [f"{e.name} ({eid})" if e.type == eid else f"{e.name} ({eid}, {e.type})"]
+    if e.status:
+        bits.append(e.status)
+    if e.location:
+        bits.append(f"at {document_name(doc, e.location)}")
+    if e.conditions:
+        bits.append("conditions: " + ", ".join(e.conditions))
+    if e.attributes:
+        bits.append(", ".join(f"{k}: {v}" for k, v in e.attributes.items()))
+    held = [document_name(doc, item) for item, holder in doc.possessions.items() if holder == eid]
+    if held:
+        bits.append("holds " + ", ".join(held))
+    return " — ".join(bits)
+
+
+def state_for_prompt(document: Document, rules: Rules, in_scene_ids: list[str] | None = None) -> str:
+    """The current state as compact text for the prompt.
+
+    `in_scene_ids` are the NPCs in scene this turn (default: the scene's `present`);
+    only their stats are shown. Every id, stat path, flag and milestone id the model may
+    use is named. Facts the player established are marked as theirs, and withdrawn facts
+    are named as no longer true.
+    """
+    doc = document
+    present = [i for i in (in_scene_ids if in_scene_ids is not None else doc.scene.present) if i in doc.entities]
+    lines: list[str] = []
+    scene = doc.scene
+    where = document_name(doc, scene.location) + f" ({scene.location})" if scene.location else "unknown"
+    head = f"Scene: {where}" + (f", {scene.time}" if scene.time else "")
+    if present:
+        head += ". Present: " + ", ".join(f"{document_name(doc, i)} ({i})" for i in present)
+    lines.append(head + ".")
+    if scene.summary:
+        lines.append(f"Now: {scene.summary}")
+    lines.append("You: " + _entity_line(doc, PLAYER_ID))
+    if rules.stats.player:
+        lines.append("Your stats: " + _stats_line(doc, rules, "player"))
+    if rules.stats.world:
+        lines.append("World: " + _stats_line(doc, rules, "world"))
+    for npc in present:
+        if npc in rules.stats.npcs:
+            lines.append(f"{document_name(doc, npc)}: " + _stats_line(doc, rules, "npc", npc))
+    here = _in_view(doc, present)
+    if here:
+        lines.append("Here:")
+        lines += [f"- {_entity_line(doc, i)}" for i in here]
+    elsewhere = [i for i in doc.entities if i != PLAYER_ID and i not in here]
+    if elsewhere:
+        lines.append("Elsewhere: " + ", ".join(_brief(doc, i) for i in elsewhere))
+    if rules.flags:
+        lines.append("Flags: " + ", ".join(f"{n} {'on' if doc.flags.get(n, f.initial) else 'off'}"
+                                           for n, f in rules.flags.items()))
+    pending = [m for m in rules.milestones if doc.milestones.get(m) is None]
+    reached = [m for m in rules.milestones if doc.milestones.get(m) is not None]
+    if pending:
+        lines.append("Goals (mark with reach_milestone): "
+                     + "; ".join(f"{m} — {rules.milestones[m].desc}" for m in pending))
+    if reached:
+        lines.append("Achieved: " + "; ".join(f"{m} — {rules.milestones[m].desc}" for m in reached))
+    open_threads = [t for t in doc.threads.values() if t.status == "open"]
+    if open_threads:
+        lines.append("Open threads:")
+        for t in open_threads:
+            objectives = "; ".join(f"{o.id} {'[done] ' if o.done else ''}{o.text}" for o in t.objectives)
+            lines.append(f"- {t.id} ({t.kind}): {t.title}" + (f" — {objectives}" if objectives else ""))
+    active = [f for f in doc.facts if f.status == "active"]
+    if active:
+        lines.append("Facts:")
+        lines += [f"- {f.id}: {_fact_text(doc, f)}" + (" [set by the player; it stands]" if f.authority == "player"
+                                                        else "") for f in active]
+    withdrawn = [f for f in doc.facts if f.status == "withdrawn"]
+    if withdrawn:
+        lines.append("No longer true:")
+        lines += [f"- {f.id}: {_fact_text(doc, f)}" + (f" ({f.withdrawn_reason})" if f.withdrawn_reason else "")
+                  for f in withdrawn]
+    rels = [r for r in doc.relationships if r.status == "active"]
+    if rels:
+        lines.append("Relationships: " + "; ".join(
+            f"{r.id}: {document_name(doc, r.source)} {r.kind} {document_name(doc, r.target)}" for r in rels))
+    if doc.recent_events:
+        lines.append("Recently: " + " / ".join(e.text for e in doc.recent_events))
+    return "\n".join(lines)
+
+
+def _in_view(doc: Document, present: list[str]) -> list[str]:
+    """Entities shown in full: the scene's place, who is present, what they and the
+    player hold, and what is located in the scene's place."""
+    ids = [doc.scene.location] if doc.scene.location else []
+    ids += present
+    holders = {PLAYER_ID, *present}
+    ids += [item for item, holder in doc.possessions.items() if holder in holders]
+    ids += [i for i, e in doc.entities.items() if doc.scene.location and e.location == doc.scene.location]
+    return [i for i in dict.fromkeys(ids) if i in doc.entities and i != PLAYER_ID]
+
+
+def _brief(doc: Document, eid: str) -> str:
+    e = doc.entities[eid]
+    return f"{e.name} ({eid}{', ' + e.status if e.status else ''})"
+
+
+def _fact_text(doc: Document, fact) -> str:  # type: ignore[no-untyped-def]
+    text = " ".join(x for x in (document_name(doc, fact.subject), fact.predicate, fact.object) if x)
+    return text + (f": {fact.value}" if fact.value is not None else "")
+
+
+# --- feedback ---------------------------------------------------------------------------
+
+
+def refusals_for_prompt(report: Report) -> str:
+    """What was lost entirely last turn — rejected, or unchanged at its limit — each with
+    its correction. Limited changes are left out on purpose. Empty when nothing was lost."""
+    lost = [o for o in report.outcomes if o.status in LOST]
+    if not lost:
+        return ""
+    lines = ["Last turn these proposed changes did NOT happen (the state above is what is true):"]
+    for o in lost:
+        what = _event_text(o.event) if o.index is not None else "the state block"
+        verdict = "no change — at its limit" if o.status == "unchanged" else "refused"
+        line = f"- {what}: {verdict}: {o.reason}."
+        if o.correction:
+            line += f" {o.correction}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _event_text(event: object) -> str:
+    try:
+        text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        text = str(event)
+    return text if len(text) <= 140 else text[:139] + "…"
