@@ -1,17 +1,36 @@
 """The local API is not an open door.
 
-- DNS rebinding: a request whose Host is not one of the server's own names is refused.
-- CSRF: a state-changing request whose Origin (or Referer) is another site is refused,
-  so a web page the player happens to visit cannot play, delete or reconfigure anything.
-- Every response carries security headers; the CSP allows no inline script.
+One pure-ASGI guard in front of everything (pure ASGI, so SSE streams pass through
+unbuffered). For every request, in this order:
+
+1. **Host** (DNS rebinding): a request whose `Host` is not one of the server's own names
+   is refused (403). A rebinding page can make the browser *connect* to 127.0.0.1, but it
+   cannot make the browser send our name in `Host`.
+2. **Origin** (CSRF): a state-changing request (anything but GET/HEAD/OPTIONS) that a
+   browser marks as coming from another origin is refused (403) — judged by `Origin`, else
+   `Referer`, and by `Sec-Fetch-Site` where the browser sends it. Another origin includes
+   another port on the same machine: a page served by some other local program is not
+   talekeeper. A request with none of these headers is not from a browser page (curl, the
+   CLI) and carries no cross-site risk.
+3. **Body size**: a body larger than the limit for its path is refused with 413 and a
+   message saying the limit, before the application parses anything. The declared
+   `Content-Length` is checked first; a body sent without one (chunked) is counted as it
+   arrives. Bundle imports (paths ending in `/import`) get a larger limit.
+4. **Headers** on every response, refusals included: a CSP with no inline script,
+   `nosniff`, frame denial, a same-origin referrer policy and cross-origin isolation of
+   windows and resources.
+
+WebSocket connections get the Host and Origin checks too (none exist today; a future
+one must not become the unguarded door).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from starlette.datastructures import MutableHeaders
-from starlette.requests import Request
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -21,7 +40,62 @@ CSP = (
     "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'"
 )
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
 LOCAL_NAMES = {"127.0.0.1", "localhost", "::1", "[::1]"}
+DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+# Sec-Fetch-Site values a browser sends for a request started by another origin's page.
+FOREIGN_FETCH_SITES = {"cross-site", "same-site"}
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class BodyLimits:
+    """How large a request body may be, in bytes.
+
+    `default` covers every JSON request (a whole scenario document included);
+    `imports` covers bundle imports, whose paths end in `/import`.
+    """
+
+    default: int = 2 * MiB
+    imports: int = 32 * MiB
+
+    def for_path(self, path: str) -> int:
+        return self.imports if path.rstrip("/").endswith("/import") else self.default
+
+
+class BodyTooLarge(HTTPException):
+    """Raised from `receive` when a body outgrows its limit mid-stream.
+
+    An HTTPException, so FastAPI's body parsing re-raises it untouched and its handler
+    answers 413 with this message; the guard answers it itself if it escapes the app.
+    """
+
+    def __init__(self, limit: int):
+        super().__init__(status_code=413, detail=too_large_message(limit))
+
+
+def too_large_message(limit: int, size: int | None = None) -> str:
+    got = f" This one is {_size(size)}." if size is not None else ""
+    return (
+        f"Request too large: talekeeper accepts at most {_size(limit)} here.{got} "
+        "Nothing was changed."
+    )
+
+
+def _size(n: int) -> str:
+    if n >= MiB:
+        return f"{n / MiB:.1f} MB".replace(".0 MB", " MB")
+    if n >= 1024:
+        return f"{n / 1024:.0f} KB"
+    return f"{n} bytes"
 
 
 def _host_only(value: str) -> str:
@@ -31,52 +105,144 @@ def _host_only(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
+def _split_netloc(netloc: str) -> tuple[str, int | None]:
+    """("host", port or None) from "host[:port]"; IPv6 hosts keep their brackets."""
+    netloc = netloc.strip().lower()
+    host = _host_only(netloc)
+    rest = netloc[len(host) :]
+    if rest.startswith(":") and rest[1:].isdigit():
+        return host, int(rest[1:])
+    return host, None
+
+
+def _same_origin(source: str, host_header: str, scheme: str) -> bool:
+    """Whether the page at `source` (an Origin or Referer) is this server."""
+    try:
+        parts = urlsplit(source)
+        source_port = parts.port
+    except ValueError:
+        return False
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        return False
+    source_host, _ = _split_netloc(parts.netloc.rsplit("@", 1)[-1])
+    host, port = _split_netloc(host_header)
+    if source_host != host:
+        return False
+    source_port = source_port or DEFAULT_PORTS[parts.scheme]
+    if port is None:  # no port in Host: the client used the default one of its scheme
+        return source_port == DEFAULT_PORTS[parts.scheme]
+    return source_port == port
+
+
 class LocalOnlyMiddleware:
-    """Pure ASGI middleware, so streamed (SSE) responses pass through untouched."""
+    """The guard: Host, Origin, body size, security headers (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, allowed_hosts: set[str]):
+    def __init__(
+        self, app: ASGIApp, allowed_hosts: set[str], body_limits: BodyLimits | None = None
+    ):
         self.app = app
-        self.allowed_hosts = {h.lower() for h in allowed_hosts} | LOCAL_NAMES
+        self.allowed_hosts = {_host_only(h) for h in allowed_hosts} | LOCAL_NAMES
+        self.body_limits = body_limits or BodyLimits()
 
-    def refusal(self, request: Request) -> str | None:
-        host = _host_only(request.headers.get("host", ""))
+    def refusal(self, scope: Scope) -> str | None:
+        headers = Headers(scope=scope)
+        host_header = headers.get("host", "")
+        host = _host_only(host_header)
         if host not in self.allowed_hosts:
             return (
                 f"Host {host!r} is not this talekeeper server; requests must use its own "
                 "address (this blocks DNS-rebinding attacks)."
             )
-        if request.method in SAFE_METHODS:
+        if scope["type"] == "http" and scope["method"] in SAFE_METHODS:
             return None
-        source = request.headers.get("origin") or request.headers.get("referer")
+        foreign = (
+            "Refused: this change came from another site. talekeeper only accepts "
+            "changes made from its own pages."
+        )
+        if headers.get("sec-fetch-site", "").lower() in FOREIGN_FETCH_SITES:
+            return foreign
+        source = headers.get("origin") or headers.get("referer")
         if source is None:
-            return None  # not a browser (curl, the CLI): no cross-site risk
-        if source == "null" or _host_only(urlsplit(source).netloc) != host:
-            return (
-                "Refused: this change came from another site. talekeeper only accepts "
-                "changes made from its own pages."
-            )
+            return None  # not a browser page (curl, the CLI): no cross-site risk
+        if not _same_origin(source, host_header, scope.get("scheme", "http")):
+            return foreign
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        message = self.refusal(Request(scope))
-        if message is not None:
-            response = JSONResponse({"detail": message}, status_code=403)
-            await response(scope, receive, _with_headers(send))
+        message = self.refusal(scope)
+        if scope["type"] == "websocket":
+            if message is not None:
+                await send({"type": "websocket.close", "code": 1008, "reason": message[:120]})
+                return
+            await self.app(scope, receive, send)
             return
-        await self.app(scope, receive, _with_headers(send))
+        send = _with_headers(send)
+        if message is not None:
+            await JSONResponse({"detail": message}, status_code=403)(scope, receive, send)
+            return
+        await self._limited(scope, receive, send)
+
+    async def _limited(self, scope: Scope, receive: Receive, send: Send) -> None:
+        limit = self.body_limits.for_path(scope.get("path", ""))
+        declared = _content_length(scope)
+        if declared is not None and declared > limit:
+            await _too_large(limit, declared)(scope, receive, send)
+            return
+
+        received = 0
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLarge(limit)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except BodyTooLarge:
+            if started:
+                raise
+            await _too_large(limit)(scope, receive, send)
+
+
+def _content_length(scope: Scope) -> int | None:
+    value = Headers(scope=scope).get("content-length")
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def _too_large(limit: int, size: int | None = None) -> JSONResponse:
+    # Connection: close — the rest of an unread body must not be taken for a next request.
+    return JSONResponse(
+        {"detail": too_large_message(limit, size), "error": "RequestTooLarge"},
+        status_code=413,
+        headers={"Connection": "close"},
+    )
 
 
 def _with_headers(send: Send) -> Send:
     async def sender(message: Message) -> None:
         if message["type"] == "http.response.start":
             headers = MutableHeaders(scope=message)
-            headers.setdefault("Content-Security-Policy", CSP)
-            headers.setdefault("X-Content-Type-Options", "nosniff")
-            headers.setdefault("X-Frame-Options", "DENY")
-            headers.setdefault("Referrer-Policy", "same-origin")
+            for name, value in SECURITY_HEADERS.items():
+                headers.setdefault(name, value)
         await send(message)
 
     return sender

@@ -1,0 +1,104 @@
+"""What a consistent talekeeper database looks like, checked straight from the file.
+
+Plain `sqlite3`, not the app's models: the crash tests read a database that a killed
+server left behind, and the check must not depend on the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class NodeRow:
+    id: int
+    adventure_id: int
+    parent_id: int | None
+    active_child_id: int | None
+    depth: int
+    kind: str
+    action: str
+    narration: str
+
+
+@dataclass
+class Snapshot:
+    """The story as the file holds it: per adventure, its head and its nodes."""
+
+    heads: dict[int, int] = field(default_factory=dict)
+    nodes: dict[int, NodeRow] = field(default_factory=dict)
+    save_points: dict[int, tuple[int, int, str]] = field(default_factory=dict)  # id -> (adv, node, name)
+
+    def path(self, node_id: int) -> list[NodeRow]:
+        out = []
+        current: int | None = node_id
+        while current is not None:
+            out.append(self.nodes[current])
+            current = self.nodes[current].parent_id
+        return out[::-1]
+
+
+def _unpack(blob: bytes | None, what: str) -> None:
+    if blob is None:
+        return
+    try:
+        json.loads(zlib.decompress(blob))
+    except Exception as exc:  # noqa: BLE001 - any failure here is the finding
+        raise AssertionError(f"{what} does not decode: {exc}") from exc
+
+
+def check_database(path: Path) -> Snapshot:
+    """Assert every structural invariant of the story tree; return what the file holds."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)], "integrity_check"
+        assert db.execute("PRAGMA foreign_key_check").fetchall() == [], "foreign_key_check"
+        snap = Snapshot()
+        for row in db.execute(
+            "SELECT id, adventure_id, parent_id, active_child_id, depth, action_kind, "
+            "action_text, narration, state, proposal FROM nodes"
+        ):
+            node = NodeRow(*row[:8])
+            snap.nodes[node.id] = node
+            _unpack(row[8], f"node {node.id} state")
+            _unpack(row[9], f"node {node.id} proposal")
+        for node in snap.nodes.values():
+            if node.parent_id is None:
+                assert node.depth == 0 and node.kind == "opening", f"node {node.id}: a second root"
+            else:
+                parent = snap.nodes.get(node.parent_id)
+                assert parent is not None, f"node {node.id}: parent missing"
+                assert parent.adventure_id == node.adventure_id, f"node {node.id}: parent in another adventure"
+                assert node.depth == parent.depth + 1, f"node {node.id}: depth"
+                assert node.narration.strip(), f"node {node.id}: a turn with no narration (half-written)"
+            if node.active_child_id is not None:
+                child = snap.nodes.get(node.active_child_id)
+                assert child is not None and child.parent_id == node.id, f"node {node.id}: active child"
+        adventures = db.execute(
+            "SELECT id, root_node_id, head_node_id, turn_count FROM adventures"
+        ).fetchall()
+        for adventure_id, root_id, head_id, turn_count in adventures:
+            root, head = snap.nodes.get(root_id), snap.nodes.get(head_id)
+            assert root is not None and root.adventure_id == adventure_id, f"adventure {adventure_id}: root"
+            assert root.parent_id is None, f"adventure {adventure_id}: root has a parent"
+            assert head is not None and head.adventure_id == adventure_id, f"adventure {adventure_id}: head"
+            assert snap.path(head_id)[0].id == root_id, f"adventure {adventure_id}: head not below root"
+            assert turn_count == head.depth, f"adventure {adventure_id}: turn_count {turn_count} != {head.depth}"
+            roots = [n for n in snap.nodes.values() if n.adventure_id == adventure_id and n.parent_id is None]
+            assert [n.id for n in roots] == [root_id], f"adventure {adventure_id}: roots {roots}"
+            snap.heads[adventure_id] = head_id
+        orphans = {n.adventure_id for n in snap.nodes.values()} - set(snap.heads)
+        assert not orphans, f"nodes of missing adventures {orphans}"
+        for sp_id, adventure_id, node_id, name in db.execute(
+            "SELECT id, adventure_id, node_id, name FROM save_points"
+        ):
+            node = snap.nodes.get(node_id)
+            assert node is not None and node.adventure_id == adventure_id, f"save point {sp_id}"
+            snap.save_points[sp_id] = (adventure_id, node_id, name)
+        return snap
+    finally:
+        db.close()
