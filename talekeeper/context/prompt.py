@@ -1,22 +1,143 @@
-"""Assembling what the model sees each turn.
+"""Assembling what the model sees each turn, within a token budget, with the reasons.
 
-The stable sections (instructions, persona, plot essentials) come first and stay
-byte-identical between turns so llama.cpp, Ollama and vLLM reuse their prompt cache; the
-history and the player's action come last. Every section keeps its source and token cost
-so Insights can show exactly what was sent and why.
+The order (DESIGN.md "Context and memory"):
+
+     1. narrator instructions          ┐
+     2. persona (the protagonist)      │ stable: byte-identical turn to turn, so
+     3. event vocabulary and canon     │ llama.cpp, Ollama and vLLM reuse the
+     4. stat guide                     │ cached prompt prefix
+     5. AI instructions                │
+     6. plot essentials                ┘
+     7. story summary                  (changes every 15 turns, or when the player edits it)
+     8. retrieved memories             (in story order, so the set, not the score, decides)
+     9. triggered story cards          (in card order; the first thing dropped)
+    10. history, newest first within budget, the author's note a few lines from its end
+    11. current state · 12. last turn's refusals · 13. the player's action
+    14. the emit reminder (last)
+
+Budgeting: the always-on sections (everything except memories, cards and history) are
+reserved first; memories and then cards get capped shares; history fills the rest. Each
+section keeps its source, token cost and why it was included, so Insights can show
+exactly what was sent. The state engine's sections (3, 4, 11, 12, 14) arrive already
+rendered; this module only places and counts them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import hashlib
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from talekeeper.context.tokens import CountFn
+from talekeeper.context.triggers import (
+    DEFAULT_WINDOW_TURNS,
+    Triggered,
+    TriggerWindow,
+    characters_in,
+    match_cards,
+    match_characters,
+    recent_window,
+)
 from talekeeper.llm.base import GenerationRequest, Message
 from talekeeper.story.actions import format_action
 
 CONTINUE_CUE = "(The story continues.)"
 BEGIN_CUE = "(Begin the story.)"
+SEPARATOR = "\n\n"
+
+STABLE = ("narrator", "persona", "event_vocabulary", "stat_guide", "ai_instructions", "plot_essentials")
+"""The sections that stay byte-identical between turns (unless the player edits them)."""
+
+ORDER = (
+    *STABLE,
+    "story_summary",
+    "memories",
+    "story_cards",
+    "history",
+    "author_note",
+    "current_state",
+    "refusals",
+    "action",
+    "emit_reminder",
+)
+HEAD = frozenset(ORDER[: ORDER.index("history")])
+TAIL = ("current_state", "refusals", "action", "emit_reminder")
+
+
+@dataclass
+class ContextOptions:
+    budget: int = 3072
+    reserve_for_reply: int = 0
+    author_note_depth: int = 3
+    card_share: float = 0.2  # at most this share of the budget goes to story cards
+    memory_share: float = 0.15  # ... and this to retrieved memories
+    window_turns: int = DEFAULT_WINDOW_TURNS
+    history_step: int = 4  # history starts on a multiple of this depth (cache stability)
+
+
+@dataclass
+class HistoryTurn:
+    action_kind: str
+    action_text: str
+    narration: str
+    node_id: int | None = None
+    depth: int = 0
+
+    @property
+    def action_line(self) -> str:
+        return format_action(self.action_kind, self.action_text)
+
+    @property
+    def lines(self) -> list[str]:
+        found = [self.action_line] if self.action_line else []
+        return found + [line for line in self.narration.split("\n") if line.strip()]
+
+
+@dataclass
+class RetrievedMemory:
+    id: int
+    text: str
+    score: float
+    pinned: bool = False
+    depth: int = 0  # the depth of the node it summarises (story order)
+    why: str = ""
+    first_depth: int = 0  # the first turn of the block it summarises
+
+
+@dataclass
+class ContextInput:
+    """Everything one turn's prompt is built from, read at the head."""
+
+    plot: dict[str, Any]
+    history: Sequence[HistoryTurn]
+    action_kind: str
+    action_text: str
+    story_summary: str = ""
+    summary_source: str = "plot components"
+    memories: Sequence[RetrievedMemory] = ()
+    memory_note: str = ""  # how retrieval ran (embedding model / lexical), for Insights
+    state: dict[str, Any] | None = None  # the state document at the head (plain JSON)
+    # Sections the state engine renders; None or "" leaves the section out.
+    event_vocabulary: str | None = None
+    stat_guide: str | None = None
+    current_state: str | None = None
+    refusals: str | None = None
+    emit_reminder: str | None = None
+    options: ContextOptions = field(default_factory=ContextOptions)
+
+
+@dataclass
+class Item:
+    """One entry inside a section: a card, a memory, a character in scene."""
+
+    key: str
+    text: str = ""
+    tokens: int = 0
+    why: str = ""
+    included: bool = True
+    ref: int | str | None = None  # card index, memory id, character id
+    score: float | None = None
 
 
 @dataclass
@@ -25,17 +146,21 @@ class Section:
     text: str
     why: str
     tokens: int = 0
+    source: str = ""
+    items: list[Item] = field(default_factory=list)
 
 
 @dataclass
-class HistoryTurn:
-    action_kind: str
-    action_text: str
-    narration: str
+class Scan:
+    """What the recent window triggered: story cards and characters now in scene."""
+
+    window: TriggerWindow
+    cards: list[Triggered]
+    in_scene: list[Triggered]
 
     @property
-    def action_line(self) -> str:
-        return format_action(self.action_kind, self.action_text)
+    def in_scene_ids(self) -> list[str]:
+        return [t.key for t in self.in_scene]
 
 
 @dataclass
@@ -44,110 +169,390 @@ class Assembly:
     history: list[HistoryTurn]
     action_line: str
     budget: int
-    history_included: int = 0
-    history_dropped: int = 0
+    reserve_for_reply: int = 0
+    history_available: int = 0
+    author_note_at: int | None = None  # line index within the history where the note goes
+    in_scene: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def history_included(self) -> int:
+        return len(self.history)
+
+    @property
+    def history_dropped(self) -> int:
+        return self.history_available - len(self.history)
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(s.tokens for s in self.sections)
+
+    def section(self, name: str) -> Section | None:
+        return next((s for s in self.sections if s.name == name), None)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "sections": [asdict(s) for s in self.sections],
             "budget": self.budget,
-            "total_tokens": sum(s.tokens for s in self.sections),
+            "reserve_for_reply": self.reserve_for_reply,
+            "total_tokens": self.total_tokens,
             "history_included": self.history_included,
             "history_dropped": self.history_dropped,
+            "history_first_depth": self.history[0].depth if self.history else None,
+            "author_note_at": self.author_note_at,
+            "in_scene": self.in_scene,
             "notes": self.notes,
         }
 
 
-def system_text(plot: dict[str, Any]) -> list[Section]:
-    sections = []
-    persona = plot.get("persona") or {}
-    if plot.get("narrator_instructions"):
-        sections.append(Section("narrator_instructions", plot["narrator_instructions"], "always sent"))
-    if persona.get("name"):
-        who = f"The player character is {persona['name']}"
-        if persona.get("pronouns"):
-            who += f" ({persona['pronouns']})"
-        who += "."
-        if persona.get("description"):
-            who += " " + persona["description"]
-        sections.append(Section("persona", who, "always sent"))
-    if plot.get("ai_instructions"):
-        sections.append(Section("ai_instructions", plot["ai_instructions"], "always sent"))
-    if plot.get("plot_essentials"):
-        sections.append(Section("plot_essentials", "Essentials: " + plot["plot_essentials"], "always sent"))
-    return sections
+# ---------------------------------------------------------------------------- scanning
 
 
-async def assemble(
-    plot: dict[str, Any],
-    history: Sequence[HistoryTurn],
-    action_kind: str,
-    action_text: str,
-    budget: int,
-    count_tokens: Callable[[str], Awaitable[int]],
-    reserve_for_reply: int = 0,
-) -> Assembly:
-    """Fit instructions, then as much history as the budget allows (newest first)."""
-    sections = system_text(plot)
-    for section in sections:
-        section.tokens = await count_tokens(section.text)
-    action_line = format_action(action_kind, action_text) or CONTINUE_CUE
-    spent = sum(s.tokens for s in sections) + await count_tokens(action_line) + reserve_for_reply
-    kept: list[HistoryTurn] = []
-    for turn in reversed(history):
-        cost = await count_tokens(turn.action_line + "\n" + turn.narration)
-        if spent + cost > budget and kept:
-            break
-        spent += cost
-        kept.append(turn)
-    kept.reverse()
-    assembly = Assembly(
+def scan(inputs: ContextInput) -> Scan:
+    """Match story cards and characters against the recent window (player action included)."""
+    action_line = format_action(inputs.action_kind, inputs.action_text)
+    window = recent_window(
+        [(t.depth, t.action_line, t.narration) for t in inputs.history],
+        action_line,
+        inputs.options.window_turns,
+    )
+    cards = match_cards(inputs.plot.get("story_cards") or [], window)
+    protagonist = "player"
+    in_scene = match_characters(characters_in(inputs.state, protagonist), window)
+    return Scan(window, cards, in_scene)
+
+
+# ---------------------------------------------------------------------------- rendering
+
+
+def persona_text(persona: dict[str, Any] | None) -> str:
+    persona = persona or {}
+    name = str(persona.get("name") or "").strip()
+    if not name:
+        return ""
+    who = f"Player character:\nYou are {name}"
+    if str(persona.get("pronouns") or "").strip():
+        who += f" ({str(persona['pronouns']).strip()})"
+    who += "."
+    if str(persona.get("description") or "").strip():
+        who += " " + str(persona["description"]).strip()
+    return who
+
+
+def author_note_line(note: str) -> str:
+    return f"[Author's note: {note.strip()}]"
+
+
+def memories_text(memories: Sequence[RetrievedMemory]) -> str:
+    if not memories:
+        return ""
+    ordered = sorted(memories, key=lambda m: (m.depth, m.id))
+    return "Memories of earlier events:\n" + "\n".join(f"- {m.text.strip()}" for m in ordered)
+
+
+def card_line(entry: str) -> str:
+    return f"World lore: {entry.strip()}"
+
+
+async def assemble(inputs: ContextInput, count_tokens: CountFn, found: Scan | None = None) -> Assembly:
+    """Fit the sections into the budget and say why each one is there."""
+    options = inputs.options
+    plot = inputs.plot
+    found = found or scan(inputs)
+    action_line = format_action(inputs.action_kind, inputs.action_text) or CONTINUE_CUE
+
+    async def make(name: str, text: str | None, why: str, source: str) -> Section | None:
+        text = (text or "").strip()
+        if not text:
+            return None
+        return Section(name, text, why, await count_tokens(text), source)
+
+    fixed: dict[str, Section | None] = {
+        "narrator": await make("narrator", plot.get("narrator_instructions"), "always sent", "plot: narrator instructions"),
+        "persona": await make("persona", persona_text(plot.get("persona")), "always sent", "plot: persona"),
+        "event_vocabulary": await make("event_vocabulary", inputs.event_vocabulary, "always sent: the events the model may propose and the campaign's canon", "state engine"),
+        "stat_guide": await make("stat_guide", inputs.stat_guide, "always sent: the stats, their ranges and bands", "state engine"),
+        "ai_instructions": await make("ai_instructions", plot.get("ai_instructions"), "always sent", "plot: AI instructions"),
+        "plot_essentials": await make("plot_essentials", _labelled("Essentials", plot.get("plot_essentials")), "always sent", "plot: plot essentials"),
+        "story_summary": await make("story_summary", _labelled("Story so far", inputs.story_summary), "always sent", inputs.summary_source),
+        "current_state": await make("current_state", inputs.current_state, _scene_why(found), "state engine"),
+        "refusals": await make("refusals", inputs.refusals, "what the engine refused last turn, so the model does not repeat it", "state engine"),
+        "action": await make("action", action_line, "the player's action", "player"),
+        "emit_reminder": await make("emit_reminder", inputs.emit_reminder, "always last: how to report what changed", "state engine"),
+    }
+    note = str(plot.get("author_note") or "").strip()
+    depth = max(0, int(options.author_note_depth))
+    if note:
+        fixed["author_note"] = await make(
+            "author_note", author_note_line(note), f"always sent, {depth} lines before the end of history", "plot: author's note"
+        )
+
+    usable = options.budget - options.reserve_for_reply
+    spent = sum(s.tokens for s in fixed.values() if s)
+    notes: list[str] = []
+    if spent > usable:
+        notes.append(
+            f"The always-sent sections alone need {spent} tokens, over the {usable} available; "
+            "shorten the instructions or raise the context budget."
+        )
+    history = list(inputs.history)
+    newest_cost = await _turn_cost(history[-1], count_tokens) if history else 0
+
+    # Memories, then cards, each within its share; both leave room for the newest turn.
+    memory_section, spent = await _fit_memories(inputs, options, count_tokens, usable, spent, newest_cost)
+    card_section, spent = await _fit_cards(plot, found.cards, options, count_tokens, usable, spent, newest_cost)
+
+    kept, history_notes = await _fit_history(history, count_tokens, usable - spent, options.history_step)
+    notes.extend(history_notes)
+    if memory_section is not None and kept:
+        memory_section, spent = await _drop_covered(memory_section, inputs, kept[0].depth, count_tokens, spent)
+    history_section = None
+    note_at = None
+    if kept:
+        total_lines = sum(len(t.lines) for t in kept)
+        note_at = max(0, total_lines - depth) if note else None
+        text = render_history(kept, author_note_line(note) if note else None, note_at, chat=False)
+        cost = sum([await _turn_cost(t, count_tokens) for t in kept])
+        why = f"the last {len(kept)} of {len(history)} turns fit the budget"
+        if len(kept) < len(history):
+            why += f"; {len(history) - len(kept)} older turns were cut (from turn {kept[0].depth - 1} back)"
+        history_section = Section("history", text, why, cost, "story")
+    elif note:
+        note_at = 0
+
+    by_name = {**fixed, "memories": memory_section, "story_cards": card_section, "history": history_section}
+    sections = [s for name in ORDER if (s := by_name.get(name)) is not None]
+    if note and history_section is not None and by_name.get("author_note"):
+        author = by_name["author_note"]
+        assert author is not None
+        author.why = f"always sent, placed {depth} lines before the end of history (line {note_at})"
+    return Assembly(
         sections=sections,
         history=kept,
         action_line=action_line,
-        budget=budget,
-        history_included=len(kept),
-        history_dropped=len(history) - len(kept),
+        budget=options.budget,
+        reserve_for_reply=options.reserve_for_reply,
+        history_available=len(history),
+        author_note_at=note_at,
+        in_scene=found.in_scene_ids,
+        notes=notes,
     )
-    history_text = "\n\n".join(_turn_text(t) for t in kept)
-    assembly.sections.append(
-        Section(
-            "history",
-            history_text,
-            f"the last {len(kept)} of {len(history)} turns fit the budget",
-            await count_tokens(history_text),
-        )
-    )
-    assembly.sections.append(Section("action", action_line, "the player's action", await count_tokens(action_line)))
-    if assembly.history_dropped:
-        assembly.notes.append(f"{assembly.history_dropped} older turns did not fit and were left out.")
-    return assembly
 
 
-def _turn_text(turn: HistoryTurn) -> str:
-    return "\n".join(part for part in (turn.action_line, turn.narration) if part)
+def _labelled(label: str, text: Any) -> str:
+    text = str(text or "").strip()
+    return f"{label}: {text}" if text else ""
+
+
+def _scene_why(found: Scan) -> str:
+    if not found.in_scene:
+        return "always sent: the state at the head (no other character in scene)"
+    named = ", ".join(f"{t.key} ('{t.trigger}' in {t.where})" for t in found.in_scene)
+    return f"always sent: the state at the head; in scene: {named}"
+
+
+async def _turn_cost(turn: HistoryTurn, count_tokens: CountFn) -> int:
+    return await count_tokens("\n".join(turn.lines))
+
+
+async def _fit_memories(
+    inputs: ContextInput, options: ContextOptions, count_tokens: CountFn, usable: int, spent: int, newest: int
+) -> tuple[Section | None, int]:
+    if not inputs.memories:
+        return None, spent
+    cap = min(int(usable * options.memory_share), usable - spent - newest)
+    items, chosen, used = [], [], 0
+    header = await count_tokens("Memories of earlier events:")
+    for memory in inputs.memories:  # best first; pinned ones come first from the bank
+        cost = await count_tokens(f"- {memory.text.strip()}")
+        fits = header + used + cost <= cap
+        why = memory.why or (("pinned" if memory.pinned else "relevant") + f", score {memory.score:.3f}")
+        if not fits:
+            why += "; dropped: over the memory share of the budget"
+        items.append(Item(f"memory {memory.id}", memory.text, cost, why, fits, memory.id, round(memory.score, 4)))
+        if fits:
+            used += cost
+            chosen.append(memory)
+    if not chosen:
+        section = Section("memories", "", "no retrieved memory fit the budget", 0, "memory bank", items)
+        return section, spent
+    text = memories_text(chosen)
+    tokens = await count_tokens(text)
+    why = f"{len(chosen)} of {len(inputs.memories)} retrieved memories"
+    if inputs.memory_note:
+        why += f" ({inputs.memory_note})"
+    return Section("memories", text, why, tokens, "memory bank", items), spent + tokens
+
+
+async def _drop_covered(
+    section: Section, inputs: ContextInput, first_kept: int, count_tokens: CountFn, spent: int
+) -> tuple[Section | None, int]:
+    """Memories whose whole block is still in the history sent add nothing: leave them out."""
+    by_id = {m.id: m for m in inputs.memories}
+    changed = False
+    for item in section.items:
+        memory = by_id.get(item.ref)  # type: ignore[arg-type]
+        if item.included and memory and not memory.pinned and memory.first_depth >= first_kept:
+            item.included = False
+            item.why += "; left out: its turns are still in the history"
+            changed = True
+    if not changed:
+        return section, spent
+    chosen = [by_id[i.ref] for i in section.items if i.included]  # type: ignore[index]
+    spent -= section.tokens
+    if not chosen:
+        return Section("memories", "", "every retrieved memory's turns are still in the history", 0, section.source, section.items), spent
+    section.text = memories_text(chosen)
+    section.tokens = await count_tokens(section.text)
+    section.why = f"{len(chosen)} of {len(inputs.memories)} retrieved memories" + (f" ({inputs.memory_note})" if inputs.memory_note else "")
+    return section, spent + section.tokens
+
+
+async def _fit_cards(
+    plot: dict[str, Any],
+    fired: list[Triggered],
+    options: ContextOptions,
+    count_tokens: CountFn,
+    usable: int,
+    spent: int,
+    newest: int,
+) -> tuple[Section | None, int]:
+    if not fired:
+        return None, spent
+    cards = plot.get("story_cards") or []
+    cap = min(int(usable * options.card_share), usable - spent - newest)
+    items, chosen, used = [], [], 0
+    for hit in fired:  # most recently mentioned first
+        line = card_line(str(cards[hit.index].get("entry") or ""))
+        cost = await count_tokens(line)
+        fits = used + cost <= cap
+        why = f"trigger '{hit.trigger}' in {hit.where}"
+        if not fits:
+            why += "; dropped: over the story-card share of the budget"
+        items.append(Item(hit.key, line, cost, why, fits, hit.index))
+        if fits:
+            used += cost
+            chosen.append((hit.index, line))
+    if not chosen:
+        return Section("story_cards", "", "triggered cards did not fit the budget", 0, "story cards", items), spent
+    text = "\n".join(line for _, line in sorted(chosen))
+    tokens = await count_tokens(text)
+    why = f"{len(chosen)} of {len(fired)} triggered cards"
+    return Section("story_cards", text, why, tokens, "story cards", items), spent + tokens
+
+
+async def _fit_history(
+    history: list[HistoryTurn], count_tokens: CountFn, room: int, step: int
+) -> tuple[list[HistoryTurn], list[str]]:
+    """Newest first while it fits; the newest turn always goes. Then, when older turns
+    had to be cut, start on a multiple of `step` so the start stays put for a few turns
+    and the server's prompt cache keeps matching."""
+    kept = 0
+    spent = 0
+    for turn in reversed(history):
+        cost = await _turn_cost(turn, count_tokens)
+        if spent + cost > room and kept:
+            break
+        spent += cost
+        kept += 1
+    start = len(history) - kept
+    notes = []
+    if start > 0 and step > 1 and kept > step:
+        first_depth = history[start].depth
+        aligned = -(-first_depth // step) * step
+        start += aligned - first_depth
+    if start > 0:
+        notes.append(f"{start} older turns did not fit and were left out.")
+    return history[start:], notes
+
+
+def render_history(turns: Sequence[HistoryTurn], note: str | None, note_at: int | None, chat: bool) -> str:
+    """The history as text, the author's note inserted before line `note_at`."""
+    blocks, line_no = [], 0
+    for turn in turns:
+        lines = []
+        for line in turn.lines:
+            if note and note_at == line_no:
+                lines.append(note)
+            lines.append(line)
+            line_no += 1
+        blocks.append("\n".join(lines))
+    text = SEPARATOR.join(blocks)
+    if note and note_at is not None and note_at >= line_no:
+        text = f"{text}\n{note}" if text else note
+    return text
+
+
+def prompt_digest(request: GenerationRequest) -> str:
+    """A short digest of exactly what was sent, to check a reconstruction in Insights."""
+    if request.mode == "chat":
+        body = "\x1e".join(f"{m.role}\x1f{m.content}" for m in request.messages)
+    else:
+        body = request.prompt
+    return hashlib.blake2b(body.encode(), digest_size=12).hexdigest()
+
+
+# ---------------------------------------------------------------------------- requests
+
+
+def _head_text(assembly: Assembly) -> str:
+    return SEPARATOR.join(s.text for s in assembly.sections if s.name in HEAD and s.text)
+
+
+def _tail_text(assembly: Assembly) -> str:
+    return SEPARATOR.join(s.text for s in assembly.sections if s.name in TAIL and s.text)
+
+
+def _note(assembly: Assembly) -> str | None:
+    section = assembly.section("author_note")
+    return section.text if section else None
 
 
 def chat_request(assembly: Assembly, **options: Any) -> GenerationRequest:
-    """Chat form: instructions as the system message, turns as user/assistant pairs."""
-    system = "\n\n".join(s.text for s in assembly.sections if s.name not in {"history", "action"})
-    messages = [Message(role="system", content=system)]
+    """Chat form: the head as the system message, turns as user/assistant pairs.
+
+    The author's note goes at its line; where that line falls inside a narration it is
+    carried to the start of the next player message, so the model is never shown words
+    put in its own mouth.
+    """
+    messages = [Message(role="system", content=_head_text(assembly))]
+    note, note_at = _note(assembly), assembly.author_note_at
+    line_no, pending = 0, False
     for turn in assembly.history:
         cue = BEGIN_CUE if turn.action_kind == "opening" else CONTINUE_CUE
-        messages.append(Message(role="user", content=turn.action_line or cue))
+        user = turn.action_line or cue
+        if note and note_at is not None and (pending or note_at == line_no):
+            user = f"{note}\n\n{user}"
+            pending, note = False, None
+        if turn.action_line:
+            line_no += 1
+        narration_lines = len(turn.lines) - (1 if turn.action_line else 0)
+        if note and note_at is not None and line_no <= note_at < line_no + narration_lines:
+            pending = True
+        line_no += narration_lines
+        messages.append(Message(role="user", content=user))
         messages.append(Message(role="assistant", content=turn.narration))
-    messages.append(Message(role="user", content=assembly.action_line))
+    last = _tail_text(assembly) or assembly.action_line
+    if note and note_at is not None:
+        last = f"{note}\n\n{last}"
+    messages.append(Message(role="user", content=last))
     return GenerationRequest(mode="chat", messages=_merge_same_roles(messages), **options)
 
 
 def completion_request(assembly: Assembly, **options: Any) -> GenerationRequest:
     """Completion form: a plain transcript the model continues (base models, Gemma)."""
-    head = "\n\n".join(s.text for s in assembly.sections if s.name not in {"history", "action"})
-    story = "\n\n".join(_turn_text(t) for t in assembly.history)
-    prompt = f"{head}\n\n---\n\n{story}\n\n{assembly.action_line}\n"
+    head = _head_text(assembly)
+    story = render_history(assembly.history, _note(assembly), assembly.author_note_at, chat=False)
+    if not assembly.history and _note(assembly):
+        story = _note(assembly) or ""
+    tail = _tail_text(assembly) or assembly.action_line
+    prompt = SEPARATOR.join(part for part in (head, "---", story, tail) if part) + "\n"
     stop = ["\n>", "\n\n\n", "---"]
     return GenerationRequest(mode="completion", prompt=prompt, stop=stop, **options)
+
+
+def build_request(assembly: Assembly, mode: str, **options: Any) -> GenerationRequest:
+    return chat_request(assembly, **options) if mode == "chat" else completion_request(assembly, **options)
 
 
 def _merge_same_roles(messages: list[Message]) -> list[Message]:
@@ -155,7 +560,7 @@ def _merge_same_roles(messages: list[Message]) -> list[Message]:
     merged: list[Message] = []
     for message in messages:
         if merged and merged[-1].role == message.role and message.role != "system":
-            merged[-1] = Message(role=message.role, content=merged[-1].content + "\n\n" + message.content)
+            merged[-1] = Message(role=message.role, content=merged[-1].content + SEPARATOR + message.content)
         else:
             merged.append(message)
     return merged

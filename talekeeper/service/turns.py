@@ -17,12 +17,15 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from talekeeper.context.prompt import HistoryTurn, assemble, chat_request, completion_request
+from talekeeper.context import insights
+from talekeeper.context.build import PreparedContext, prepare_context
 from talekeeper.core import Talekeeper
 from talekeeper.llm.errors import LLMError
 from talekeeper.service.adventures import get_adventure, node_view, story_view
 from talekeeper.story import tree
 from talekeeper.story.actions import normalise_action
+from talekeeper.memory import bank
+from talekeeper.memory.worker import worker_for
 from talekeeper.store.models import Node
 
 HISTORY_WINDOW = 200  # turns read from the store; the budget decides how many are sent
@@ -52,29 +55,9 @@ async def play_turn(
             adventure = get_adventure(session, adventure_id)
             head = tree.head(session, adventure)
             head_id = head.id
-            plot = dict(adventure.plot)
-            history = [
-                HistoryTurn(n.action_kind, n.action_text, n.narration)
-                for n in tree.path_to(session, head, limit=HISTORY_WINDOW)
-            ]
+        prepared = await build_context(tk, adventure_id, kind, text, at=head_id)
+        assembly, request = prepared.assembly, prepared.request
         provider = tk.provider()
-        generation = tk.generation()
-        assembly = await assemble(
-            plot,
-            history,
-            kind,
-            text,
-            budget=generation.context_budget,
-            count_tokens=provider.count_tokens,
-            reserve_for_reply=generation.max_tokens,
-        )
-        options = {
-            "max_tokens": generation.max_tokens,
-            "temperature": generation.temperature,
-            "top_p": generation.top_p,
-        }
-        use_chat = tk.model_settings().mode == "chat" and provider.supports_chat
-        request = chat_request(assembly, **options) if use_chat else completion_request(assembly, **options)
         yield TurnEvent("accepted", data={"action_line": assembly.action_line, "kind": kind, "text": text})
 
         raw, reasoning, shown = "", "", ""
@@ -126,9 +109,19 @@ async def play_turn(
                 "turns": view["turns"],
                 "prompt": assembly.as_dict(),
             }
+            insights.store(session, adventure_id, node.id, assembly, request)
+            bank.record_use(session, prepared.memory_ids, node.depth)
+        worker_for(tk).schedule(adventure_id)  # memories and summary, after the turn
         yield TurnEvent("done", data=done)
     finally:
         tk.locks.release(adventure_id)
+
+
+async def build_context(
+    tk: Talekeeper, adventure_id: int, kind: str, text: str = "", at: int | None = None
+) -> PreparedContext:
+    """Step 3, also the Insights dry run: the prompt for this action at the head (or `at`)."""
+    return await prepare_context(tk, adventure_id, kind, text, render_state=None, at=at)
 
 
 def visible_prefix(raw: str) -> str:

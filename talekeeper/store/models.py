@@ -132,3 +132,97 @@ class Setting(Base):
 
     key: Mapped[str] = mapped_column(String(100), primary_key=True)
     value: Mapped[Any] = mapped_column(JSON)
+
+
+# --- Context and memory (migration 0002) -------------------------------------------
+
+
+class TurnInsight(Base):
+    """What was sent to the model for one turn (Insights), stored compactly.
+
+    `data` holds the assembly's recipe: each section's source, token cost and reason, with
+    its text replaced by a digest into `context_texts` (instructions repeat every turn and
+    are stored once) and the history replaced by the range of nodes it came from (nodes are
+    immutable, so the exact prompt can be rebuilt).
+    """
+
+    __tablename__ = "turn_insights"
+
+    node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id", ondelete="CASCADE"), primary_key=True)
+    adventure_id: Mapped[int] = mapped_column(
+        ForeignKey("adventures.id", ondelete="CASCADE"), index=True
+    )
+    data: Mapped[dict[str, Any]] = mapped_column(CompressedJSON)
+
+
+class ContextText(Base):
+    """A section text referenced by digest from `turn_insights` (deduplicated per adventure)."""
+
+    __tablename__ = "context_texts"
+
+    adventure_id: Mapped[int] = mapped_column(
+        ForeignKey("adventures.id", ondelete="CASCADE"), primary_key=True
+    )
+    digest: Mapped[str] = mapped_column(String(32), primary_key=True)
+    text: Mapped[bytes] = mapped_column(LargeBinary)  # zlib-compressed UTF-8
+
+
+class Memory(Base):
+    """A short memory of a block of turns. It belongs to the node it summarises (the
+    block's last turn): only memories on the path to the head can be retrieved."""
+
+    __tablename__ = "memories"
+    __table_args__ = (Index("ix_memories_adventure_node", "adventure_id", "node_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    adventure_id: Mapped[int] = mapped_column(ForeignKey("adventures.id", ondelete="CASCADE"))
+    node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id", ondelete="CASCADE"))
+    first_depth: Mapped[int] = mapped_column(Integer)
+    depth: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text, default="")
+    source: Mapped[str] = mapped_column(String(16), default="auto")  # auto | player
+    pinned: Mapped[bool] = mapped_column(default=False)
+    status: Mapped[str] = mapped_column(String(16), default="active")  # active|forgotten|deleted
+    uses: Mapped[int] = mapped_column(Integer, default=0)
+    last_used_depth: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    embedding: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)  # float32 LE
+    embedding_dim: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    embedding_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, onupdate=utcnow
+    )
+
+
+class StorySummary(Base):
+    """A version of the running story summary, anchored at the node it summarises up to.
+
+    The summary in the prompt is the newest one on the path to the head, so undo and
+    branches never show a summary of a future the player stepped back from. A player's
+    edit is one of these too (source "player") and is the base of the next update.
+    """
+
+    __tablename__ = "story_summaries"
+    __table_args__ = (Index("ix_story_summaries_adventure_node", "adventure_id", "node_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    adventure_id: Mapped[int] = mapped_column(ForeignKey("adventures.id", ondelete="CASCADE"))
+    node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id", ondelete="CASCADE"))
+    depth: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text, default="")
+    source: Mapped[str] = mapped_column(String(16), default="auto")  # auto | player
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class MemoryStatus(Base):
+    """The memory bank's last background run per adventure: failures are kept visible."""
+
+    __tablename__ = "memory_status"
+
+    adventure_id: Mapped[int] = mapped_column(
+        ForeignKey("adventures.id", ondelete="CASCADE"), primary_key=True
+    )
+    last_run_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    last_error: Mapped[str] = mapped_column(Text, default="")
+    last_error_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0)

@@ -1,0 +1,189 @@
+"""Step 3 of a turn: read everything the prompt is built from at the head, and build it.
+
+The turn pipeline and the Insights dry run ("what would be sent now") both call
+`prepare_context`, so the dry run shows exactly what the next turn would send. The state
+engine's sections come in through `render_state`, called with the head and the ids of the
+characters the recent window puts in scene.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+
+from talekeeper.context.prompt import (
+    Assembly,
+    ContextInput,
+    ContextOptions,
+    HistoryTurn,
+    Scan,
+    assemble,
+    build_request,
+    scan,
+)
+from talekeeper.context.settings import ContextSettings, context_settings
+from talekeeper.context.tokens import counter_for
+from talekeeper.llm.base import GenerationRequest
+from talekeeper.memory import bank
+from talekeeper.memory.worker import embed
+from talekeeper.story.actions import format_action
+from talekeeper.store.models import Adventure, Node
+
+if TYPE_CHECKING:
+    from talekeeper.core import Talekeeper
+
+HISTORY_WINDOW = 200  # turns read from the store; the budget decides how many are sent
+
+
+@dataclass(frozen=True)
+class HeadView:
+    """The head as the state engine needs it to render its sections."""
+
+    node_id: int
+    depth: int
+    state: dict[str, Any] | None
+    proposal: dict[str, Any] | None
+
+
+@dataclass
+class StateSections:
+    event_vocabulary: str | None = None
+    stat_guide: str | None = None
+    current_state: str | None = None
+    refusals: str | None = None
+    emit_reminder: str | None = None
+
+
+RenderState = Callable[[HeadView, list[str]], StateSections]
+
+
+@dataclass
+class PreparedContext:
+    adventure_id: int
+    head: HeadView
+    inputs: ContextInput
+    scan: Scan
+    assembly: Assembly
+    request: GenerationRequest
+    retrieval: bank.Retrieval
+
+    @property
+    def memory_ids(self) -> list[int]:
+        section = self.assembly.section("memories")
+        return [int(i.ref) for i in section.items if i.included] if section else []  # type: ignore[arg-type]
+
+
+def options_from(settings: ContextSettings, budget: int, reserve: int) -> ContextOptions:
+    return ContextOptions(
+        budget=budget,
+        reserve_for_reply=reserve,
+        author_note_depth=settings.author_note_depth,
+        card_share=settings.card_share,
+        memory_share=settings.memory_share,
+        window_turns=settings.trigger_window_turns,
+        history_step=settings.history_step,
+    )
+
+
+def history_turns(session, path: list[int], limit: int = HISTORY_WINDOW) -> list[HistoryTurn]:
+    """The last `limit` turns on the path, reading only the columns a prompt needs."""
+    ids = path[-limit:]
+    rows = session.execute(
+        select(Node.id, Node.depth, Node.action_kind, Node.action_text, Node.narration).where(Node.id.in_(ids))
+    )
+    by_id = {r.id: r for r in rows}
+    return [
+        HistoryTurn(by_id[i].action_kind, by_id[i].action_text, by_id[i].narration, i, by_id[i].depth) for i in ids
+    ]
+
+
+def recent_text(history: list[HistoryTurn], action_line: str, turns: int = bank.QUERY_TURNS) -> str:
+    parts = ["\n".join(t.lines) for t in history[-turns:]]
+    if action_line:
+        parts.append(action_line)
+    return "\n\n".join(parts)
+
+
+async def retrieve(
+    tk: Talekeeper, pool: list[bank.Candidate], query: str, settings: ContextSettings
+) -> bank.Retrieval:
+    if not pool or settings.memory_top_k <= 0:
+        return bank.Retrieval([], "none", len(pool))
+    model = settings.embedding_model
+    if model:
+        try:
+            vectors = await embed(tk, [query], model)
+        except Exception:  # noqa: BLE001 - a failing embedding server must not stop the turn
+            vectors = None
+        if vectors:
+            ranked = bank.rank_vectors(vectors[0], pool, model)
+            return bank.Retrieval(bank.choose(ranked, settings.memory_top_k, "cosine"), f"embeddings ({model})", len(pool))
+    ranked = bank.rank_lexical(query, pool)
+    method = "lexical (BM25)" + ("; the embedding model did not answer" if model else "")
+    return bank.Retrieval(bank.choose(ranked, settings.memory_top_k, "BM25"), method, len(pool))
+
+
+async def prepare_context(
+    tk: Talekeeper,
+    adventure_id: int,
+    kind: str,
+    text: str,
+    render_state: RenderState | None = None,
+    at: int | None = None,
+) -> PreparedContext:
+    """Build the prompt for an action below the head (or below node `at`: a new take)."""
+    with tk.db.session() as session:
+        adventure = session.get(Adventure, adventure_id)
+        if adventure is None:
+            from talekeeper.service.adventures import AdventureNotFound
+
+            raise AdventureNotFound(f"No adventure with id {adventure_id}.")
+        head = session.get(Node, adventure.head_node_id if at is None else at)
+        if head is None or head.adventure_id != adventure_id:
+            from talekeeper.story.tree import TreeError
+
+            raise TreeError("This adventure's current position is missing; restore a Save Point.")
+        settings = context_settings(session)
+        plot = dict(adventure.plot or {})
+        path = bank.path_ids(session, head.id)
+        history = history_turns(session, path)
+        summary = bank.summary_at(session, adventure_id, path, str(plot.get("story_summary") or ""))
+        pool = bank.candidates(session, adventure_id, path, with_vectors=bool(settings.embedding_model))
+        head_view = HeadView(head.id, head.depth, head.state, head.proposal)
+    generation = tk.generation()
+    provider = tk.provider()
+    action_line = format_action(kind, text)
+    retrieval = await retrieve(tk, pool, recent_text(history, action_line), settings)
+    inputs = ContextInput(
+        plot=plot,
+        history=history,
+        action_kind=kind,
+        action_text=text,
+        story_summary=summary.text,
+        summary_source=summary.label,
+        memories=retrieval.memories,
+        memory_note=retrieval.note,
+        state=head_view.state,
+        options=options_from(settings, generation.context_budget, generation.max_tokens),
+    )
+    found = scan(inputs)
+    if render_state is not None:
+        sections = render_state(head_view, found.in_scene_ids)
+        inputs.event_vocabulary = sections.event_vocabulary
+        inputs.stat_guide = sections.stat_guide
+        inputs.current_state = sections.current_state
+        inputs.refusals = sections.refusals
+        inputs.emit_reminder = sections.emit_reminder
+    assembly = await assemble(inputs, counter_for(provider), found)
+    use_chat = tk.model_settings().mode == "chat" and provider.supports_chat
+    request = build_request(
+        assembly,
+        "chat" if use_chat else "completion",
+        max_tokens=generation.max_tokens,
+        temperature=generation.temperature,
+        top_p=generation.top_p,
+    )
+    return PreparedContext(adventure_id, head_view, inputs, found, assembly, request, retrieval)

@@ -1,0 +1,205 @@
+"""Insights: what was sent to the model each turn, and why — stored small, rebuilt exactly.
+
+A turn's record keeps every section's source, token cost and reason. Texts are stored
+once per adventure under a digest (`context_texts`): instructions, persona and cards repeat
+every turn and cost nothing after the first. History is not copied at all: the record keeps
+the range of nodes it came from, and since nodes are immutable the history — and so the
+whole prompt — is rebuilt exactly when Insights is opened; a digest of the prompt as sent
+proves that the rebuild matches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from dataclasses import asdict
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from talekeeper.context.prompt import (
+    Assembly,
+    HistoryTurn,
+    Item,
+    Section,
+    build_request,
+    prompt_digest,
+)
+from talekeeper.llm.base import GenerationRequest
+from talekeeper.story import tree
+from talekeeper.store.models import ContextText, Node, TurnInsight
+
+FORMAT = 1
+NOT_STORED = frozenset({"history", "action"})  # rebuilt from the nodes
+
+
+class InsightsMissing(LookupError):
+    """The turn has no stored Insights (the opening, or a turn written before they existed)."""
+
+
+def text_digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def compact(assembly: Assembly, request: GenerationRequest) -> tuple[dict[str, Any], dict[str, str]]:
+    """The stored record and the texts it references (digest → text)."""
+    texts: dict[str, str] = {}
+
+    def ref(text: str) -> str | None:
+        if not text:
+            return None
+        digest = text_digest(text)
+        texts[digest] = text
+        return digest
+
+    sections = []
+    for section in assembly.sections:
+        entry: dict[str, Any] = {"n": section.name, "src": section.source, "why": section.why, "t": section.tokens}
+        if section.name not in NOT_STORED:
+            entry["h"] = ref(section.text)
+        if section.items:
+            entry["items"] = [
+                {
+                    k: v
+                    for k, v in {
+                        "k": item.key,
+                        "why": item.why,
+                        "t": item.tokens,
+                        "in": item.included,
+                        "ref": item.ref,
+                        "s": item.score,
+                        "h": ref(item.text),
+                    }.items()
+                    if v is not None
+                }
+                for item in section.items
+            ]
+        sections.append(entry)
+    first = assembly.history[0].node_id if assembly.history else None
+    record = {
+        "v": FORMAT,
+        "mode": request.mode,
+        "budget": assembly.budget,
+        "reserve": assembly.reserve_for_reply,
+        "sections": sections,
+        "hist": [first, len(assembly.history), assembly.history_available],
+        "note_at": assembly.author_note_at,
+        "scene": assembly.in_scene,
+        "notes": assembly.notes,
+        "action": assembly.action_line,
+        "pd": prompt_digest(request),
+        "opts": {k: v for k, v in request.model_dump().items() if k in ("max_tokens", "temperature", "top_p")},
+    }
+    return record, texts
+
+
+def store(session: Session, adventure_id: int, node_id: int, assembly: Assembly, request: GenerationRequest) -> int:
+    """Write a turn's Insights in the caller's transaction; returns the bytes it added."""
+    record, texts = compact(assembly, request)
+    added = 0
+    if texts:
+        have = set(
+            session.scalars(
+                select(ContextText.digest).where(
+                    ContextText.adventure_id == adventure_id, ContextText.digest.in_(list(texts))
+                )
+            )
+        )
+        for digest, text in texts.items():
+            if digest not in have:
+                blob = zlib.compress(text.encode(), 6)
+                session.add(ContextText(adventure_id=adventure_id, digest=digest, text=blob))
+                added += len(blob) + len(digest)
+    session.add(TurnInsight(node_id=node_id, adventure_id=adventure_id, data=record))
+    import json
+
+    added += len(zlib.compress(json.dumps(record, separators=(",", ":"), sort_keys=True).encode(), 6))
+    return added
+
+
+def _texts(session: Session, adventure_id: int, digests: set[str]) -> dict[str, str]:
+    if not digests:
+        return {}
+    rows = session.execute(
+        select(ContextText.digest, ContextText.text).where(
+            ContextText.adventure_id == adventure_id, ContextText.digest.in_(list(digests))
+        )
+    )
+    return {digest: zlib.decompress(blob).decode() for digest, blob in rows}
+
+
+def load(session: Session, node: Node) -> tuple[Assembly, dict[str, Any]]:
+    """Rebuild the Assembly a turn was written from, and its stored record."""
+    row = session.get(TurnInsight, node.id)
+    if row is None:
+        raise InsightsMissing(f"Turn {node.id} has no Insights (the opening has none).")
+    record = row.data
+    digests = {s["h"] for s in record["sections"] if s.get("h")}
+    digests |= {i["h"] for s in record["sections"] for i in s.get("items", []) if i.get("h")}
+    texts = _texts(session, node.adventure_id, digests)
+    first, count, available = record["hist"]
+    history: list[HistoryTurn] = []
+    if count and node.parent_id is not None:
+        parent = session.get(Node, node.parent_id)
+        assert parent is not None
+        nodes = tree.path_to(session, parent, limit=count)
+        history = [HistoryTurn(n.action_kind, n.action_text, n.narration, n.id, n.depth) for n in nodes]
+        if history and history[0].node_id != first:
+            record = {**record, "notes": [*record["notes"], "The history could not be rebuilt exactly."]}
+    from talekeeper.context.prompt import render_history
+
+    sections = []
+    for entry in record["sections"]:
+        items = [
+            Item(i["k"], texts.get(i.get("h", ""), ""), i.get("t", 0), i.get("why", ""), i.get("in", True), i.get("ref"), i.get("s"))
+            for i in entry.get("items", [])
+        ]
+        text = texts.get(entry.get("h") or "", "")
+        sections.append(Section(entry["n"], text, entry["why"], entry["t"], entry.get("src", ""), items))
+    assembly = Assembly(
+        sections=sections,
+        history=history,
+        action_line=record["action"],
+        budget=record["budget"],
+        reserve_for_reply=record["reserve"],
+        history_available=available,
+        author_note_at=record["note_at"],
+        in_scene=record["scene"],
+        notes=record["notes"],
+    )
+    for section in assembly.sections:
+        if section.name == "history":
+            note = assembly.section("author_note")
+            section.text = render_history(history, note.text if note else None, assembly.author_note_at, chat=False)
+        elif section.name == "action":
+            section.text = record["action"]
+    return assembly, record
+
+
+def view(assembly: Assembly, request: GenerationRequest, record: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The Insights payload: sections with costs and reasons, what triggered, what was cut,
+    and the exact prompt as sent."""
+    cards = next((s for s in assembly.sections if s.name == "story_cards"), None)
+    memories = next((s for s in assembly.sections if s.name == "memories"), None)
+    digest = prompt_digest(request)
+    data = {
+        **assembly.as_dict(),
+        "usable": assembly.budget - assembly.reserve_for_reply,
+        "triggered_cards": [asdict(i) for i in cards.items] if cards else [],
+        "retrieved_memories": [asdict(i) for i in memories.items] if memories else [],
+        "prompt": {
+            "mode": request.mode,
+            "messages": [m.model_dump() for m in request.messages] if request.mode == "chat" else None,
+            "text": request.prompt if request.mode == "completion" else None,
+            "digest": digest,
+        },
+    }
+    if record is not None:
+        data["stored"] = True
+        data["verified"] = record.get("pd") == digest
+    return data
+
+
+def rebuild_request(assembly: Assembly, record: dict[str, Any]) -> GenerationRequest:
+    return build_request(assembly, record["mode"], **record.get("opts", {}))

@@ -1,0 +1,52 @@
+"""Context and memory settings: one validated model with help text, stored as `context`.
+
+Read with `context_settings(session)`; a stored value that no longer validates falls back
+to the defaults rather than locking the player out.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy.orm import Session
+
+from talekeeper.store.models import Setting
+
+KEY = "context"
+
+
+class ContextSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    author_note_depth: int = Field(3, ge=0, le=50, description="Lines before the end of history where the author's note goes.")
+    card_share: float = Field(0.2, ge=0.0, le=0.9, description="Largest share of the context budget story cards may take.")
+    memory_share: float = Field(0.15, ge=0.0, le=0.9, description="Largest share of the context budget retrieved memories may take.")
+    trigger_window_turns: int = Field(4, ge=0, le=50, description="How many recent turns story-card triggers are matched against.")
+    history_step: int = Field(4, ge=1, le=32, description="Once old turns are cut, history starts on a multiple of this many turns, so model servers can reuse their prompt cache.")
+    memory_enabled: bool = Field(True, description="Write memories and update the story summary automatically.")
+    memory_every: int = Field(6, ge=2, le=100, description="Turns per memory.")
+    memory_start: int = Field(12, ge=2, le=1000, description="The first turn at which a memory is written (of the block that is scrolling out).")
+    summary_every: int = Field(15, ge=2, le=1000, description="Turns between story summary updates.")
+    memory_top_k: int = Field(5, ge=0, le=50, description="Memories retrieved each turn, pinned ones included.")
+    memory_capacity: int = Field(80, ge=1, le=100000, description="Active memories kept; beyond it the least useful are marked forgotten.")
+    memory_max_words: int = Field(50, ge=10, le=200, description="Longest memory, in words.")
+    embedding_model: str | None = Field(None, max_length=200, description="Embedding model on the configured server (its /v1/embeddings). Empty: lexical retrieval (BM25), which needs no model.")
+
+
+def context_settings(session: Session) -> ContextSettings:
+    row = session.get(Setting, KEY)
+    try:
+        return ContextSettings(**(row.value if row and isinstance(row.value, dict) else {}))
+    except ValidationError:
+        return ContextSettings()
+
+
+def update_context_settings(session: Session, values: dict) -> ContextSettings:
+    """Merge and validate; raises pydantic's ValidationError and stores nothing if invalid."""
+    current = context_settings(session).model_dump()
+    merged = ContextSettings(**{**current, **values})
+    row = session.get(Setting, KEY)
+    if row is None:
+        session.add(Setting(key=KEY, value=merged.model_dump()))
+    else:
+        row.value = merged.model_dump()
+    return merged

@@ -1,0 +1,176 @@
+"""The memory bank's background work, run after a turn without blocking the player.
+
+`schedule(adventure_id)` starts one run per adventure (a second request while one runs
+makes it go round once more). A run writes the memories that are due, embeds what has no
+vector (when an embedding model is configured), updates the summary when due, and marks
+memories over capacity forgotten. A failure is logged and recorded in `memory_status`
+(the memory panel shows it); nothing advances, so the next turn's run retries it.
+
+Tasks are kept in a set until done, so none is garbage-collected mid-run, and `drain()`
+waits for them (tests, shutdown).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from talekeeper.context.settings import ContextSettings, context_settings
+from talekeeper.memory import bank, prompts
+from talekeeper.store.models import Adventure
+
+if TYPE_CHECKING:
+    from talekeeper.core import Talekeeper
+
+log = logging.getLogger(__name__)
+
+MAX_MEMORIES_PER_RUN = 4
+MAX_EMBED_BATCH = 32
+
+
+class MemoryError_(Exception):
+    """A summarisation step that produced nothing usable."""
+
+
+async def embed(tk: Talekeeper, texts: Sequence[str], model: str | None) -> list[list[float]] | None:
+    """Vectors from the configured server's embedding model, or None (use BM25)."""
+    if not model or not texts:
+        return None
+    provider = tk.provider()
+    method = getattr(provider, "embed", None)
+    if method is None:
+        return None
+    vectors = await method(list(texts), model=model)
+    if vectors is None or len(vectors) != len(texts):
+        return None
+    return vectors
+
+
+async def run_post_turn(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+    """One pass of the bank's work for an adventure; returns what it did."""
+    with tk.db.session() as session:
+        settings = context_settings(session)
+        adventure = session.get(Adventure, adventure_id)
+        if adventure is None or not settings.memory_enabled or adventure.head_node_id is None:
+            return {"skipped": True}
+        plot = dict(adventure.plot or {})
+        path = bank.path_ids(session, adventure.head_node_id)
+        blocks = bank.due_blocks(session, adventure_id, path, settings)[:MAX_MEMORIES_PER_RUN]
+        excerpts = [bank.excerpt(session, path, b.first_depth, b.depth) for b in blocks]
+    done: dict[str, Any] = {"memories": [], "summary": None, "embedded": 0, "forgotten": []}
+    provider = tk.provider()
+
+    # Memories of due blocks: independent, so generated concurrently.
+    async def summarise(text_: str) -> str:
+        reply = await provider.complete(prompts.memory_request(plot, text_, settings.memory_max_words))
+        cleaned = prompts.clean(reply, settings.memory_max_words)
+        if not cleaned:
+            raise MemoryError_("the model returned an empty memory")
+        return cleaned
+
+    results = await asyncio.gather(*(summarise(e) for e in excerpts), return_exceptions=True)
+    errors = [r for r in results if isinstance(r, BaseException)]
+    with tk.db.session() as session:
+        for block, result in zip(blocks, results, strict=True):
+            if isinstance(result, BaseException):
+                continue
+            row = bank.add_memory(session, adventure_id, block, result)
+            if row is not None:
+                done["memories"].append(row.id)
+
+    await _embed_pending(tk, adventure_id, settings, done)
+
+    # The running summary.
+    with tk.db.session() as session:
+        current = bank.summary_at(session, adventure_id, path, str(plot.get("story_summary") or ""))
+        target = bank.summary_due(path, current, settings)
+        material = bank.summary_material(session, adventure_id, path, current.depth, target) if target else []
+    if target is not None:
+        try:
+            reply = await provider.complete(prompts.summary_request(plot, current.text, material))
+            text_ = prompts.clean(reply, prompts.SUMMARY_MAX_WORDS)
+            if not text_:
+                raise MemoryError_("the model returned an empty summary")
+            with tk.db.session() as session:
+                if bank.add_summary(session, adventure_id, path, target, text_, current):
+                    done["summary"] = target
+        except Exception as exc:  # noqa: BLE001 - recorded and retried next turn
+            errors.append(exc)
+
+    with tk.db.session() as session:
+        done["forgotten"] = bank.evict_over_capacity(session, adventure_id, settings.memory_capacity)
+        message = "; ".join(f"{type(e).__name__}: {e}" for e in errors) if errors else None
+        bank.touch_status(session, adventure_id, message)
+    if errors:
+        log.warning("memory bank for adventure %s: %s (will retry next turn)", adventure_id, message)
+    done["errors"] = [str(e) for e in errors]
+    return done
+
+
+async def _embed_pending(tk: Talekeeper, adventure_id: int, settings: ContextSettings, done: dict[str, Any]) -> None:
+    model = settings.embedding_model
+    if not model:
+        return
+    with tk.db.session() as session:
+        pending = bank.needing_vectors(session, adventure_id, model, MAX_EMBED_BATCH)
+    if not pending:
+        return
+    vectors = await embed(tk, [t for _, t in pending], model)
+    if vectors is None:
+        return
+    with tk.db.session() as session:
+        for (memory_id, _), vector in zip(pending, vectors, strict=True):
+            bank.set_vector(session, memory_id, vector, model)
+    done["embedded"] = len(pending)
+
+
+class MemoryWorker:
+    """One per application object: the adventures' background runs."""
+
+    def __init__(self, tk: Talekeeper) -> None:
+        self.tk = tk
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._running: dict[int, asyncio.Task[None]] = {}
+        self._again: set[int] = set()
+        self.last: dict[int, dict[str, Any]] = {}
+
+    def schedule(self, adventure_id: int) -> None:
+        if adventure_id in self._running and not self._running[adventure_id].done():
+            self._again.add(adventure_id)
+            return
+        task = asyncio.get_running_loop().create_task(self._run(adventure_id))
+        self._running[adventure_id] = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, adventure_id: int) -> None:
+        try:
+            while True:
+                self._again.discard(adventure_id)
+                try:
+                    self.last[adventure_id] = await run_post_turn(self.tk, adventure_id)
+                except Exception as exc:  # noqa: BLE001 - never lost silently: logged and recorded
+                    log.exception("memory bank run failed for adventure %s", adventure_id)
+                    try:
+                        with self.tk.db.session() as session:
+                            bank.touch_status(session, adventure_id, f"{type(exc).__name__}: {exc}")
+                    except Exception:  # noqa: BLE001 - e.g. the adventure was deleted
+                        pass
+                if adventure_id not in self._again:
+                    break
+        finally:
+            self._running.pop(adventure_id, None)
+
+    async def drain(self) -> None:
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+def worker_for(tk: Talekeeper) -> MemoryWorker:
+    worker = getattr(tk, "_memory_worker", None)
+    if worker is None:
+        worker = MemoryWorker(tk)
+        tk._memory_worker = worker  # type: ignore[attr-defined]
+    return worker
