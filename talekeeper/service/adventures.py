@@ -8,7 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from talekeeper.service.scenarios import fill_placeholders, get_scenario, placeholder_answers
-from talekeeper.story import tree
+from talekeeper.story import takes, tree
 from talekeeper.story.actions import format_action
 from talekeeper.store.models import Adventure, Node, Scenario
 
@@ -59,6 +59,13 @@ def get_adventure(session: Session, adventure_id: int) -> Adventure:
     if adventure is None:
         raise AdventureNotFound(f"No adventure with id {adventure_id}.")
     return adventure
+
+
+def get_turn(session: Session, adventure: Adventure, node_id: int) -> Node:
+    node = tree.find_node(session, adventure, node_id)
+    if node is None:
+        raise AdventureNotFound(f"No turn {node_id} in this adventure.")
+    return node
 
 
 def list_adventures(session: Session) -> list[Adventure]:
@@ -114,20 +121,22 @@ def story_view(
     head = tree.head(session, adventure)
     end = head
     if before is not None:
-        path_node = session.get(Node, before)
-        if path_node is None or path_node.adventure_id != adventure.id:
-            raise AdventureNotFound(f"No turn {before} in this adventure.")
+        path_node = get_turn(session, adventure, before)
         parent = session.get(Node, path_node.parent_id) if path_node.parent_id else None
         if parent is None:
             return {**adventure_summary(session, adventure), "turns_shown": [], "has_more": False}
         end = parent
     nodes = tree.path_to(session, end, limit=limit)
+    positions = takes.take_positions(session, nodes)
     return {
         **adventure_summary(session, adventure),
         "head_id": head.id,
         "can_undo": tree.can_undo(head),
         "can_redo": tree.can_redo(head),
+        "can_retry": head.parent_id is not None,
+        # The name of the line being read, when the head is at its end (Redo has nowhere to go).
+        "line_name": head.branch_name,
         "has_more": bool(nodes) and nodes[0].parent_id is not None,
-        "turns_shown": [node_view(n) for n in nodes],
+        "turns_shown": [{**node_view(n), "takes": positions[n.id].as_dict()} for n in nodes],
         "persona": adventure.plot.get("persona"),
     }

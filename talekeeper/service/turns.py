@@ -1,7 +1,9 @@
 """A turn, top to bottom.
 
     1. take the adventure's writer lock (a second writer gets AdventureBusy → 409)
-    2. check the action and load the head: the story, plot and state are read there
+    2. check the action and load where the turn goes: the head — or, for a new take of an
+       earlier turn (Retry, an edited action), that turn's parent; story, plot and state
+       are read there
     3. build the prompt within the context budget
     4. stream the narration, showing only what is safe to show
     5. extract the prose (the protocol never reaches the reader)
@@ -21,7 +23,7 @@ from talekeeper.context import insights
 from talekeeper.context.build import PreparedContext, prepare_context
 from talekeeper.core import Talekeeper
 from talekeeper.llm.errors import LLMError
-from talekeeper.service.adventures import get_adventure, node_view, story_view
+from talekeeper.service.adventures import get_adventure, get_turn, node_view, story_view
 from talekeeper.story import tree
 from talekeeper.story.actions import normalise_action
 from talekeeper.memory import bank
@@ -46,16 +48,21 @@ class TurnEvent:
 
 
 async def play_turn(
-    tk: Talekeeper, adventure_id: int, kind: str, text: str = ""
+    tk: Talekeeper, adventure_id: int, kind: str, text: str = "", *, take_of: int | None = None
 ) -> AsyncIterator[TurnEvent]:
+    """Play an action below the head; with `take_of`, write a new take of that turn instead
+    (a sibling below the same parent; the old take and its future stay)."""
     kind, text = normalise_action(kind, text)
     tk.locks.acquire(adventure_id)
     try:
         with tk.db.session() as session:
             adventure = get_adventure(session, adventure_id)
-            head = tree.head(session, adventure)
-            head_id = head.id
-        prepared = await build_context(tk, adventure_id, kind, text, at=head_id)
+            if take_of is None:
+                below = tree.head(session, adventure)
+            else:
+                below = tree.parent_for_take(session, get_turn(session, adventure, take_of))
+            below_id = below.id
+        prepared = await build_context(tk, adventure_id, kind, text, at=below_id)
         assembly, request = prepared.assembly, prepared.request
         provider = tk.provider()
         yield TurnEvent("accepted", data={"action_line": assembly.action_line, "kind": kind, "text": text})
@@ -85,7 +92,7 @@ async def play_turn(
             return
         with tk.db.session() as session:
             adventure = get_adventure(session, adventure_id)
-            parent = session.get(Node, head_id)
+            parent = session.get(Node, below_id)
             assert parent is not None
             node = tree.append_child(
                 session,

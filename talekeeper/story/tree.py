@@ -1,7 +1,12 @@
-"""The story tree and its head. Nothing outside this module moves an adventure's head.
+"""The story tree and its head. Nothing outside `story/` moves an adventure's head, and
+every move goes through `move_head` here.
 
 Nodes are immutable once written. The transcript is the path root → head; every read
 of "the story now" starts from the head, so transcript, state and prompt always agree.
+
+Invariant kept by every writer: a node's `active_child_id` is None exactly when it has
+no children (it is the end of a line), so "is this the end of a line?" is one row read.
+Takes (`takes.py`), lines (`branches.py`) and Save Points (`savepoints.py`) build on this.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select, text
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
 from talekeeper.store.models import Adventure, Node, utcnow
 
@@ -59,9 +64,12 @@ def head(session: Session, adventure: Adventure) -> Node:
 def append_child(session: Session, adventure: Adventure, parent: Node, turn: NewTurn) -> Node:
     """Write a new node below `parent` and move the head to it.
 
-    If `parent` already has children this forks the story: the old continuation stays
-    whole; Redo now follows the new one because it becomes the active child.
+    If `parent` already has children this forks the story (or, below the same parent as
+    an earlier turn, adds a take): the old continuation stays whole; Redo now follows the
+    new one because it becomes the active child. When `parent` was the end of a named
+    line, the line grows and its name moves down to the new end.
     """
+    extends_line = parent.active_child_id is None
     node = Node(
         adventure_id=adventure.id,
         parent_id=parent.id,
@@ -74,6 +82,8 @@ def append_child(session: Session, adventure: Adventure, parent: Node, turn: New
         proposal=turn.proposal,
         model=turn.model,
     )
+    if extends_line and parent.branch_name:
+        node.branch_name, parent.branch_name = parent.branch_name, None
     session.add(node)
     session.flush()
     parent.active_child_id = node.id
@@ -82,6 +92,7 @@ def append_child(session: Session, adventure: Adventure, parent: Node, turn: New
 
 
 def move_head(adventure: Adventure, node: Node) -> None:
+    """Point the adventure at `node`: one row written; what is read next is read there."""
     adventure.head_node_id = node.id
     adventure.turn_count = node.depth
     adventure.last_played_at = utcnow()
@@ -101,16 +112,66 @@ _PATH_SQL = text(
 )
 
 
-def path_to(session: Session, node: Node, limit: int | None = None) -> list[Node]:
-    """The nodes from the root (or the `limit`th ancestor) down to `node`, in story order.
+def path_ids(session: Session, node: Node, limit: int | None = None) -> list[int]:
+    """The ids from the root (or the `limit`th ancestor) down to `node`, in story order.
 
     One recursive query that stops after `limit` rows: reading the last N turns costs
     O(N), never O(story length).
     """
     limit = limit if limit is not None else node.depth + 1
-    ids = [row[0] for row in session.execute(_PATH_SQL, {"start": node.id, "limit": limit})]
-    by_id = {n.id: n for n in session.scalars(select(Node).where(Node.id.in_(ids)))}
+    return [row[0] for row in session.execute(_PATH_SQL, {"start": node.id, "limit": limit})]
+
+
+def path_to(session: Session, node: Node, limit: int | None = None) -> list[Node]:
+    """The nodes on `path_ids`, without their state snapshots (read only at the head)."""
+    ids = path_ids(session, node, limit)
+    query = select(Node).where(Node.id.in_(ids)).options(defer(Node.state), defer(Node.proposal))
+    by_id = {n.id: n for n in session.scalars(query)}
     return [by_id[i] for i in ids]
+
+
+def ancestor_at(session: Session, node: Node, depth: int) -> Node | None:
+    """The node on the path to `node` at `depth` (None if deeper than `node`)."""
+    if depth > node.depth or depth < 0:
+        return None
+    ids = path_ids(session, node, limit=node.depth - depth + 1)
+    return session.get(Node, ids[0])
+
+
+_REDO_SQL = text(
+    """
+    WITH RECURSIVE ahead(id, next_id, n) AS (
+        SELECT id, active_child_id, 0 FROM nodes WHERE id = :start
+        UNION ALL
+        SELECT nodes.id, nodes.active_child_id, ahead.n + 1
+        FROM nodes JOIN ahead ON nodes.id = ahead.next_id
+        WHERE ahead.n + 1 < :limit
+    )
+    SELECT id FROM ahead WHERE n > 0 ORDER BY n
+    """
+)
+
+
+def redo_ids(session: Session, node: Node, limit: int) -> list[int]:
+    """The next `limit` turns Redo would walk through from `node`, in story order."""
+    return [row[0] for row in session.execute(_REDO_SQL, {"start": node.id, "limit": limit + 1})]
+
+
+def find_node(session: Session, adventure: Adventure, node_id: int) -> Node | None:
+    node = session.get(Node, node_id)
+    return node if node is not None and node.adventure_id == adventure.id else None
+
+
+def parent_for_take(session: Session, node: Node) -> Node:
+    """Where a new take of `node` is written: below the same parent (retry, edits)."""
+    if node.parent_id is None:
+        raise TreeError(
+            "The opening is not an answer to an action, so it has no takes. "
+            "Retry or edit a later turn instead."
+        )
+    parent = session.get(Node, node.parent_id)
+    assert parent is not None
+    return parent
 
 
 def can_undo(node: Node) -> bool:

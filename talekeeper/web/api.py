@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -120,7 +121,11 @@ async def post_turn(
 
     SSE events: `accepted`, `text`, `reasoning`, `done` (the written turn), `error`.
     """
-    events = play_turn(tk, adventure_id, body.kind, body.text)
+    return await turn_response(play_turn(tk, adventure_id, body.kind, body.text), request)
+
+
+async def turn_response(events: AsyncIterator[TurnEvent], request: Request):
+    """A turn's events as an SSE stream when the client asks for one, else the finished turn."""
     first = await anext(events)  # refusals (busy, bad action, unknown adventure) raise here
     if "text/event-stream" in request.headers.get("accept", ""):
 

@@ -10,7 +10,7 @@ from fastapi.staticfiles import StaticFiles
 
 from talekeeper import __version__
 from talekeeper.core import Talekeeper
-from talekeeper.web import api, errors, pages
+from talekeeper.web import api, api_context, api_tree, errors, pages, pages_context, pages_tree
 from talekeeper.web.security import LocalOnlyMiddleware
 
 STATIC = Path(__file__).parent / "static"
@@ -31,7 +31,11 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     app.state.tk = tk
     errors.install(app)
     app.include_router(api.router)
+    app.include_router(api_tree.router)
     app.include_router(pages.router)
+    app.include_router(pages_tree.router)
+    app.include_router(api_context.router)
+    app.include_router(pages_context.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_middleware(LocalOnlyMiddleware, allowed_hosts=allowed_hosts or set())
     return app

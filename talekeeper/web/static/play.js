@@ -1,4 +1,5 @@
-// The play page: send an action, stream the narration over SSE, stop, undo/redo keys.
+// The play page: send an action, stream the narration over SSE, stop, undo/redo keys;
+// retry and edited actions stream the same way; the Lines / Save Points panel follows the story.
 // Narration is untrusted text: it is only ever inserted with textContent.
 (function () {
   "use strict";
@@ -64,7 +65,23 @@
     }
   }
 
-  async function playTurn(kind, text) {
+  // Turns whose place a new take will take: hidden while it streams, back if it fails.
+  function hideFrom(turnId) {
+    let hiding = false;
+    for (const el of document.querySelectorAll("#story .turn")) {
+      if (el.dataset.turn === String(turnId)) hiding = true;
+      if (hiding) el.hidden = true;
+    }
+  }
+
+  function refreshPanel() {
+    const body = document.querySelector("#panel [data-src]");
+    if (body) htmx.ajax("GET", body.dataset.src, { target: "#panel" });
+  }
+
+  // target: {url, body, replaceFrom} for a new take (retry, edited action); default a new turn.
+  async function playTurn(kind, text, target = {}) {
+    const fromInput = !target.url;
     showError("");
     setBusy(true);
     controller = new AbortController();
@@ -83,12 +100,13 @@
     narration.className = "narration";
     turn.append(actionLine, thinking, narration);
     live.replaceChildren(turn);
+    if (target.replaceFrom) hideFrom(target.replaceFrom);
     let finished = false;
     try {
-      const response = await fetch(`/api/adventures/${adventureId}/turns`, {
+      const response = await fetch(target.url || `/api/adventures/${adventureId}/turns`, {
         method: "POST",
         headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-        body: JSON.stringify({ kind, text }),
+        body: JSON.stringify(target.body || { kind, text }),
         signal: controller.signal,
       });
       if (!response.ok) {
@@ -98,7 +116,7 @@
       for await (const { event, data } of readEvents(response)) {
         if (event === "accepted") {
           actionLine.textContent = data.action_line;
-          if (kind !== "continue") input.value = "";
+          if (fromInput && kind !== "continue") input.value = "";
         } else if (event === "text") {
           narration.textContent += data.text;
           scrollIfFollowing();
@@ -115,12 +133,13 @@
     } catch (err) {
       if (err.name === "AbortError") showError("Stopped. Nothing was saved; your action is still in the box.");
       else showError(err.message);
-      if (kind !== "continue" && !input.value) input.value = text;
+      if (fromInput && kind !== "continue" && !input.value) input.value = text;
     } finally {
       controller = null;
       setBusy(false);
       await refreshStory();
       live.replaceChildren();
+      refreshPanel();
       scrollIfFollowing();
     }
   }
@@ -133,6 +152,30 @@
     playTurn(kind, text);
   });
   continueButton.addEventListener("click", () => playTurn("continue", ""));
+  // Story controls are re-rendered with the story, so listen on the document.
+  document.addEventListener("click", (e) => {
+    if (e.target.closest("#retry") && !controller) {
+      const turns = document.querySelectorAll("#story .turn");
+      const last = turns[turns.length - 1];
+      playTurn("retry", "", { url: `/api/adventures/${adventureId}/retry`, body: {}, replaceFrom: last && last.dataset.turn });
+    } else if (e.target.closest(".close-edit")) {
+      e.target.closest(".edit-slot").replaceChildren();
+    }
+  });
+  document.addEventListener("submit", (e) => {
+    const editAction = e.target.closest("form.edit-action");
+    if (!editAction) return;
+    e.preventDefault();
+    if (controller) return;
+    const turnId = editAction.dataset.turn;
+    const kind = editAction.querySelector("input[name=kind]:checked").value;
+    const text = editAction.querySelector("textarea[name=text]").value.trim();
+    playTurn(kind, text, { url: `/api/adventures/${adventureId}/turns/${turnId}/edit`, body: { kind, text }, replaceFrom: turnId });
+  });
+  // Undo, redo, takes and edits swap the story: keep an open panel in step with it.
+  document.body.addEventListener("htmx:afterSettle", (e) => {
+    if (e.detail.elt && e.detail.elt.id === "story" && !controller) refreshPanel();
+  });
   stopButton.addEventListener("click", () => { if (controller) controller.abort(); });
   input.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); form.requestSubmit(); }

@@ -1,0 +1,302 @@
+"""Moving through the story tree: undo, redo, retry, takes, edits, lines, Save Points.
+
+The one seam the JSON API, the play page and `talekeeper play` all call. Every change
+holds the adventure's writer lock (a second writer gets AdventureBusy → 409) and runs in
+one transaction, so a refused or failed change leaves the story exactly as it was. Each
+change that moves the head answers with the story as it now reads (`story_view`, which
+carries `can_undo` / `can_redo`).
+
+Retry and an edited action call the model, so they return the turn pipeline's event
+stream (`play_turn(..., take_of=...)`); everything else is immediate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from talekeeper.core import Talekeeper
+from talekeeper.service.adventures import AdventureNotFound, get_adventure, get_turn, story_view
+from talekeeper.service.turns import TurnEvent, clean_narration, play_turn
+from talekeeper.store.models import Adventure
+from talekeeper.story import branches, savepoints, takes, tree
+from talekeeper.story.actions import format_action
+
+EDITED_BY_PLAYER = "edited by the player"
+MAX_NARRATION_CHARS = 20_000
+
+
+class SavePointNotFound(AdventureNotFound):
+    pass
+
+
+def derive_state_for_edit(parent_state: dict[str, Any] | None, narration: str) -> dict[str, Any] | None:
+    """The state after an edited narration: the parent's snapshot plus what the edited
+    text implies.
+
+    HOOK for the state engine: until it can read events out of prose, an edited take
+    starts from — and keeps — its parent's snapshot.
+    """
+    return parent_state
+
+
+# --- the unit of work ------------------------------------------------------------------
+
+
+@contextmanager
+def _writing(tk: Talekeeper, adventure_id: int) -> Iterator[tuple[Session, Adventure]]:
+    with tk.locks.hold(adventure_id), tk.db.session() as session:
+        yield session, get_adventure(session, adventure_id)
+
+
+@contextmanager
+def _reading(tk: Talekeeper, adventure_id: int) -> Iterator[tuple[Session, Adventure]]:
+    with tk.db.session() as session:
+        yield session, get_adventure(session, adventure_id)
+
+
+def _move(tk: Talekeeper, adventure_id: int, move: Callable[[Session, Adventure], Any]) -> dict[str, Any]:
+    with _writing(tk, adventure_id) as (session, adventure):
+        move(session, adventure)
+        return story_view(session, adventure)
+
+
+# --- undo / redo / state ---------------------------------------------------------------
+
+
+def undo(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+    return _move(tk, adventure_id, tree.undo)
+
+
+def redo(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+    return _move(tk, adventure_id, tree.redo)
+
+
+def current_state(tk: Talekeeper, adventure_id: int) -> dict[str, Any] | None:
+    """The authoritative state: the head node's snapshot, by construction."""
+    with _reading(tk, adventure_id) as (session, adventure):
+        return tree.head(session, adventure).state
+
+
+# --- takes -----------------------------------------------------------------------------
+
+
+def retry(tk: Talekeeper, adventure_id: int, node_id: int | None = None) -> AsyncIterator[TurnEvent]:
+    """A new take of the head's turn (or of turn `node_id`): same action, new narration.
+
+    Refusals (no such turn, the opening) raise here; busy is refused by the pipeline.
+    """
+    with _reading(tk, adventure_id) as (session, adventure):
+        node = tree.head(session, adventure) if node_id is None else get_turn(session, adventure, node_id)
+        tree.parent_for_take(session, node)
+        kind, text, take_of = node.action_kind, node.action_text, node.id
+    return play_turn(tk, adventure_id, kind, text, take_of=take_of)
+
+
+def edit_action(
+    tk: Talekeeper, adventure_id: int, node_id: int, kind: str, text: str
+) -> AsyncIterator[TurnEvent]:
+    """A new take of turn `node_id` answering a different action, narrated afresh."""
+    return play_turn(tk, adventure_id, kind, text, take_of=node_id)
+
+
+def edit_narration(tk: Talekeeper, adventure_id: int, node_id: int, narration: str) -> dict[str, Any]:
+    """A new take of turn `node_id` carrying the player's text; the original is kept.
+
+    No model is called. The state is derived from the parent's snapshot
+    (`derive_state_for_edit`), never from the edited take's own.
+    """
+    narration = clean_narration(narration or "")
+    if not narration:
+        raise tree.TreeError("The edited narration is empty. Write something, or keep the original.")
+    if len(narration) > MAX_NARRATION_CHARS:
+        raise tree.TreeError(f"The narration is too long (at most {MAX_NARRATION_CHARS} characters).")
+    with _writing(tk, adventure_id) as (session, adventure):
+        original = get_turn(session, adventure, node_id)
+        parent = tree.parent_for_take(session, original)
+        tree.append_child(
+            session,
+            adventure,
+            parent,
+            tree.NewTurn(
+                action_kind=original.action_kind,
+                action_text=original.action_text,
+                narration=narration,
+                state=derive_state_for_edit(parent.state, narration),
+                proposal={"source": "player_edit", "edited_from": original.id},
+                model=EDITED_BY_PLAYER,
+            ),
+        )
+        return story_view(session, adventure)
+
+
+def take_view(take: takes.Take, reading_id: int | None) -> dict[str, Any]:
+    return {
+        "id": take.id,
+        "index": take.index,
+        "kind": take.action_kind,
+        "action": take.action_text,
+        "action_line": format_action(take.action_kind, take.action_text),
+        "narration": take.narration,
+        "model": take.model,
+        "created_at": take.created_at.isoformat() if take.created_at else None,
+        "has_future": take.has_future,
+        "on_line": take.id == reading_id,
+    }
+
+
+def list_takes(tk: Talekeeper, adventure_id: int, node_id: int | None = None) -> dict[str, Any]:
+    """The takes of the head's turn (or of turn `node_id`), and which one is being read."""
+    with _reading(tk, adventure_id) as (session, adventure):
+        head = tree.head(session, adventure)
+        node = head if node_id is None else get_turn(session, adventure, node_id)
+        reading = tree.ancestor_at(session, head, node.depth)
+        rows = takes.takes_of(session, node)
+        reading_id = reading.id if reading is not None and reading.parent_id == node.parent_id else None
+        return {
+            "turn_id": node.id,
+            "depth": node.depth,
+            "count": len(rows),
+            "takes": [take_view(t, reading_id) for t in rows],
+            "head_id": head.id,
+            "can_undo": tree.can_undo(head),
+            "can_redo": tree.can_redo(head),
+        }
+
+
+def choose_take(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, Any]:
+    """Read take `node_id`: the head moves onto it."""
+    with _writing(tk, adventure_id) as (session, adventure):
+        takes.choose(session, adventure, get_turn(session, adventure, node_id))
+        return story_view(session, adventure)
+
+
+def step_take(tk: Talekeeper, adventure_id: int, node_id: int, by: int) -> dict[str, Any]:
+    """Read the take `by` places after (negative: before) take `node_id`."""
+    with _writing(tk, adventure_id) as (session, adventure):
+        takes.step(session, adventure, get_turn(session, adventure, node_id), by)
+        return story_view(session, adventure)
+
+
+# --- lines -----------------------------------------------------------------------------
+
+
+def line_view(line: branches.Line) -> dict[str, Any]:
+    return {
+        "id": line.id,
+        "name": line.name,
+        "length": line.length,
+        "fork_id": line.fork_id,
+        "fork_depth": line.fork_depth,
+        "own_turns": line.own_turns,
+        "has_head": line.has_head,
+        "ends_at_head": line.ends_at_head,
+        "save_points": list(line.save_points),
+        "can_delete": line.own_turns > 0 and not line.has_head and not line.save_points,
+        "last_action_line": format_action(line.last_action_kind, line.last_action_text),
+        "last_narration": line.last_narration,
+        "created_at": line.created_at.isoformat() if line.created_at else None,
+    }
+
+
+def list_branches(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+    with _reading(tk, adventure_id) as (session, adventure):
+        head = tree.head(session, adventure)
+        return {
+            "branches": [line_view(line) for line in branches.list_lines(session, adventure)],
+            "head_id": head.id,
+            "can_undo": tree.can_undo(head),
+            "can_redo": tree.can_redo(head),
+        }
+
+
+def rename_branch(tk: Talekeeper, adventure_id: int, leaf_id: int, name: str | None) -> dict[str, Any]:
+    with _writing(tk, adventure_id) as (session, adventure):
+        leaf = branches.rename(session, adventure, get_turn(session, adventure, leaf_id), name)
+        return {"id": leaf.id, "name": leaf.branch_name}
+
+
+def switch_branch(tk: Talekeeper, adventure_id: int, leaf_id: int) -> dict[str, Any]:
+    with _writing(tk, adventure_id) as (session, adventure):
+        branches.switch(session, adventure, get_turn(session, adventure, leaf_id))
+        return story_view(session, adventure)
+
+
+def delete_branch(tk: Talekeeper, adventure_id: int, leaf_id: int) -> dict[str, Any]:
+    with _writing(tk, adventure_id) as (session, adventure):
+        removed = branches.delete_line(session, adventure, get_turn(session, adventure, leaf_id))
+        return {"deleted_turns": removed}
+
+
+# --- Save Points -----------------------------------------------------------------------
+
+
+def save_point_view(sp: savepoints.SavePointInfo) -> dict[str, Any]:
+    return {
+        "id": sp.id,
+        "name": sp.name,
+        "note": sp.note,
+        "node_id": sp.node_id,
+        "turn": sp.turn,
+        "on_line": sp.on_line,
+        "at_head": sp.at_head,
+        "action_line": format_action(sp.action_kind, sp.action_text),
+        "narration": sp.narration,
+        "created_at": sp.created_at.isoformat() if sp.created_at else None,
+    }
+
+
+def _save_point(session: Session, adventure: Adventure, save_point_id: int):
+    sp = savepoints.find(session, adventure, save_point_id)
+    if sp is None:
+        raise SavePointNotFound(f"No Save Point {save_point_id} in this adventure.")
+    return sp
+
+
+def _one_save_point(session: Session, adventure: Adventure, save_point_id: int) -> dict[str, Any]:
+    for info in savepoints.list_save_points(session, adventure):
+        if info.id == save_point_id:
+            return save_point_view(info)
+    raise SavePointNotFound(f"No Save Point {save_point_id} in this adventure.")
+
+
+def list_save_points(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+    with _reading(tk, adventure_id) as (session, adventure):
+        head = tree.head(session, adventure)
+        return {
+            "save_points": [save_point_view(sp) for sp in savepoints.list_save_points(session, adventure)],
+            "head_id": head.id,
+            "can_undo": tree.can_undo(head),
+            "can_redo": tree.can_redo(head),
+        }
+
+
+def create_save_point(tk: Talekeeper, adventure_id: int, name: str, note: str = "") -> dict[str, Any]:
+    """Save the moment being read (after Undo, that earlier moment)."""
+    with _writing(tk, adventure_id) as (session, adventure):
+        sp = savepoints.create(session, adventure, name, note)
+        return _one_save_point(session, adventure, sp.id)
+
+
+def rename_save_point(
+    tk: Talekeeper, adventure_id: int, save_point_id: int, name: str | None = None, note: str | None = None
+) -> dict[str, Any]:
+    with _writing(tk, adventure_id) as (session, adventure):
+        savepoints.rename(_save_point(session, adventure, save_point_id), name, note)
+        session.flush()
+        return _one_save_point(session, adventure, save_point_id)
+
+
+def delete_save_point(tk: Talekeeper, adventure_id: int, save_point_id: int) -> None:
+    with _writing(tk, adventure_id) as (session, adventure):
+        savepoints.delete(session, _save_point(session, adventure, save_point_id))
+
+
+def restore_save_point(tk: Talekeeper, adventure_id: int, save_point_id: int) -> dict[str, Any]:
+    with _writing(tk, adventure_id) as (session, adventure):
+        savepoints.restore(session, adventure, _save_point(session, adventure, save_point_id))
+        return story_view(session, adventure)
+

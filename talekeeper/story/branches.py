@@ -1,0 +1,245 @@
+"""Lines (branches): every end of the story tree, and the path that leads to it.
+
+A line is named by its last turn (a leaf). It may carry a name, kept on that last turn;
+when the line grows the name moves down with it (`tree.append_child`).
+
+- **Where it left its parent line**: walking up from the end, the first turn that is not
+  the oldest child of its parent is where this line forked off; above it the line shares
+  its parent line's story. The line with no such turn is the first line of the story.
+- **Its own turns**: the turns no other line passes through — exactly what deleting the
+  line removes. Everything above them is shared with another line and stays.
+
+Listing reads one narrow row (ids, depth, name) per node of the adventure and works out
+everything in one pass each way, so it costs O(story size) however many lines there are;
+no snapshot or narration is loaded except the last turn's text of each line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from talekeeper.store.models import Adventure, Node, SavePoint
+from talekeeper.story import tree
+from talekeeper.story.tree import TreeError
+
+MAX_NAME = 80
+NAMED_IN_REFUSAL = 3
+_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class Line:
+    id: int  # its last turn; it changes when the line grows
+    name: str | None
+    length: int  # turns after the opening
+    fork_id: int | None  # the turn it left its parent line after (None: the first line)
+    fork_depth: int | None
+    own_turns: int  # turns only this line has: what deleting it removes (0: cannot)
+    has_head: bool  # the moment being read is on this line
+    ends_at_head: bool
+    save_points: tuple[str, ...]  # names of the Save Points on its own turns
+    last_action_kind: str
+    last_action_text: str
+    last_narration: str
+    created_at: datetime | None
+
+
+class _Skeleton:
+    """The adventure's tree as plain ids, with the per-node facts lines are made of."""
+
+    def __init__(self, session: Session, adventure: Adventure):
+        rows = session.execute(
+            select(Node.id, Node.parent_id, Node.depth, Node.branch_name, Node.created_at)
+            .where(Node.adventure_id == adventure.id)
+            .order_by(Node.depth, Node.id)
+        ).all()
+        self.root = adventure.root_node_id
+        self.head = adventure.head_node_id
+        self.rows = {r.id: r for r in rows}
+        self.parent: dict[int, int | None] = {r.id: r.parent_id for r in rows}
+        self.children: dict[int, list[int]] = {}
+        for r in rows:
+            if r.parent_id is not None:
+                self.children.setdefault(r.parent_id, []).append(r.id)
+        order = [r.id for r in rows]  # parents before children
+        # Top-down: where each node's line starts, and whether the head is at or above it.
+        self.line_start: dict[int, int] = {}
+        self.under_head: dict[int, bool] = {}
+        for node_id in order:
+            p = self.parent[node_id]
+            if p is None:
+                self.line_start[node_id] = node_id
+                self.under_head[node_id] = node_id == self.head
+                continue
+            first_child = self.children[p][0] == node_id
+            self.line_start[node_id] = self.line_start[p] if first_child else node_id
+            self.under_head[node_id] = node_id == self.head or self.under_head[p]
+        # Bottom-up: how many lines pass through each node, and which one if only one.
+        self.leaf_count: dict[int, int] = {}
+        self.only_leaf: dict[int, int | None] = {}
+        for node_id in reversed(order):
+            kids = self.children.get(node_id, [])
+            if not kids:
+                self.leaf_count[node_id], self.only_leaf[node_id] = 1, node_id
+            else:
+                self.leaf_count[node_id] = sum(self.leaf_count[k] for k in kids)
+                self.only_leaf[node_id] = self.only_leaf[kids[0]] if len(kids) == 1 else None
+        # Top-down again: the first of a run of nodes that only one line passes through.
+        self.own_top: dict[int, int] = {}
+        for node_id in order:
+            p = self.parent[node_id]
+            shared_parent = p is None or self.leaf_count[p] > 1
+            self.own_top[node_id] = node_id if shared_parent else self.own_top[p]
+
+    @property
+    def leaves(self) -> list[int]:
+        return [i for i in self.rows if i not in self.children]
+
+    def is_leaf(self, node_id: int) -> bool:
+        return node_id in self.rows and node_id not in self.children
+
+    def own_ids(self, leaf: int) -> list[int]:
+        """The turns only `leaf`'s line has, last first; empty if it is the only line."""
+        top = self.own_top[leaf]
+        if top == self.root:
+            return []
+        ids, node = [], leaf
+        while True:
+            ids.append(node)
+            if node == top:
+                return ids
+            node = self.parent[node]  # type: ignore[assignment]
+
+    def owner(self, node_id: int) -> int | None:
+        """The one line whose own turns include `node_id`, if only one line passes it."""
+        if node_id not in self.rows or self.leaf_count[node_id] != 1:
+            return None
+        return self.only_leaf[node_id]
+
+
+def list_lines(session: Session, adventure: Adventure) -> list[Line]:
+    """Every line of the story, oldest first."""
+    sk = _Skeleton(session, adventure)
+    leaves = sk.leaves
+    saved: dict[int, list[str]] = {}
+    for node_id, name in session.execute(
+        select(SavePoint.node_id, SavePoint.name)
+        .where(SavePoint.adventure_id == adventure.id)
+        .order_by(SavePoint.id)
+    ):
+        owner = sk.owner(node_id)
+        if owner is not None and owner != sk.root:
+            saved.setdefault(owner, []).append(name)
+    texts = {
+        r.id: r
+        for r in session.execute(
+            select(Node.id, Node.action_kind, Node.action_text, Node.narration).where(Node.id.in_(leaves))
+        )
+    }
+    lines = []
+    for leaf in sorted(leaves):
+        start = sk.line_start[leaf]
+        fork = sk.parent[start]
+        own = sk.own_ids(leaf)
+        row, text = sk.rows[leaf], texts[leaf]
+        lines.append(
+            Line(
+                id=leaf,
+                name=row.branch_name,
+                length=row.depth,
+                fork_id=fork,
+                fork_depth=sk.rows[fork].depth if fork is not None else None,
+                own_turns=len(own),
+                has_head=sk.under_head[leaf],
+                ends_at_head=leaf == sk.head,
+                save_points=tuple(saved.get(leaf, ())),
+                last_action_kind=text.action_kind,
+                last_action_text=text.action_text,
+                last_narration=text.narration,
+                created_at=row.created_at,
+            )
+        )
+    return lines
+
+
+def _end_of_line(session: Session, node: Node) -> Node:
+    if node.active_child_id is not None:
+        raise TreeError(
+            "That turn is not the end of a line: the story goes on below it. "
+            "Lines are named by their last turn; list the lines to find it."
+        )
+    return node
+
+
+def rename(session: Session, adventure: Adventure, leaf: Node, name: str | None) -> Node:
+    """Name a line (None or blank clears the name). Only the label changes."""
+    _end_of_line(session, leaf)
+    name = (name or "").strip() or None
+    if name is not None and len(name) > MAX_NAME:
+        raise TreeError(f"A line's name can be at most {MAX_NAME} characters.")
+    leaf.branch_name = name
+    return leaf
+
+
+def switch(session: Session, adventure: Adventure, leaf: Node) -> Node:
+    """Read another line: the head moves to its last turn. Nothing is written or deleted."""
+    _end_of_line(session, leaf)
+    tree.move_head(adventure, leaf)
+    return leaf
+
+
+def _names(names: list[str]) -> str:
+    quoted = [f"“{n}”" for n in names[:NAMED_IN_REFUSAL]]
+    more = len(names) - len(quoted)
+    return ", ".join(quoted) + (f" and {more} more" if more else "")
+
+
+def delete_line(session: Session, adventure: Adventure, leaf: Node) -> int:
+    """Delete a line's own turns (none that another line shares). Returns how many.
+
+    Refused, changing nothing, while the line holds the moment being read or a Save Point.
+    """
+    _end_of_line(session, leaf)
+    sk = _Skeleton(session, adventure)
+    if sk.under_head[leaf.id]:
+        raise TreeError(
+            "You are reading this line, so it can't be deleted. Switch to another line "
+            "first, then delete this one."
+        )
+    own = sk.own_ids(leaf.id)
+    if not own:
+        raise TreeError("This is the only line of the story, so it can't be deleted.")
+    own_set = set(own)
+    saved = [
+        name
+        for node_id, name in session.execute(
+            select(SavePoint.node_id, SavePoint.name)
+            .where(SavePoint.adventure_id == adventure.id)
+            .order_by(SavePoint.id)
+        )
+        if node_id in own_set
+    ]
+    if saved:
+        noun = "a Save Point" if len(saved) == 1 else f"{len(saved)} Save Points"
+        raise TreeError(
+            f"This line holds {noun}: {_names(saved)}. Delete "
+            f"{'that Save Point' if len(saved) == 1 else 'those Save Points'} first if you no "
+            "longer need them (deleting a Save Point deletes none of the story), then delete "
+            "the line."
+        )
+    top = own[-1]
+    fork = session.get(Node, sk.parent[top])
+    assert fork is not None
+    if fork.active_child_id == top:
+        fork.active_child_id = max(c for c in sk.children[fork.id] if c != top)
+    session.flush()
+    # Unlink first so no cascade runs down a long line, then delete in bounded batches.
+    for i in range(0, len(own), _CHUNK):
+        batch = own[i : i + _CHUNK]
+        session.execute(update(Node).where(Node.id.in_(batch)).values(parent_id=None))
+        session.execute(delete(Node).where(Node.id.in_(batch)))
+    return len(own)

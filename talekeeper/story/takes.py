@@ -1,0 +1,148 @@
+"""Takes: the siblings of a turn — the same moment told again (retry, edits).
+
+The takes of a turn are the children of its parent, oldest first; `‹ 2/3 ›` is the
+1-based position of a turn among them. Choosing a take moves the head onto it, so the
+transcript, the state and the next prompt are that take's. Nothing is deleted: the other
+takes, and whatever was written below them, stay where they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from talekeeper.store.models import Adventure, Node
+from talekeeper.story import tree
+from talekeeper.story.tree import TreeError
+
+
+@dataclass(frozen=True)
+class TakePosition:
+    index: int  # 1-based
+    count: int
+    previous_id: int | None
+    next_id: int | None
+
+    def as_dict(self) -> dict[str, int | None]:
+        return {
+            "index": self.index,
+            "count": self.count,
+            "previous_id": self.previous_id,
+            "next_id": self.next_id,
+        }
+
+
+@dataclass(frozen=True)
+class Take:
+    id: int
+    index: int
+    action_kind: str
+    action_text: str
+    narration: str
+    model: str
+    created_at: datetime | None
+    has_future: bool  # something was written below this take
+
+
+def sibling_ids(session: Session, node: Node) -> list[int]:
+    """The ids of `node`'s takes, oldest first (the opening is its own only take)."""
+    if node.parent_id is None:
+        return [node.id]
+    query = (
+        select(Node.id)
+        .where(Node.adventure_id == node.adventure_id, Node.parent_id == node.parent_id)
+        .order_by(Node.id)
+    )
+    return list(session.scalars(query))
+
+
+def takes_of(session: Session, node: Node) -> list[Take]:
+    """Every take of `node`'s turn, oldest first, without their state snapshots."""
+    if node.parent_id is None:
+        rows = [node]
+    else:
+        rows = list(
+            session.execute(
+                select(
+                    Node.id,
+                    Node.action_kind,
+                    Node.action_text,
+                    Node.narration,
+                    Node.model,
+                    Node.created_at,
+                    Node.active_child_id,
+                )
+                .where(Node.adventure_id == node.adventure_id, Node.parent_id == node.parent_id)
+                .order_by(Node.id)
+            )
+        )
+    return [
+        Take(
+            id=row.id,
+            index=i + 1,
+            action_kind=row.action_kind,
+            action_text=row.action_text,
+            narration=row.narration,
+            model=row.model,
+            created_at=row.created_at,
+            has_future=row.active_child_id is not None,
+        )
+        for i, row in enumerate(rows)
+    ]
+
+
+def take_positions(session: Session, nodes: list[Node]) -> dict[int, TakePosition]:
+    """`‹ i/n ›` for each of `nodes` (a page of a transcript), in one indexed query."""
+    if not nodes:
+        return {}
+    parent_ids = {n.parent_id for n in nodes if n.parent_id is not None}
+    siblings: dict[int, list[int]] = {}
+    if parent_ids:
+        query = (
+            select(Node.parent_id, Node.id)
+            .where(Node.adventure_id == nodes[0].adventure_id, Node.parent_id.in_(parent_ids))
+            .order_by(Node.id)
+        )
+        for parent_id, node_id in session.execute(query):
+            siblings.setdefault(parent_id, []).append(node_id)
+    positions = {}
+    for node in nodes:
+        ids = siblings.get(node.parent_id, [node.id]) if node.parent_id is not None else [node.id]
+        i = ids.index(node.id)
+        positions[node.id] = TakePosition(
+            index=i + 1,
+            count=len(ids),
+            previous_id=ids[i - 1] if i > 0 else None,
+            next_id=ids[i + 1] if i + 1 < len(ids) else None,
+        )
+    return positions
+
+
+def choose(session: Session, adventure: Adventure, take: Node) -> Node:
+    """Make `take` the one being read: the head moves onto it and Redo from its parent
+    now follows it."""
+    if take.parent_id is not None:
+        parent = session.get(Node, take.parent_id)
+        assert parent is not None
+        parent.active_child_id = take.id
+    tree.move_head(adventure, take)
+    return take
+
+
+def step(session: Session, adventure: Adventure, node: Node, offset: int) -> Node:
+    """Choose the take `offset` places after (or, negative, before) `node` among its takes."""
+    if offset == 0:
+        raise TreeError("Step by 1 for the next take or by -1 for the previous one.")
+    ids = sibling_ids(session, node)
+    target = ids.index(node.id) + offset
+    if not 0 <= target < len(ids):
+        where = "first" if target < 0 else "last"
+        if len(ids) == 1:
+            raise TreeError("This turn has only one take. Retry it to write another.")
+        raise TreeError(f"There is no take beyond this one: it is the {where} of {len(ids)}.")
+    chosen = session.get(Node, ids[target])
+    assert chosen is not None
+    return choose(session, adventure, chosen)

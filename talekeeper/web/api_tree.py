@@ -1,0 +1,191 @@
+"""The JSON API for moving through the story: takes, retry, edits, lines, Save Points.
+
+Undo and redo live beside the turns in `api.py`. Every change here answers 409 while
+another change to the same adventure is in flight, and changes nothing when refused.
+Changes that move the story answer with the story as it now reads, `can_undo` and
+`can_redo` included.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from talekeeper.core import Talekeeper
+from talekeeper.service import tree_ops
+from talekeeper.story import branches, savepoints
+from talekeeper.web.api import get_tk, turn_response
+
+router = APIRouter(prefix="/api/adventures/{adventure_id}", tags=["story tree"])
+TURN_STREAM = {200: {"content": {"text/event-stream": {}}, "description": "The new take, or an SSE stream of it."}}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RetryRequest(Strict):
+    node_id: int | None = Field(None, description="The turn to retry; by default the one being read.")
+
+
+class EditRequest(Strict):
+    """Either `narration` (your text becomes a new take; no model call) or `kind` and
+    `text` (a new take answering a different action, narrated afresh)."""
+
+    narration: str | None = Field(None, max_length=tree_ops.MAX_NARRATION_CHARS)
+    kind: Literal["do", "say", "story", "continue"] | None = None
+    text: str = Field("", max_length=4000)
+
+    @model_validator(mode="after")
+    def one_edit(self) -> EditRequest:
+        if (self.narration is None) == (self.kind is None):
+            raise ValueError("Send either `narration`, or `kind` and `text` for a new action.")
+        return self
+
+
+class StepRequest(Strict):
+    by: int = Field(1, ge=-100, le=100, description="1: the next take; -1: the previous one.")
+
+
+class BranchUpdate(Strict):
+    name: str | None = Field(None, max_length=branches.MAX_NAME, description="Blank or null clears it.")
+
+
+def _named(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise ValueError("A Save Point needs a name.")
+    return value.strip() if value is not None else None
+
+
+class SavePointCreate(Strict):
+    name: str = Field(max_length=savepoints.MAX_NAME)
+    note: str = Field("", max_length=savepoints.MAX_NOTE)
+
+    _check_name = field_validator("name")(_named)
+
+
+class SavePointUpdate(Strict):
+    name: str | None = Field(None, max_length=savepoints.MAX_NAME)
+    note: str | None = Field(None, max_length=savepoints.MAX_NOTE)
+
+    _check_name = field_validator("name")(_named)
+
+
+# --- takes, retry, edits -----------------------------------------------------------------
+
+
+@router.get("/takes")
+def head_takes(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    """The takes of the turn being read (`‹ 2/3 ›`), and which one is on the line."""
+    return tree_ops.list_takes(tk, adventure_id)
+
+
+@router.get("/turns/{node_id}/takes")
+def turn_takes(adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    return tree_ops.list_takes(tk, adventure_id, node_id)
+
+
+@router.post("/turns/{node_id}/choose")
+def choose_take(adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    """Read this take: the story (and its state) is now this take's."""
+    return tree_ops.choose_take(tk, adventure_id, node_id)
+
+
+@router.post("/turns/{node_id}/step")
+def step_take(
+    adventure_id: int, node_id: int, body: StepRequest, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
+    """Read the next (or previous) take of this turn."""
+    return tree_ops.step_take(tk, adventure_id, node_id, body.by)
+
+
+@router.post("/retry", responses=TURN_STREAM)
+async def retry(
+    adventure_id: int, request: Request, body: RetryRequest | None = None, tk: Talekeeper = Depends(get_tk)
+):
+    """A new take of the turn being read: the same action, narrated again. The old take
+    stays (step back to it with the takes). Streams like `POST /turns`."""
+    events = tree_ops.retry(tk, adventure_id, body.node_id if body else None)
+    return await turn_response(events, request)
+
+
+@router.post("/turns/{node_id}/edit", responses=TURN_STREAM)
+async def edit_turn(
+    adventure_id: int, node_id: int, body: EditRequest, request: Request, tk: Talekeeper = Depends(get_tk)
+):
+    """Edit a turn. The original and everything after it are kept; the edit is a new take."""
+    if body.narration is not None:
+        return tree_ops.edit_narration(tk, adventure_id, node_id, body.narration)
+    assert body.kind is not None
+    events = tree_ops.edit_action(tk, adventure_id, node_id, body.kind, body.text)
+    return await turn_response(events, request)
+
+
+# --- lines ---------------------------------------------------------------------------------
+
+
+@router.get("/branches")
+def list_branches(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    """Every line of the story (named by its last turn's id), oldest first."""
+    return tree_ops.list_branches(tk, adventure_id)
+
+
+@router.patch("/branches/{leaf_id}")
+def rename_branch(
+    adventure_id: int, leaf_id: int, body: BranchUpdate, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
+    return tree_ops.rename_branch(tk, adventure_id, leaf_id, body.name)
+
+
+@router.post("/branches/{leaf_id}/switch")
+def switch_branch(adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    """Read this line from its last turn."""
+    return tree_ops.switch_branch(tk, adventure_id, leaf_id)
+
+
+@router.delete("/branches/{leaf_id}")
+def delete_branch(adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    """Delete the turns only this line has. Refused (409) while it holds the moment being
+    read or a Save Point."""
+    return tree_ops.delete_branch(tk, adventure_id, leaf_id)
+
+
+# --- Save Points -----------------------------------------------------------------------------
+
+
+@router.get("/save-points")
+def list_save_points(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    """Newest first; `on_line` says whether each is on the line being read."""
+    return tree_ops.list_save_points(tk, adventure_id)
+
+
+@router.post("/save-points", status_code=201)
+def create_save_point(
+    adventure_id: int, body: SavePointCreate, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
+    """Save the moment being read (after Undo, that earlier moment)."""
+    return tree_ops.create_save_point(tk, adventure_id, body.name, body.note)
+
+
+@router.patch("/save-points/{save_point_id}")
+def update_save_point(
+    adventure_id: int, save_point_id: int, body: SavePointUpdate, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
+    """Rename it or change its note; the moment it saves never moves."""
+    return tree_ops.rename_save_point(tk, adventure_id, save_point_id, body.name, body.note)
+
+
+@router.delete("/save-points/{save_point_id}", status_code=204)
+def delete_save_point(adventure_id: int, save_point_id: int, tk: Talekeeper = Depends(get_tk)) -> None:
+    """Forget the Save Point; none of the story is deleted."""
+    tree_ops.delete_save_point(tk, adventure_id, save_point_id)
+
+
+@router.post("/save-points/{save_point_id}/restore")
+def restore_save_point(
+    adventure_id: int, save_point_id: int, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
+    """Go back to the saved moment. Nothing is deleted; what came after stays reachable."""
+    return tree_ops.restore_save_point(tk, adventure_id, save_point_id)

@@ -1,0 +1,166 @@
+"""Play-page controls for the story tree (HTMX fragments): takes, edits, lines, Save Points.
+
+Retry and an edited action stream through the JSON API (`play.js`); everything here is
+immediate. A change made from a panel answers with the panel and the `story-changed`
+trigger, so the story on the page reloads itself. A refusal is shown where it happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import HTMLResponse
+
+from talekeeper.core import Talekeeper
+from talekeeper.service import adventures, tree_ops
+from talekeeper.service.locks import AdventureBusy
+from talekeeper.story.tree import TreeError
+from talekeeper.web.api import get_tk
+from talekeeper.web.pages import render
+
+router = APIRouter(prefix="/adventures/{adventure_id}/tree", include_in_schema=False)
+REFUSALS = (TreeError, AdventureBusy, adventures.AdventureNotFound)
+STORY_CHANGED = {"HX-Trigger": "story-changed"}
+
+
+def _story(request: Request, tk: Talekeeper, adventure_id: int, change: Callable[[], Any]) -> HTMLResponse:
+    """Make a change that moves the story and answer with the story (or why not)."""
+    message = None
+    try:
+        change()
+    except REFUSALS as exc:
+        message = str(exc)
+    with tk.db.session() as session:
+        view = adventures.story_view(session, adventures.get_adventure(session, adventure_id))
+    return render(request, "_story.html", story=view, message=message)
+
+
+def _panel(
+    request: Request,
+    tk: Talekeeper,
+    adventure_id: int,
+    name: str,
+    change: Callable[[], Any] | None = None,
+    moves_story: bool = False,
+) -> HTMLResponse:
+    message = None
+    if change is not None:
+        try:
+            change()
+        except REFUSALS as exc:
+            message, moves_story = str(exc), False
+    if name == "_lines.html":
+        context = tree_ops.list_branches(tk, adventure_id)
+    else:
+        context = tree_ops.list_save_points(tk, adventure_id)
+    response = render(request, name, adventure_id=adventure_id, message=message, **context)
+    if moves_story:
+        response.headers.update(STORY_CHANGED)
+    return response
+
+
+# --- takes and edits -------------------------------------------------------------------------
+
+
+@router.post("/turns/{node_id}/choose", response_class=HTMLResponse)
+def choose_take(request: Request, adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    return _story(request, tk, adventure_id, partial(tree_ops.choose_take, tk, adventure_id, node_id))
+
+
+@router.get("/turns/{node_id}/edit", response_class=HTMLResponse)
+def edit_form(request: Request, adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    with tk.db.session() as session:
+        adventure = adventures.get_adventure(session, adventure_id)
+        turn = adventures.node_view(adventures.get_turn(session, adventure, node_id))
+    return render(request, "_edit_turn.html", adventure_id=adventure_id, t=turn)
+
+
+@router.post("/turns/{node_id}/edit", response_class=HTMLResponse)
+def edit_narration(
+    request: Request,
+    adventure_id: int,
+    node_id: int,
+    narration: str = Form(""),
+    tk: Talekeeper = Depends(get_tk),
+) -> HTMLResponse:
+    return _story(request, tk, adventure_id, partial(tree_ops.edit_narration, tk, adventure_id, node_id, narration))
+
+
+# --- lines -------------------------------------------------------------------------------------
+
+
+@router.get("/lines", response_class=HTMLResponse)
+def lines(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    return _panel(request, tk, adventure_id, "_lines.html")
+
+
+@router.post("/lines/{leaf_id}/switch", response_class=HTMLResponse)
+def switch_line(request: Request, adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    change = partial(tree_ops.switch_branch, tk, adventure_id, leaf_id)
+    return _panel(request, tk, adventure_id, "_lines.html", change, moves_story=True)
+
+
+@router.post("/lines/{leaf_id}/rename", response_class=HTMLResponse)
+def rename_line(
+    request: Request, adventure_id: int, leaf_id: int, name: str = Form(""), tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
+    change = partial(tree_ops.rename_branch, tk, adventure_id, leaf_id, name)
+    return _panel(request, tk, adventure_id, "_lines.html", change, moves_story=True)
+
+
+@router.post("/lines/{leaf_id}/delete", response_class=HTMLResponse)
+def delete_line(request: Request, adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    change = partial(tree_ops.delete_branch, tk, adventure_id, leaf_id)
+    return _panel(request, tk, adventure_id, "_lines.html", change, moves_story=True)
+
+
+# --- Save Points -------------------------------------------------------------------------------
+
+
+@router.get("/save-points", response_class=HTMLResponse)
+def save_points(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    return _panel(request, tk, adventure_id, "_save_points.html")
+
+
+@router.post("/save-points", response_class=HTMLResponse)
+def create_save_point(
+    request: Request,
+    adventure_id: int,
+    name: str = Form(""),
+    note: str = Form(""),
+    tk: Talekeeper = Depends(get_tk),
+) -> HTMLResponse:
+    change = partial(tree_ops.create_save_point, tk, adventure_id, name, note)
+    return _panel(request, tk, adventure_id, "_save_points.html", change)
+
+
+@router.post("/save-points/{save_point_id}/restore", response_class=HTMLResponse)
+def restore_save_point(
+    request: Request, adventure_id: int, save_point_id: int, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
+    change = partial(tree_ops.restore_save_point, tk, adventure_id, save_point_id)
+    return _panel(request, tk, adventure_id, "_save_points.html", change, moves_story=True)
+
+
+@router.post("/save-points/{save_point_id}/rename", response_class=HTMLResponse)
+def rename_save_point(
+    request: Request,
+    adventure_id: int,
+    save_point_id: int,
+    name: str = Form(""),
+    note: str | None = Form(None),
+    tk: Talekeeper = Depends(get_tk),
+) -> HTMLResponse:
+    change = partial(tree_ops.rename_save_point, tk, adventure_id, save_point_id, name, note)
+    return _panel(request, tk, adventure_id, "_save_points.html", change)
+
+
+@router.post("/save-points/{save_point_id}/delete", response_class=HTMLResponse)
+def delete_save_point(
+    request: Request, adventure_id: int, save_point_id: int, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
+    change = partial(tree_ops.delete_save_point, tk, adventure_id, save_point_id)
+    return _panel(request, tk, adventure_id, "_save_points.html", change)
