@@ -1,0 +1,142 @@
+"""Plot components and story cards: the adventure's own copy, editable mid-story.
+
+An adventure starts with the scenario's narrator instructions, AI instructions, plot
+essentials, story summary, author's note, persona and story cards (copied at creation, so
+editing them never changes the scenario). Every field is validated here with the same
+limits the API documents. The story summary is special: the one in force is the newest
+version on the path to the head (see `memory.bank`), so an edit is written as a version at
+the head, and undoing past it brings the earlier summary back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm import Session
+
+from talekeeper.context.triggers import MAX_CARDS, split_triggers
+from talekeeper.memory import bank
+from talekeeper.store.models import Adventure, Node
+
+TEXT_FIELDS = ("narrator_instructions", "ai_instructions", "plot_essentials", "author_note")
+
+
+class ContextError(ValueError):
+    """A request the context engine refuses; the message says why."""
+
+
+class Persona(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("", max_length=80, description="The protagonist's name; empty turns the persona off.")
+    pronouns: str = Field("", max_length=40, description="e.g. she/her, he/him, they/them.")
+    description: str = Field("", max_length=2000, description="Who they are, in a sentence or two.")
+
+
+class PlotUpdate(BaseModel):
+    """Any subset of the plot components; omitted fields are left as they are."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    narrator_instructions: str | None = Field(None, max_length=20000, description="How the narrator writes (sent first, every turn).")
+    ai_instructions: str | None = Field(None, max_length=20000, description="Behavioural guidance for the model (always sent).")
+    plot_essentials: str | None = Field(None, max_length=20000, description="Facts the model must always remember (AI Dungeon's 'Memory').")
+    story_summary: str | None = Field(None, max_length=20000, description="The running summary; your edit is the base of the next automatic update.")
+    author_note: str | None = Field(None, max_length=2000, description="Steering text placed a few lines before the end of history as [Author's note: …].")
+    persona: Persona | None = None
+
+
+class StoryCard(BaseModel):
+    """World info. Only `entry` is sent to the model, when a trigger appears in recent text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field("other", max_length=40, description="character, location, item, faction, … (for you; not sent).")
+    name: str = Field("", max_length=200, description="A label for you (not sent).")
+    entry: str = Field("", max_length=4000, description="What the model is told when the card triggers.")
+    triggers: str = Field("", max_length=1000, description="Comma-separated words or phrases; case-insensitive, partial-word.")
+    notes: str = Field("", max_length=4000, description="Your notes (not sent).")
+
+
+def plot_view(session: Session, adventure: Adventure) -> dict[str, Any]:
+    plot = adventure.plot or {}
+    path = bank.path_ids(session, adventure.head_node_id) if adventure.head_node_id else []
+    summary = bank.summary_at(session, adventure.id, path, str(plot.get("story_summary") or ""))
+    persona = plot.get("persona") or {}
+    return {
+        "adventure_id": adventure.id,
+        **{name: str(plot.get(name) or "") for name in TEXT_FIELDS},
+        "story_summary": summary.text,
+        "story_summary_source": summary.label,
+        "persona": {k: str(persona.get(k) or "") for k in ("name", "pronouns", "description")},
+        "story_cards": len(plot.get("story_cards") or []),
+    }
+
+
+def update_plot(session: Session, adventure: Adventure, update: PlotUpdate) -> dict[str, Any]:
+    plot = dict(adventure.plot or {})
+    for name in TEXT_FIELDS:
+        value = getattr(update, name)
+        if value is not None:
+            plot[name] = value.strip()
+    if update.persona is not None:
+        plot["persona"] = update.persona.model_dump()
+    adventure.plot = plot
+    if update.story_summary is not None:
+        head = session.get(Node, adventure.head_node_id)
+        assert head is not None
+        path = bank.path_ids(session, head.id)
+        current = bank.summary_at(session, adventure.id, path, str(plot.get("story_summary") or ""))
+        if update.story_summary.strip() != current.text.strip():
+            bank.set_summary(session, adventure.id, head, update.story_summary)
+    session.flush()
+    return plot_view(session, adventure)
+
+
+def cards(adventure: Adventure) -> list[dict[str, Any]]:
+    return [card_view(i, c) for i, c in enumerate((adventure.plot or {}).get("story_cards") or [])]
+
+
+def card_view(index: int, card: dict[str, Any]) -> dict[str, Any]:
+    clean = StoryCard(**{k: str(card.get(k) or "") for k in StoryCard.model_fields}).model_dump()
+    return {"index": index, **clean, "trigger_list": split_triggers(clean["triggers"])}
+
+
+def _card_list(adventure: Adventure) -> list[dict[str, Any]]:
+    return [dict(c) for c in (adventure.plot or {}).get("story_cards") or []]
+
+
+def _check(card: StoryCard) -> None:
+    if not card.entry.strip():
+        raise ContextError("A story card needs an entry: it is the only part the model sees.")
+    if not split_triggers(card.triggers):
+        raise ContextError("A story card needs at least one trigger word, or it can never appear.")
+
+
+def add_card(adventure: Adventure, card: StoryCard) -> dict[str, Any]:
+    _check(card)
+    items = _card_list(adventure)
+    if len(items) >= MAX_CARDS:
+        raise ContextError(f"An adventure holds at most {MAX_CARDS} story cards.")
+    items.append(card.model_dump())
+    adventure.plot = {**(adventure.plot or {}), "story_cards": items}
+    return card_view(len(items) - 1, items[-1])
+
+
+def replace_card(adventure: Adventure, index: int, card: StoryCard) -> dict[str, Any]:
+    _check(card)
+    items = _card_list(adventure)
+    if not 0 <= index < len(items):
+        raise LookupError(f"No story card {index} in this adventure.")
+    items[index] = card.model_dump()
+    adventure.plot = {**(adventure.plot or {}), "story_cards": items}
+    return card_view(index, items[index])
+
+
+def delete_card(adventure: Adventure, index: int) -> None:
+    items = _card_list(adventure)
+    if not 0 <= index < len(items):
+        raise LookupError(f"No story card {index} in this adventure.")
+    del items[index]
+    adventure.plot = {**(adventure.plot or {}), "story_cards": items}

@@ -1,0 +1,161 @@
+"""Pages for context and memory: Insights, the memory panel, story cards, plot components.
+
+Plain forms that post and redirect back (they work without JavaScript); each calls the
+same services as `api_context.py`. POST paths have two segments after the adventure id so
+they never collide with the play page's `/adventures/{id}/{move}`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from pydantic import ValidationError
+
+from talekeeper.context import plot as plot_service
+from talekeeper.core import Talekeeper
+from talekeeper.memory import panel
+from talekeeper.service.adventures import get_adventure
+from talekeeper.service.locks import AdventureBusy
+from talekeeper.web.api import get_tk
+from talekeeper.web.api_context import next_insights, turn_insights
+
+templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+router = APIRouter(include_in_schema=False)
+
+
+def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    return templates.TemplateResponse(request, name, context, status_code=status_code)
+
+
+def _title(tk: Talekeeper, adventure_id: int) -> str:
+    with tk.db.session() as session:
+        return get_adventure(session, adventure_id).title
+
+
+def _back(path: str, message: str | None = None) -> RedirectResponse:
+    from urllib.parse import quote
+
+    return RedirectResponse(path + (f"?message={quote(message)}" if message else ""), status_code=303)
+
+
+@router.get("/adventures/{adventure_id}/insights", response_class=HTMLResponse)
+async def insights_page(
+    request: Request, adventure_id: int, turn: int | None = None, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
+    """Insights for a past turn (?turn=<node id>), or for what would be sent next."""
+    error = None
+    try:
+        data = turn_insights(tk, adventure_id, turn) if turn else await next_insights(tk, adventure_id, "continue", "")
+    except HTTPException as exc:
+        data, error = None, exc.detail
+    return render(
+        request,
+        "insights.html",
+        status_code=404 if error else 200,
+        adventure_id=adventure_id,
+        title=_title(tk, adventure_id),
+        data=data,
+        error=error,
+    )
+
+
+@router.get("/adventures/{adventure_id}/memory", response_class=HTMLResponse)
+def memory_page(request: Request, adventure_id: int, message: str | None = None, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    with tk.db.session() as session:
+        adventure = get_adventure(session, adventure_id)
+        data = panel.panel(session, adventure)
+        title = adventure.title
+    return render(request, "memory.html", adventure_id=adventure_id, title=title, data=data, message=message)
+
+
+@router.post("/adventures/{adventure_id}/memory/{memory_id}")
+async def memory_action(request: Request, adventure_id: int, memory_id: int, tk: Talekeeper = Depends(get_tk)) -> Response:
+    form = await request.form()
+    action = str(form.get("action", ""))
+    back = f"/adventures/{adventure_id}/memory"
+    changes = {
+        "pin": {"pinned": True},
+        "unpin": {"pinned": False},
+        "forget": {"forgotten": True},
+        "restore": {"forgotten": False},
+        "save": {"text": str(form.get("text", ""))},
+    }
+    try:
+        with tk.db.session() as session:
+            adventure = get_adventure(session, adventure_id)
+            if action == "delete":
+                panel.delete(session, adventure, memory_id)
+            elif action in changes:
+                panel.edit(session, adventure, memory_id, panel.MemoryEdit(**changes[action]))
+            else:
+                return _back(back, "Unknown action.")
+    except (panel.MemoryNotFound, ValidationError) as exc:
+        return _back(back, str(exc).splitlines()[0])
+    return _back(back)
+
+
+@router.get("/adventures/{adventure_id}/cards", response_class=HTMLResponse)
+def cards_page(request: Request, adventure_id: int, message: str | None = None, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    with tk.db.session() as session:
+        adventure = get_adventure(session, adventure_id)
+        cards = plot_service.cards(adventure)
+        title = adventure.title
+    return render(request, "cards.html", adventure_id=adventure_id, title=title, cards=cards, message=message)
+
+
+def _card_from(form: Any) -> plot_service.StoryCard:
+    return plot_service.StoryCard(**{k: str(form.get(k, "")) for k in plot_service.StoryCard.model_fields})
+
+
+@router.post("/adventures/{adventure_id}/cards/{index}")
+async def card_action(request: Request, adventure_id: int, index: str, tk: Talekeeper = Depends(get_tk)) -> Response:
+    """`index` is a card's position, or `new` to add one."""
+    form = await request.form()
+    back = f"/adventures/{adventure_id}/cards"
+    try:
+        with tk.locks.hold(adventure_id), tk.db.session() as session:
+            adventure = get_adventure(session, adventure_id)
+            if index == "new":
+                plot_service.add_card(adventure, _card_from(form))
+            elif form.get("action") == "delete":
+                plot_service.delete_card(adventure, int(index))
+            else:
+                plot_service.replace_card(adventure, int(index), _card_from(form))
+    except (plot_service.ContextError, ValidationError, LookupError, ValueError, AdventureBusy) as exc:
+        if type(exc).__name__ == "AdventureNotFound":
+            raise
+        return _back(back, str(exc).splitlines()[0])
+    return _back(back, "Saved.")
+
+
+@router.get("/adventures/{adventure_id}/plot", response_class=HTMLResponse)
+def plot_page(request: Request, adventure_id: int, message: str | None = None, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    with tk.db.session() as session:
+        adventure = get_adventure(session, adventure_id)
+        data = plot_service.plot_view(session, adventure)
+        title = adventure.title
+    return render(request, "plot.html", adventure_id=adventure_id, title=title, plot=data, message=message)
+
+
+@router.post("/adventures/{adventure_id}/plot/save")
+async def plot_save(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> Response:
+    form = await request.form()
+    back = f"/adventures/{adventure_id}/plot"
+    try:
+        update = plot_service.PlotUpdate(
+            **{name: str(form.get(name, "")) for name in (*plot_service.TEXT_FIELDS, "story_summary")},
+            persona=plot_service.Persona(
+                name=str(form.get("persona_name", "")),
+                pronouns=str(form.get("persona_pronouns", "")),
+                description=str(form.get("persona_description", "")),
+            ),
+        )
+        with tk.locks.hold(adventure_id), tk.db.session() as session:
+            plot_service.update_plot(session, get_adventure(session, adventure_id), update)
+    except (ValidationError, AdventureBusy) as exc:
+        return _back(back, str(exc).splitlines()[0])
+    return _back(back, "Saved.")
