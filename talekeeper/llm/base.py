@@ -1,0 +1,115 @@
+"""The provider seam: every model, local or remote, streams typed events.
+
+A provider turns a `GenerationRequest` into an async stream of `StreamEvent`s. The web
+layer (SSE) and the CLI consume the same events. Capabilities are class attributes so
+callers can ask before they rely on something (structured output, exact token counts).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class GenerationRequest(BaseModel):
+    """What to generate. Chat providers read `messages`; completion mode reads `prompt`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["chat", "completion"] = "chat"
+    messages: list[Message] = Field(default_factory=list)
+    prompt: str = ""
+    max_tokens: int = Field(300, ge=1, le=32768)
+    temperature: float = Field(0.8, ge=0.0, le=2.0)
+    top_p: float = Field(0.95, gt=0.0, le=1.0)
+    stop: list[str] = Field(default_factory=list)
+    # A JSON Schema the output must follow, where the provider supports it.
+    json_schema: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One piece of a streamed generation.
+
+    kind: "text" (narration), "reasoning" (the model's thinking, shown apart),
+    "usage" (token counts, when the server reports them), "done" (finish reason).
+    """
+
+    kind: Literal["text", "reasoning", "usage", "done"]
+    text: str = ""
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+
+@dataclass
+class ConnectionReport:
+    """The answer to "test connection", in plain words for the player."""
+
+    ok: bool
+    provider: str
+    endpoint: str
+    model: str
+    checks: list[tuple[str, bool, str]] = field(default_factory=list)  # (what, ok, detail)
+    models_available: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "provider": self.provider,
+            "endpoint": self.endpoint,
+            "model": self.model,
+            "checks": [{"check": c, "ok": o, "detail": d} for c, o, d in self.checks],
+            "models_available": self.models_available,
+        }
+
+
+class Provider(ABC):
+    """A model that streams text. Subclasses set `id` and their capabilities."""
+
+    id: str = "base"
+    supports_chat: bool = True
+    supports_completion: bool = True
+    supports_schema: bool = False
+    exact_token_count: bool = False
+
+    @abstractmethod
+    def stream(self, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
+        """Yield events; the last is always kind="done". Raises `LLMError`s."""
+
+    async def complete(self, request: GenerationRequest) -> str:
+        """Convenience: the whole text of a non-interactive generation."""
+        parts = [e.text async for e in self.stream(request) if e.kind == "text"]
+        return "".join(parts)
+
+    async def count_tokens(self, text: str) -> int:
+        from talekeeper.llm.tokens import estimate_tokens
+
+        return estimate_tokens(text)
+
+    @abstractmethod
+    async def check(self) -> ConnectionReport:
+        """Test the connection and say plainly what works and what does not."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release connections or child processes."""
+
+    @property
+    def description(self) -> str:
+        return self.id

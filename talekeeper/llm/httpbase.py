@@ -1,0 +1,329 @@
+"""What every HTTP model provider shares: one policed client, errors in players' words.
+
+`HTTPProvider` owns the httpx client (always behind `PolicyTransport`), resolves which
+model to use, runs "test connection", and translates every httpx error into the
+`talekeeper.llm.errors` tree at this boundary. A concrete provider says only how to
+list models, what to POST for a request, and how to read the streamed answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from abc import abstractmethod
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+import httpx
+
+from talekeeper.llm.base import (
+    ConnectionReport,
+    GenerationRequest,
+    Message,
+    Provider,
+    StreamEvent,
+)
+from talekeeper.llm.errors import (
+    EndpointRefused,
+    LLMError,
+    ModelNotFound,
+    ProviderHTTPError,
+    ServerUnavailable,
+    StreamInterrupted,
+)
+from talekeeper.llm.policy import PolicyTransport, Resolver
+
+_START_HINT = (
+    "Is the model server running? Start it (for example `ollama serve`, or llama.cpp's "
+    "`llama-server -m MODEL.gguf`), or correct the address in the model settings."
+)
+_UNKNOWN_MODEL_WORDS = ("not found", "does not exist", "not exist", "unknown", "no such", "pull")
+
+
+def error_message(response: httpx.Response) -> str:
+    """The server's own explanation from an error response, as plain text."""
+    try:
+        body: Any = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        text = response.text.strip()
+        return text[:300] if text else (response.reason_phrase or f"HTTP {response.status_code}")
+    return message_from_body(body) or f"HTTP {response.status_code}"
+
+
+def message_from_body(body: Any) -> str:
+    """Dig the message out of the shapes servers use: {"error": {"message"}}, {"detail"}, …"""
+    if isinstance(body, str):
+        return body[:300]
+    if isinstance(body, dict):
+        for key in ("error", "detail", "message"):
+            if key in body:
+                value = body[key]
+                if isinstance(value, dict):
+                    return message_from_body(value) or json.dumps(value)[:300]
+                if isinstance(value, list):  # FastAPI validation errors
+                    return "; ".join(
+                        str(item.get("msg", item)) if isinstance(item, dict) else str(item)
+                        for item in value
+                    )[:300]
+                return str(value)[:300]
+    return ""
+
+
+def looks_like_unknown_model(message: str) -> bool:
+    lowered = message.lower()
+    return "model" in lowered and any(word in lowered for word in _UNKNOWN_MODEL_WORDS)
+
+
+def translate_transport_error(
+    exc: httpx.HTTPError, endpoint: str, started: bool, read_timeout: float
+) -> LLMError:
+    """An httpx failure as one of ours. `started`: the answer had begun streaming."""
+    detail = str(exc) or type(exc).__name__
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+        if "CERTIFICATE_VERIFY_FAILED" in detail or "certificate" in detail.lower():
+            return ServerUnavailable(
+                f"The model server at {endpoint} presented a TLS certificate that could not "
+                f"be verified ({detail}). talekeeper always verifies certificates; install "
+                "the server's CA in the operating system's trust store."
+            )
+        return ServerUnavailable(f"Could not connect to the model server at {endpoint} ({detail}). {_START_HINT}")
+    if isinstance(exc, httpx.ReadTimeout):
+        if started:
+            return StreamInterrupted(
+                f"The model server at {endpoint} sent nothing for {read_timeout:g} seconds, "
+                "so the answer was cut off. Try again, or raise the read timeout in the "
+                "model settings for slow hardware."
+            )
+        return ServerUnavailable(
+            f"The model server at {endpoint} accepted the connection but did not answer "
+            f"within {read_timeout:g} seconds. It may still be loading the model; try again, "
+            "or raise the read timeout in the model settings."
+        )
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+        if started:
+            return StreamInterrupted(
+                f"The connection to the model server at {endpoint} dropped in the middle "
+                f"of the answer ({detail}). Try again; if it keeps happening, the server "
+                "may be crashing or running out of memory."
+            )
+        return ServerUnavailable(
+            f"The model server at {endpoint} closed the connection without answering "
+            f"({detail}). {_START_HINT}"
+        )
+    if isinstance(exc, httpx.TimeoutException):
+        return ServerUnavailable(f"The model server at {endpoint} timed out ({detail}). {_START_HINT}")
+    return ServerUnavailable(f"Could not talk to the model server at {endpoint} ({detail}).")
+
+
+class HTTPProvider(Provider):
+    """Base for providers that stream over HTTP from a server the policy allows."""
+
+    kind_label = "HTTP"
+
+    def __init__(
+        self,
+        endpoint: str,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 120.0,
+        allow_remote: bool = False,
+        transport: httpx.AsyncBaseTransport | None = None,
+        resolver: Resolver | None = None,
+        mode: Literal["chat", "completion"] = "chat",
+    ) -> None:
+        self.endpoint = endpoint
+        self.model = model
+        self.api_key = api_key
+        self.mode = mode
+        self.read_timeout = read_timeout
+        self.timeout = httpx.Timeout(
+            connect=connect_timeout, read=read_timeout, write=connect_timeout + 25, pool=connect_timeout
+        )
+        self._allow_remote = allow_remote
+        self._inner_transport = transport
+        self._resolver = resolver
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._default_model: str | None = None
+
+    # --- what a concrete provider supplies -------------------------------------------
+
+    @abstractmethod
+    async def list_models(self) -> list[str]:
+        """Model names the server offers. Raises `LLMError`s."""
+
+    @abstractmethod
+    def _request_for(self, request: GenerationRequest, model: str) -> tuple[str, dict[str, Any]]:
+        """(URL, JSON body) to POST for a streamed generation."""
+
+    @abstractmethod
+    def _events(self, response: httpx.Response, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
+        """Read the streamed body; the last event is "done". Raise `StreamInterrupted`."""
+
+    # --- shared machinery ------------------------------------------------------------
+
+    def client(self) -> httpx.AsyncClient:
+        """The policed client, one per event loop (pooled connections belong to a loop)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop or self._client.is_closed:
+            headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+            transport = PolicyTransport(
+                self._inner_transport, allow_remote=self._allow_remote, resolver=self._resolver
+            )
+            # trust_env=False: no proxies or .netrc from the environment decide where a
+            # story goes; the policy transport is the only way out.
+            self._client = httpx.AsyncClient(
+                transport=transport, timeout=self.timeout, headers=headers, trust_env=False
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def _get_json(self, url: str) -> Any:
+        """GET and decode JSON, with every failure translated."""
+        try:
+            response = await self.client().get(url)
+        except httpx.HTTPError as exc:
+            raise translate_transport_error(exc, self.endpoint, False, self.read_timeout) from exc
+        if response.status_code >= 400:
+            raise ProviderHTTPError(
+                f"The model server at {self.endpoint} answered {response.status_code} to "
+                f"{url}: {error_message(response)}",
+                response.status_code,
+            )
+        try:
+            return response.json()
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ProviderHTTPError(
+                f"The model server at {self.endpoint} sent something that is not JSON from {url}."
+            ) from exc
+
+    async def model_name(self) -> str:
+        """The configured model, or the first one the server lists when none is set."""
+        if self.model:
+            return self.model
+        if self._default_model is None:
+            models = await self.list_models()
+            if not models:
+                raise ModelNotFound(
+                    f"The model server at {self.endpoint} lists no models. Load or pull one, "
+                    "or name one in the model settings."
+                )
+            self._default_model = models[0]
+        return self._default_model
+
+    async def _model_not_found(self, model: str, server_message: str) -> ModelNotFound:
+        try:
+            models = await self.list_models()
+        except LLMError:
+            models = []
+        offered = (
+            "It offers: " + ", ".join(models[:20]) + ("…" if len(models) > 20 else "") + "."
+            if models
+            else "Could not get the list of models it offers."
+        )
+        return ModelNotFound(
+            f"The model server at {self.endpoint} does not know the model {model!r} "
+            f"({server_message}). {offered} Choose one of those in the model settings, "
+            "or load/pull the model on the server."
+        )
+
+    async def _status_error(self, response: httpx.Response, model: str) -> LLMError:
+        message = error_message(response)
+        status = response.status_code
+        if status in (400, 404, 422) and looks_like_unknown_model(message):
+            return await self._model_not_found(model, message)
+        if status == 404:
+            return ProviderHTTPError(
+                f"The server at {self.endpoint} has no {response.request.url.path} (404: "
+                f"{message}). Is this the address of an {self.kind_label} server?",
+                status,
+            )
+        if status in (401, 403):
+            return ProviderHTTPError(
+                f"The model server at {self.endpoint} refused the request ({status}: "
+                f"{message}). Check the API key in the model settings.",
+                status,
+            )
+        return ProviderHTTPError(
+            f"The model server at {self.endpoint} answered {status}: {message}", status
+        )
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
+        model = await self.model_name()
+        url, body = self._request_for(request, model)
+        started = False
+        try:
+            async with self.client().stream("POST", url, json=body) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise await self._status_error(response, model)
+                started = True
+                async for event in self._events(response, request):
+                    yield event
+        except httpx.HTTPError as exc:
+            raise translate_transport_error(exc, self.endpoint, started, self.read_timeout) from exc
+
+    async def check(self) -> ConnectionReport:
+        checks: list[tuple[str, bool, str]] = []
+        models: list[str] = []
+        report = ConnectionReport(
+            ok=False, provider=self.id, endpoint=self.endpoint, model=self.model or "", checks=checks
+        )
+        try:
+            models = await self.list_models()
+            checks.append(("server reachable", True, f"{self.endpoint} answered and lists {len(models)} model(s)"))
+        except (ServerUnavailable, EndpointRefused) as exc:
+            checks.append(("server reachable", False, str(exc)))
+            return report
+        except LLMError as exc:
+            checks.append(("server reachable", True, f"{self.endpoint} answered, but listing models failed: {exc}"))
+        report.models_available = models
+
+        if self.model:
+            known = not models or any(_same_model(self.model, name) for name in models)
+            detail = (
+                f"{self.model!r} is available"
+                if models and known
+                else f"the server lists no models, so {self.model!r} cannot be confirmed"
+                if not models
+                else f"{self.model!r} is not among: {', '.join(models[:20])}"
+            )
+            checks.append(("model known", known, detail))
+            if not known:
+                return report
+        elif models:
+            report.model = models[0]
+            checks.append(("model known", True, f"no model named; using the first listed, {models[0]!r}"))
+        else:
+            checks.append(("model known", False, "no model named and the server lists none"))
+            return report
+
+        probe = GenerationRequest(
+            mode=self.mode,
+            messages=[Message(role="user", content="Say OK.")],
+            prompt="OK",
+            max_tokens=1,
+            temperature=0.0,
+        )
+        try:
+            await self.complete(probe)
+            checks.append(("generation works", True, "generated a token"))
+        except LLMError as exc:
+            checks.append(("generation works", False, str(exc)))
+        report.ok = all(ok for _what, ok, _detail in checks)
+        return report
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            try:
+                await client.aclose()
+            except RuntimeError:  # its event loop is already gone; nothing left to release
+                pass
+
+
+def _same_model(wanted: str, listed: str) -> bool:
+    """Ollama lists 'llama3:latest' for a model the user calls 'llama3'."""
+    return wanted == listed or f"{wanted}:latest" == listed or wanted == f"{listed}:latest"

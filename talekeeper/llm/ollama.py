@@ -1,0 +1,122 @@
+"""Ollama's native API, for what it adds over its /v1 endpoint.
+
+`format` takes a JSON schema and Ollama enforces it with a grammar, on every model,
+in both chat and raw-completion calls; thinking comes back in its own `thinking`
+field; `/api/tags` lists what is pulled. The stream is NDJSON: one JSON object a line,
+the last with `"done": true` and the token counts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from talekeeper.llm.base import GenerationRequest, StreamEvent, Usage
+from talekeeper.llm.errors import ProviderHTTPError, StreamInterrupted
+from talekeeper.llm.httpbase import HTTPProvider, message_from_body
+from talekeeper.llm.settings import ModelSettings, server_root
+from talekeeper.llm.thinking import ThinkSplitter
+
+
+class OllamaProvider(HTTPProvider):
+    id = "ollama"
+    kind_label = "Ollama"
+    supports_schema = True
+
+    def __init__(self, endpoint: str, model: str | None = None, **options: Any) -> None:
+        super().__init__(server_root(endpoint), model, **options)
+
+    @classmethod
+    def from_settings(
+        cls, settings: ModelSettings, transport: httpx.AsyncBaseTransport | None = None
+    ) -> OllamaProvider:
+        return cls(
+            settings.endpoint or "http://127.0.0.1:11434",
+            settings.model,
+            api_key=settings.api_key,
+            connect_timeout=settings.connect_timeout,
+            read_timeout=settings.read_timeout,
+            allow_remote=settings.allow_remote,
+            transport=transport,
+            mode=settings.mode,
+        )
+
+    @property
+    def description(self) -> str:
+        return f"Ollama at {self.endpoint}, model {self.model or '(first listed)'}"
+
+    async def list_models(self) -> list[str]:
+        body = await self._get_json(f"{self.endpoint}/api/tags")
+        entries = body.get("models", []) if isinstance(body, dict) else []
+        return [str(e.get("name") or e.get("model")) for e in entries if isinstance(e, dict)]
+
+    def _request_for(self, request: GenerationRequest, model: str) -> tuple[str, dict[str, Any]]:
+        options: dict[str, Any] = {
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+            "num_predict": request.max_tokens,
+        }
+        if request.stop:
+            options["stop"] = list(request.stop)
+        body: dict[str, Any] = {"model": model, "stream": True, "options": options}
+        if request.json_schema is not None:
+            body["format"] = request.json_schema
+        if request.mode == "chat":
+            body["messages"] = [m.model_dump() for m in request.messages]
+            return f"{self.endpoint}/api/chat", body
+        # raw: the prompt is sent as written, without the model's chat template.
+        body.update(prompt=request.prompt, raw=True)
+        return f"{self.endpoint}/api/generate", body
+
+    async def _events(
+        self, response: httpx.Response, request: GenerationRequest
+    ) -> AsyncIterator[StreamEvent]:
+        splitter = ThinkSplitter()
+        final: dict[str, Any] | None = None
+        async for line in response.aiter_lines():
+            if not line.strip():
+                continue
+            try:
+                chunk = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ProviderHTTPError(
+                    f"The Ollama server at {self.endpoint} sent an unreadable line: {line[:200]!r}"
+                ) from exc
+            if not isinstance(chunk, dict):
+                continue
+            if "error" in chunk:
+                raise ProviderHTTPError(
+                    f"The Ollama server at {self.endpoint} failed mid-answer: {message_from_body(chunk)}"
+                )
+            if request.mode == "chat":
+                message = chunk.get("message") or {}
+                thinking, content = message.get("thinking"), message.get("content")
+            else:
+                thinking, content = chunk.get("thinking"), chunk.get("response")
+            if thinking:
+                yield StreamEvent("reasoning", text=thinking)
+            if content:
+                for kind, piece in splitter.feed(content):
+                    yield StreamEvent(kind, text=piece)
+            if chunk.get("done"):
+                final = chunk
+                break
+        for kind, piece in splitter.flush():
+            yield StreamEvent(kind, text=piece)
+        if final is None:
+            raise StreamInterrupted(
+                f"The answer from the Ollama server at {self.endpoint} stopped before it was "
+                "finished. Try again."
+            )
+        if "prompt_eval_count" in final or "eval_count" in final:
+            yield StreamEvent(
+                "usage",
+                usage=Usage(
+                    prompt_tokens=final.get("prompt_eval_count"),
+                    completion_tokens=final.get("eval_count"),
+                ),
+            )
+        yield StreamEvent("done", finish_reason=final.get("done_reason") or "stop")

@@ -1,0 +1,160 @@
+"""Any OpenAI-compatible server: Ollama's /v1, llama.cpp server, vLLM, LM Studio.
+
+This is the path most players use, so it is the most forgiving about server quirks:
+reasoning arrives as `delta.reasoning_content` (llama.cpp, vLLM), `delta.reasoning`
+(Ollama, LM Studio) or inline `<think>` spans, all of which become "reasoning" events;
+usage may come in the last chunk or a chunk of its own. It is also strict where a
+player would otherwise lose text silently: a stream that ends without `[DONE]` or a
+finish reason is an interruption, not a short answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from talekeeper.llm.base import GenerationRequest, StreamEvent, Usage
+from talekeeper.llm.errors import ProviderHTTPError, StreamInterrupted
+from talekeeper.llm.httpbase import HTTPProvider, message_from_body
+from talekeeper.llm.settings import ModelSettings, openai_base
+from talekeeper.llm.thinking import ThinkSplitter
+
+
+async def sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
+    """The `data` payload of each server-sent event (multi-line data joined by newlines)."""
+    data: list[str] = []
+    async for line in lines:
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+            continue
+        if line.startswith(":"):  # comment / keep-alive
+            continue
+        field, _, value = line.partition(":")
+        if field == "data":
+            data.append(value[1:] if value.startswith(" ") else value)
+    if data:
+        yield "\n".join(data)
+
+
+def _usage(raw: Any) -> Usage | None:
+    if not isinstance(raw, dict):
+        return None
+    return Usage(prompt_tokens=raw.get("prompt_tokens"), completion_tokens=raw.get("completion_tokens"))
+
+
+class OpenAIProvider(HTTPProvider):
+    id = "openai"
+    kind_label = "OpenAI-compatible"
+    supports_schema = True
+
+    def __init__(self, endpoint: str, model: str | None = None, **options: Any) -> None:
+        super().__init__(openai_base(endpoint), model, **options)
+
+    @classmethod
+    def from_settings(
+        cls, settings: ModelSettings, transport: httpx.AsyncBaseTransport | None = None
+    ) -> OpenAIProvider:
+        if not settings.endpoint:
+            raise ValueError("an OpenAI-compatible provider needs an endpoint")
+        return cls(
+            settings.endpoint,
+            settings.model,
+            api_key=settings.api_key,
+            connect_timeout=settings.connect_timeout,
+            read_timeout=settings.read_timeout,
+            allow_remote=settings.allow_remote,
+            transport=transport,
+            mode=settings.mode,
+        )
+
+    @property
+    def description(self) -> str:
+        return f"OpenAI-compatible at {self.endpoint}, model {self.model or '(first listed)'}"
+
+    async def list_models(self) -> list[str]:
+        body = await self._get_json(f"{self.endpoint}/models")
+        entries = body.get("data", []) if isinstance(body, dict) else []
+        return [str(e["id"]) for e in entries if isinstance(e, dict) and "id" in e]
+
+    def _schema_fields(self, request: GenerationRequest) -> dict[str, Any]:
+        """How a JSON schema is asked for; the embedded server overrides this."""
+        if request.json_schema is None:
+            return {}
+        return {
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "talekeeper_output", "strict": True, "schema": request.json_schema},
+            }
+        }
+
+    def _request_for(self, request: GenerationRequest, model: str) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {
+            "model": model,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+        }
+        if request.stop:
+            body["stop"] = list(request.stop)
+        body.update(self._schema_fields(request))
+        if request.mode == "chat":
+            body["messages"] = [m.model_dump() for m in request.messages]
+            return f"{self.endpoint}/chat/completions", body
+        body["prompt"] = request.prompt
+        return f"{self.endpoint}/completions", body
+
+    async def _events(
+        self, response: httpx.Response, request: GenerationRequest
+    ) -> AsyncIterator[StreamEvent]:
+        splitter = ThinkSplitter()
+        finish: str | None = None
+        usage: Usage | None = None
+        saw_done = False
+        async for data in sse_data(response.aiter_lines()):
+            if data.strip() == "[DONE]":
+                saw_done = True
+                break
+            try:
+                chunk = json.loads(data)
+            except json.JSONDecodeError as exc:
+                raise ProviderHTTPError(
+                    f"The model server at {self.endpoint} sent an unreadable stream chunk: {data[:200]!r}"
+                ) from exc
+            if not isinstance(chunk, dict):
+                continue
+            if "error" in chunk:
+                raise ProviderHTTPError(
+                    f"The model server at {self.endpoint} failed mid-answer: {message_from_body(chunk)}"
+                )
+            usage = _usage(chunk.get("usage")) or usage
+            choices = chunk.get("choices") or []
+            choice = choices[0] if choices and isinstance(choices[0], dict) else {}
+            if request.mode == "chat":
+                delta = choice.get("delta") or {}
+                reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                content = delta.get("content")
+            else:
+                reasoning, content = None, choice.get("text")
+            if reasoning:
+                yield StreamEvent("reasoning", text=reasoning)
+            if content:
+                for kind, piece in splitter.feed(content):
+                    yield StreamEvent(kind, text=piece)
+            finish = choice.get("finish_reason") or finish
+        for kind, piece in splitter.flush():
+            yield StreamEvent(kind, text=piece)
+        if not saw_done and finish is None:
+            raise StreamInterrupted(
+                f"The answer from the model server at {self.endpoint} stopped before it was "
+                "finished (the stream ended without a finish signal). Try again."
+            )
+        if usage is not None:
+            yield StreamEvent("usage", usage=usage)
+        yield StreamEvent("done", finish_reason=finish or "stop")
