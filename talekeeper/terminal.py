@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 from rich.console import Console
 from rich.prompt import IntPrompt, Prompt
 from rich.table import Table
 
+from talekeeper import terminal_tree
 from talekeeper.core import Talekeeper
 from talekeeper.llm.errors import LLMError
 from talekeeper.service import adventures, scenarios
+from talekeeper.service.adventures import AdventureNotFound
 from talekeeper.service.locks import AdventureBusy
-from talekeeper.service.turns import play_turn
+from talekeeper.service.turns import TurnEvent, play_turn
 from talekeeper.story import tree
 from talekeeper.story.actions import ActionError
 
@@ -20,7 +23,9 @@ console = Console()
 
 HELP = (
     "Type an action and press Enter. Prefix with [bold]say[/] or [bold]story[/] to change the kind "
-    "(default: do). Commands: [bold]/continue[/], [bold]/undo[/], [bold]/redo[/], [bold]/quit[/]."
+    "(default: do). Commands: [bold]/continue[/], [bold]/undo[/], [bold]/redo[/], [bold]/retry[/], "
+    "[bold]/takes[/], [bold]/edit[/], [bold]/lines[/], [bold]/save[/], [bold]/saves[/], "
+    "[bold]/restore[/], [bold]/quit[/]; [bold]/help[/] lists them all."
 )
 
 
@@ -107,9 +112,14 @@ def _parse(line: str) -> tuple[str, str]:
 
 
 async def _stream_turn(tk: Talekeeper, adventure_id: int, kind: str, text: str) -> None:
-    async for event in play_turn(tk, adventure_id, kind, text):
-        if event.kind == "accepted" and event.data["action_line"] and kind != "continue":
-            pass  # the player just typed it
+    await _show_stream(play_turn(tk, adventure_id, kind, text), echo_action=False)
+
+
+async def _show_stream(events: AsyncIterator[TurnEvent], echo_action: bool = True) -> None:
+    async for event in events:
+        if event.kind == "accepted" and event.data["action_line"]:
+            if echo_action:  # a retry or an edited action: show what is being answered
+                console.print(f"[italic cyan]{event.data['action_line']}[/]", highlight=False)
         elif event.kind == "text":
             console.print(event.text, end="", markup=False, highlight=False)
         elif event.kind == "reasoning":
@@ -136,15 +146,16 @@ def play(tk: Talekeeper, scenario_id: str | None = None, adventure_id: int | Non
         if line in ("/quit", "/q", "/exit"):
             break
         try:
-            if line in ("/undo", "/redo"):
-                with tk.db.session() as session:
-                    adventure = adventures.get_adventure(session, adventure_id)
-                    (tree.undo if line == "/undo" else tree.redo)(session, adventure)
-                _print_story(tk, adventure_id, last=2)
+            if terminal_tree.handles(line):
+                outcome = terminal_tree.run(tk, adventure_id, line, console)
+                if outcome.events is not None:
+                    asyncio.run(_show_stream(outcome.events))
+                if outcome.show_story:
+                    _print_story(tk, adventure_id, last=2)
                 continue
             kind, text = ("continue", "") if line == "/continue" else _parse(line)
             asyncio.run(_stream_turn(tk, adventure_id, kind, text))
         except KeyboardInterrupt:
             console.print("\n[yellow]Stopped. Nothing was saved.[/]")
-        except (ActionError, tree.TreeError, AdventureBusy, LLMError) as exc:
+        except (ActionError, tree.TreeError, AdventureBusy, AdventureNotFound, LLMError) as exc:
             console.print(f"[red]{exc}[/]")

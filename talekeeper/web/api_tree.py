@@ -42,6 +42,8 @@ class EditRequest(Strict):
     def one_edit(self) -> EditRequest:
         if (self.narration is None) == (self.kind is None):
             raise ValueError("Send either `narration`, or `kind` and `text` for a new action.")
+        if self.narration is not None and not self.narration.strip():
+            raise ValueError("The edited narration is empty. Write something, or keep the original.")
         return self
 
 

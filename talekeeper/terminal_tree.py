@@ -1,0 +1,232 @@
+"""Story-tree commands for `talekeeper play`: undo, redo, retry, takes, edits, lines, Save Points.
+
+Each command is a few lines that call `service.tree_ops` (so it takes the same lock and
+obeys the same refusals as the web app) and print with Rich. Lines and Save Points are
+picked by their number in the last listing (`/lines`, `/saves`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.table import Table
+
+from talekeeper.core import Talekeeper
+from talekeeper.service import tree_ops
+from talekeeper.service.turns import TurnEvent
+from talekeeper.story.tree import TreeError
+
+KINDS = ("do", "say", "story", "continue")
+
+COMMANDS: dict[str, str] = {
+    "/undo": "step back one turn",
+    "/redo": "step forward again",
+    "/retry": "tell the last turn again (the current take is kept)",
+    "/takes": "list the takes of the last turn",
+    "/take N": "read take N of the last turn",
+    "/edit TEXT": "replace the last narration with TEXT, as a new take",
+    "/edit-action [do|say|story] TEXT": "change your last action and have it told again",
+    "/lines": "list every line of the story",
+    "/line N": "read line N (from /lines)",
+    "/name-line N NAME": "name line N (no NAME clears it)",
+    "/delete-line N": "delete the turns only line N has",
+    "/save NAME": "make a Save Point at this moment",
+    "/saves": "list Save Points, newest first",
+    "/restore N": "go back to Save Point N (from /saves); nothing is deleted",
+    "/rename-save N NAME": "rename Save Point N",
+    "/delete-save N": "forget Save Point N (no story is deleted)",
+}
+
+
+@dataclass
+class Outcome:
+    """What the play loop does next: stream a new take, and/or show the story again."""
+
+    events: AsyncIterator[TurnEvent] | None = None
+    show_story: bool = False
+
+
+def handles(line: str) -> bool:
+    return line.split(" ", 1)[0] in {c.split(" ", 1)[0] for c in COMMANDS} | {"/help"}
+
+
+def run(tk: Talekeeper, adventure_id: int, line: str, console: Console) -> Outcome:
+    name, _, arg = line.partition(" ")
+    return _HANDLERS[name](tk, adventure_id, arg.strip(), console)
+
+
+def _number(arg: str, what: str) -> tuple[int, str]:
+    first, _, rest = arg.partition(" ")
+    if not first.isdigit() or int(first) < 1:
+        raise TreeError(f"Say which {what} by its number, e.g. 1 (list them first).")
+    return int(first), rest.strip()
+
+
+def _pick(items: list[dict], n: int, what: str) -> dict:
+    if n > len(items):
+        raise TreeError(f"There is no {what} {n}; there {'is' if len(items) == 1 else 'are'} {len(items)}.")
+    return items[n - 1]
+
+
+def _preview(text: str, width: int = 70) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _help(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
+    table = Table("Command", "What it does", box=None)
+    for command, what in COMMANDS.items():
+        table.add_row(command, what)
+    console.print(table)
+    return Outcome()
+
+
+def _undo(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
+    tree_ops.undo(tk, aid)
+    return Outcome(show_story=True)
+
+
+def _redo(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
+    tree_ops.redo(tk, aid)
+    return Outcome(show_story=True)
+
+
+def _retry(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
+    return Outcome(events=tree_ops.retry(tk, aid))
+
+
+def _takes(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
+    listing = tree_ops.list_takes(tk, aid)
+    table = Table("#", "", "Take", box=None)
+    for take in listing["takes"]:
+        table.add_row(str(take["index"]), "▶" if take["on_line"] else "", _preview(take["narration"]))
+    console.print(table)
+    return Outcome()
+
+
+def _take(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
+    n, _ = _number(arg, "take")
+    take = _pick(tree_ops.list_takes(tk, aid)["takes"], n, "take")
+    tree_ops.choose_take(tk, aid, take["id"])
+    return Outcome(show_story=True)
+
+
+def _edit(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
+    if not arg:
+        raise TreeError("Type the new narration after /edit, e.g. /edit The door creaks open.")
+    view = tree_ops.list_takes(tk, aid)
+    tree_ops.edit_narration(tk, aid, view["turn_id"], arg)
+    return Outcome(show_story=True)
+
+
+def _edit_action(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
+    first, _, rest = arg.partition(" ")
+    kind, text = (first, rest.strip()) if first in KINDS else ("do", arg)
+    turn_id = tree_ops.list_takes(tk, aid)["turn_id"]
+    return Outcome(events=tree_ops.edit_action(tk, aid, turn_id, kind, text))
+
+
+def _lines(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
+    table = Table("#", "", "Line", "Turns", "Left its parent line", "Ends with", box=None)
+    for i, line in enumerate(tree_ops.list_branches(tk, aid)["branches"], start=1):
+        fork = "—" if line["fork_depth"] is None else f"after turn {line['fork_depth']}"
+        name = line["name"] or "(unnamed)"
+        if line["save_points"]:
+            name += f" ⚑{len(line['save_points'])}"
+        table.add_row(str(i), "▶" if line["has_head"] else "", name, str(line["length"]), fork, _preview(line["last_narration"], 50))
+    console.print(table)
+    console.print("[dim]▶ the line you are reading · ⚑ Save Points kept on it[/]")
+    return Outcome()
+
+
+def _line_command(act: Callable[[Talekeeper, int, dict, str], object], show_story: bool):
+    def handler(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
+        n, rest = _number(arg, "line")
+        line = _pick(tree_ops.list_branches(tk, aid)["branches"], n, "line")
+        result = act(tk, aid, line, rest)
+        if isinstance(result, str):
+            console.print(result)
+        return Outcome(show_story=show_story)
+
+    return handler
+
+
+def _save(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
+    sp = tree_ops.create_save_point(tk, aid, arg)
+    console.print(f"Saved “{sp['name']}” at turn {sp['turn']}.")
+    return Outcome()
+
+
+def _saves(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
+    points = tree_ops.list_save_points(tk, aid)["save_points"]
+    if not points:
+        console.print("No Save Points yet. Make one with /save NAME.")
+        return Outcome()
+    table = Table("#", "Save Point", "Turn", "Where", box=None)
+    for i, sp in enumerate(points, start=1):
+        where = "you are here" if sp["at_head"] else "on this line" if sp["on_line"] else "on a line you left"
+        table.add_row(str(i), sp["name"], str(sp["turn"]), where)
+    console.print(table)
+    return Outcome()
+
+
+def _save_command(act: Callable[[Talekeeper, int, dict, str], object], show_story: bool):
+    def handler(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
+        n, rest = _number(arg, "Save Point")
+        sp = _pick(tree_ops.list_save_points(tk, aid)["save_points"], n, "Save Point")
+        result = act(tk, aid, sp, rest)
+        if isinstance(result, str):
+            console.print(result)
+        return Outcome(show_story=show_story)
+
+    return handler
+
+
+def _switched(tk: Talekeeper, aid: int, line: dict, rest: str) -> None:
+    tree_ops.switch_branch(tk, aid, line["id"])
+
+
+def _named_line(tk: Talekeeper, aid: int, line: dict, rest: str) -> str:
+    name = tree_ops.rename_branch(tk, aid, line["id"], rest or None)["name"]
+    return f"Named the line “{name}”." if name else "Cleared the line's name."
+
+
+def _deleted_line(tk: Talekeeper, aid: int, line: dict, rest: str) -> str:
+    removed = tree_ops.delete_branch(tk, aid, line["id"])["deleted_turns"]
+    return f"Deleted the line ({removed} turn{'s' if removed != 1 else ''} no other line shared)."
+
+
+def _restored(tk: Talekeeper, aid: int, sp: dict, rest: str) -> None:
+    tree_ops.restore_save_point(tk, aid, sp["id"])
+
+
+def _renamed_save(tk: Talekeeper, aid: int, sp: dict, rest: str) -> str:
+    return f"Renamed it “{tree_ops.rename_save_point(tk, aid, sp['id'], rest)['name']}”."
+
+
+def _deleted_save(tk: Talekeeper, aid: int, sp: dict, rest: str) -> str:
+    tree_ops.delete_save_point(tk, aid, sp["id"])
+    return f"Forgot the Save Point “{sp['name']}”; none of the story was deleted."
+
+
+_HANDLERS: dict[str, Callable[[Talekeeper, int, str, Console], Outcome]] = {
+    "/help": _help,
+    "/undo": _undo,
+    "/redo": _redo,
+    "/retry": _retry,
+    "/takes": _takes,
+    "/take": _take,
+    "/edit": _edit,
+    "/edit-action": _edit_action,
+    "/lines": _lines,
+    "/line": _line_command(_switched, show_story=True),
+    "/name-line": _line_command(_named_line, show_story=False),
+    "/delete-line": _line_command(_deleted_line, show_story=False),
+    "/save": _save,
+    "/saves": _saves,
+    "/restore": _save_command(_restored, show_story=True),
+    "/rename-save": _save_command(_renamed_save, show_story=False),
+    "/delete-save": _save_command(_deleted_save, show_story=False),
+}
