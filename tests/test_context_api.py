@@ -1,0 +1,184 @@
+"""The context and memory API and pages, over HTTP."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from talekeeper.core import Talekeeper
+from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.memory import bank
+from talekeeper.memory.worker import worker_for
+from talekeeper.store.models import Adventure, ContextText, Memory, TurnInsight
+
+
+def play(client: TestClient, scripted: ScriptedProvider, adventure_id: int, text: str, reply: str) -> dict:
+    scripted.queue(reply)
+    response = client.post(f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": text})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_insights_for_a_turn_and_dry_run(client: TestClient, scripted: ScriptedProvider, adventure_id: int) -> None:
+    done = play(client, scripted, adventure_id, "walk to the docks", "Maren watches you come.")
+    node_id = done["turn"]["id"]
+    data = client.get(f"/api/adventures/{adventure_id}/turns/{node_id}/insights").json()
+    assert data["verified"] is True and data["stored"] is True
+    names = [s["name"] for s in data["sections"]]
+    assert names[:4] == ["narrator", "persona", "ai_instructions", "plot_essentials"]
+    assert "history" in names and names[-1] == "action"
+    docks = next(i for i in data["triggered_cards"] if i["key"] == "The docks")
+    assert docks["why"] == "trigger 'dock' in your action"
+    # The stored prompt is exactly what the provider received.
+    sent = scripted.requests[-1]
+    assert [m["content"] for m in data["prompt"]["messages"]] == [m.content for m in sent.messages]
+    # Maren, mentioned by the reply, joins on the next turn — the dry run shows it.
+    nxt = client.get(f"/api/adventures/{adventure_id}/insights/next", params={"kind": "say", "text": "Hello"}).json()
+    assert nxt["dry_run"] is True and nxt["turn"] == 2
+    maren = next(i for i in nxt["triggered_cards"] if i["key"] == "Maren")
+    assert maren["why"] == "trigger 'maren' in turn 1 (narration)"
+    assert nxt["prompt"]["messages"][-1]["content"].endswith('> You say "Hello."')
+    assert len(scripted.requests) == 1  # the dry run called no model
+
+
+def test_insights_errors(client: TestClient, adventure_id: int) -> None:
+    story = client.get(f"/api/adventures/{adventure_id}").json()
+    root = story["turns_shown"][0]["id"]
+    assert client.get(f"/api/adventures/{adventure_id}/turns/{root}/insights").status_code == 404
+    assert client.get(f"/api/adventures/{adventure_id}/turns/99999/insights").status_code == 404
+    assert client.get("/api/adventures/999/insights/next").status_code == 404
+    assert client.get(f"/api/adventures/{adventure_id}/insights/next", params={"kind": "do"}).status_code == 422
+
+
+def test_insights_are_stored_compactly(client: TestClient, scripted: ScriptedProvider, tk: Talekeeper, adventure_id: int) -> None:
+    narration = "The wind rises over Greywater and the rain comes in sideways off the sea. " * 3
+    for turn in range(30):
+        play(client, scripted, adventure_id, f"keep walking, step {turn}", narration + str(turn))
+    with tk.db.session() as session:
+        rows = session.query(TurnInsight).filter_by(adventure_id=adventure_id).all()
+        records = sum(len(TurnInsight.data.type.process_bind_param(r.data, None)) for r in rows)
+        texts = sum(len(t.text) for t in session.query(ContextText).filter_by(adventure_id=adventure_id))
+    per_turn = (records + texts) / len(rows)
+    assert len(rows) == 30
+    # History is referenced, not copied: a turn's Insights stay well under 1 KB.
+    assert per_turn < 1024, per_turn
+
+
+def test_plot_components_read_and_edit(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+    plot = client.get(f"/api/adventures/{adventure_id}/plot").json()
+    assert plot["persona"]["name"] == "Ada"
+    assert plot["author_note"].startswith("Build tension")
+    assert plot["story_summary_source"] == "plot components: story summary"
+    response = client.put(
+        f"/api/adventures/{adventure_id}/plot",
+        json={"author_note": "Keep it short.", "persona": {"name": "Bea", "pronouns": "she/her", "description": "A diver."}},
+    )
+    assert response.status_code == 200 and response.json()["author_note"] == "Keep it short."
+    assert client.put(f"/api/adventures/{adventure_id}/plot", json={"nope": 1}).status_code == 422
+    assert client.put(f"/api/adventures/{adventure_id}/plot", json={"author_note": "x" * 2001}).status_code == 422
+    nxt = client.get(f"/api/adventures/{adventure_id}/insights/next").json()
+    sent = "\n".join(m["content"] for m in nxt["prompt"]["messages"])
+    assert "[Author's note: Keep it short.]" in sent and "You are Bea (she/her). A diver." in sent
+    # A summary edit is kept at the current turn: undo past it and the old one is back.
+    play(client, scripted, adventure_id, "wait", "Time passes.")
+    client.put(f"/api/adventures/{adventure_id}/plot", json={"story_summary": "Bea arrived."})
+    plot = client.get(f"/api/adventures/{adventure_id}/plot").json()
+    assert plot["story_summary"] == "Bea arrived." and plot["story_summary_source"] == "your edit at turn 1"
+    client.post(f"/api/adventures/{adventure_id}/undo")
+    assert client.get(f"/api/adventures/{adventure_id}/plot").json()["story_summary"] == ""
+    client.post(f"/api/adventures/{adventure_id}/redo")
+    assert client.get(f"/api/adventures/{adventure_id}/plot").json()["story_summary"] == "Bea arrived."
+
+
+def test_story_cards_crud_and_trigger(client: TestClient, adventure_id: int) -> None:
+    base = f"/api/adventures/{adventure_id}/story-cards"
+    cards = client.get(base).json()
+    assert [c["name"] for c in cards][:2] == ["Maren", "Tobin"]
+    new = client.post(base, json={"type": "creature", "name": "Dragon", "entry": "A sea dragon sleeps in the bay.", "triggers": "dragon, wyrm"})
+    assert new.status_code == 201 and new.json()["trigger_list"] == ["dragon", "wyrm"]
+    index = new.json()["index"]
+    assert client.post(base, json={"name": "Empty", "entry": "", "triggers": "x"}).status_code == 422
+    assert client.post(base, json={"name": "Blind", "entry": "Never seen.", "triggers": " , "}).status_code == 422
+    assert client.post(base, json={"name": "x", "entry": "y", "triggers": "z", "extra": 1}).status_code == 422
+    nxt = client.get(f"/api/adventures/{adventure_id}/insights/next", params={"kind": "do", "text": "look for the WYRMS"}).json()
+    dragon = next(i for i in nxt["triggered_cards"] if i["key"] == "Dragon")
+    assert dragon["why"] == "trigger 'wyrm' in your action" and dragon["included"]
+    assert client.put(f"{base}/{index}", json={"name": "Dragon", "entry": "Gone.", "triggers": "dragon"}).json()["entry"] == "Gone."
+    assert client.put(f"{base}/999", json={"name": "x", "entry": "y", "triggers": "z"}).status_code == 404
+    assert client.delete(f"{base}/{index}").status_code == 204
+    assert "Dragon" not in [c["name"] for c in client.get(base).json()]
+    assert client.delete(f"{base}/{index}").status_code == 404
+
+
+def test_memory_panel_edit_pin_forget_delete(client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider) -> None:
+    for turn in range(3):
+        play(client, scripted, adventure_id, f"step {turn}", f"Step {turn} is taken.")
+    with tk.db.session() as session:
+        adventure = session.get(Adventure, adventure_id)
+        path = bank.path_ids(session, adventure.head_node_id)
+        block = bank.Block(1, 2, path[2])
+        memory_id = bank.add_memory(session, adventure_id, block, "Ada took two steps.").id
+    base = f"/api/adventures/{adventure_id}/memories"
+    data = client.get(base).json()
+    assert [m["id"] for m in data["memories"]] == [memory_id]
+    assert data["memories"][0]["state"] == "idle" and data["retrieval"] == "lexical (BM25)"
+    edited = client.patch(f"{base}/{memory_id}", json={"text": "Ada  took   three steps.", "pinned": True}).json()
+    assert edited["text"] == "Ada took three steps." and edited["pinned"] and edited["source"] == "player"
+    # Pinned memories are always sent, and say so.
+    nxt = client.get(f"/api/adventures/{adventure_id}/insights/next").json()
+    assert nxt["retrieved_memories"][0]["why"] == "pinned"
+    forgotten = client.patch(f"{base}/{memory_id}", json={"forgotten": True}).json()
+    assert forgotten["state"] == "forgotten" and not forgotten["pinned"]
+    nxt = client.get(f"/api/adventures/{adventure_id}/insights/next").json()
+    assert nxt["retrieved_memories"] == []
+    assert client.patch(f"{base}/{memory_id}", json={"bogus": True}).status_code == 422
+    assert client.delete(f"{base}/{memory_id}").status_code == 204
+    assert client.get(base).json()["memories"] == []
+    assert client.patch(f"{base}/{memory_id}", json={"pinned": True}).status_code == 404
+    with tk.db.session() as session:
+        tombstone = session.get(Memory, memory_id)
+        assert tombstone.status == "deleted" and tombstone.text == ""  # the block is not re-written
+
+
+def test_background_work_runs_after_turns_over_http(client: TestClient, tk: Talekeeper, adventure_id: int) -> None:
+    provider = ScriptedProvider(lambda r: "Ada walked the harbour." if "[talekeeper:memory]" in r.messages[0].content else "Rain falls.")
+    tk.provider_override = provider
+    for turn in range(12):
+        response = client.post(f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": f"step {turn}"})
+        assert response.status_code == 200
+    client.portal.call(worker_for(tk).drain)
+    data = client.get(f"/api/adventures/{adventure_id}/memories").json()
+    assert [m["turns"] for m in data["memories"]] == [[1, 6]]
+    assert data["memories"][0]["text"] == "Ada walked the harbour."
+
+
+def test_context_settings(client: TestClient) -> None:
+    assert client.get("/api/context/settings").json()["memory_top_k"] == 5
+    updated = client.put("/api/context/settings", json={"memory_top_k": 3, "author_note_depth": 1}).json()
+    assert updated["memory_top_k"] == 3 and updated["author_note_depth"] == 1
+    assert client.put("/api/context/settings", json={"memory_top_k": -1}).status_code == 422
+    assert client.put("/api/context/settings", json={"unknown": 1}).status_code == 422
+
+
+def test_pages_render_and_forms_work(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+    done = play(client, scripted, adventure_id, "look", "<script>alert(1)</script> The sea.")
+    play_page = client.get(f"/adventures/{adventure_id}").text
+    for link in ("insights", "memory", "cards", "plot"):
+        assert f"/adventures/{adventure_id}/{link}" in play_page
+        assert client.get(f"/adventures/{adventure_id}/{link}").status_code == 200
+    turn_page = client.get(f"/adventures/{adventure_id}/insights", params={"turn": done["turn"]["id"]}).text
+    assert "verified" in turn_page and "<script>alert(1)</script>" not in turn_page
+    assert client.get(f"/adventures/{adventure_id}/insights", params={"turn": 99999}).status_code == 404
+    response = client.post(
+        f"/adventures/{adventure_id}/cards/new",
+        data={"type": "item", "name": "Oar", "entry": "A broken oar.", "triggers": "oar", "notes": ""},
+        follow_redirects=False,
+    )
+    assert response.status_code == 303
+    assert "A broken oar." in client.get(f"/adventures/{adventure_id}/cards").text
+    bad = client.post(f"/adventures/{adventure_id}/cards/new", data={"name": "x", "entry": "", "triggers": "x"})
+    assert "needs an entry" in bad.text
+    saved = client.post(
+        f"/adventures/{adventure_id}/plot/save",
+        data={"persona_name": "Cy", "author_note": "Whisper.", "narrator_instructions": "Narrate."},
+    )
+    assert saved.status_code == 200 and "Whisper." in saved.text
