@@ -100,7 +100,7 @@ _PREAMBLE = re.compile(r"^\s*(memory|summary|updated summary)\s*:\s*", re.I)
 def clean(text: str, max_words: int) -> str:
     """Strip a label the model echoed and keep at most `max_words` words, ending at a
     sentence boundary when one is near."""
-    text = _PREAMBLE.sub("", text.strip().strip('"').strip())
+    text = _PREAMBLE.sub("", text.strip()).strip().strip('"“”').strip()
     text = " ".join(text.split())
     words = text.split(" ")
     if len(words) <= max_words:
