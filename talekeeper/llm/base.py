@@ -103,6 +103,11 @@ class Provider(ABC):
 
         return estimate_tokens(text)
 
+    async def embed(self, texts: list[str], model: str | None = None) -> list[list[float]] | None:
+        """Embedding vectors for `texts` from `model`, or None where unsupported (the
+        memory bank then retrieves lexically). Raises `LLMError`s like `stream`."""
+        return None
+
     @abstractmethod
     async def check(self) -> ConnectionReport:
         """Test the connection and say plainly what works and what does not."""

@@ -18,7 +18,12 @@ import httpx
 
 from talekeeper.llm.base import GenerationRequest, StreamEvent, Usage
 from talekeeper.llm.errors import ProviderHTTPError, StreamInterrupted
-from talekeeper.llm.httpbase import HTTPProvider, message_from_body
+from talekeeper.llm.httpbase import (
+    HTTPProvider,
+    error_message,
+    message_from_body,
+    translate_transport_error,
+)
 from talekeeper.llm.settings import ModelSettings, openai_base
 from talekeeper.llm.thinking import ThinkSplitter
 
@@ -80,6 +85,27 @@ class OpenAIProvider(HTTPProvider):
         body = await self._get_json(f"{self.endpoint}/models")
         entries = body.get("data", []) if isinstance(body, dict) else []
         return [str(e["id"]) for e in entries if isinstance(e, dict) and "id" in e]
+
+    async def embed(self, texts: list[str], model: str | None = None) -> list[list[float]] | None:
+        """`POST /v1/embeddings` with the named embedding model (None without one)."""
+        if not model or not texts:
+            return None
+        url = f"{self.endpoint}/embeddings"
+        try:
+            response = await self.client().post(url, json={"model": model, "input": list(texts)})
+        except httpx.HTTPError as exc:
+            raise translate_transport_error(exc, self.endpoint, False, self.read_timeout) from exc
+        if response.status_code >= 400:
+            raise ProviderHTTPError(
+                f"The model server at {self.endpoint} answered {response.status_code} to {url}: "
+                f"{error_message(response)}",
+                response.status_code,
+            )
+        try:
+            rows = sorted(response.json()["data"], key=lambda row: row.get("index", 0))
+            return [[float(x) for x in row["embedding"]] for row in rows]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ProviderHTTPError(f"The model server at {self.endpoint} sent unreadable embeddings.") from exc
 
     def _schema_fields(self, request: GenerationRequest) -> dict[str, Any]:
         """How a JSON schema is asked for; the embedded server overrides this."""
