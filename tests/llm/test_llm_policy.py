@@ -8,7 +8,12 @@ from llmtesting import chat, collect_sync, run
 
 from talekeeper.llm.errors import EndpointRefused, ServerUnavailable
 from talekeeper.llm.openai import OpenAIProvider
-from talekeeper.llm.policy import PolicyTransport, check_endpoint, refusal_reason, verified_ssl_context
+from talekeeper.llm.policy import (
+    PolicyTransport,
+    check_endpoint,
+    refusal_reason,
+    verified_ssl_context,
+)
 
 
 def resolver_for(table: dict[str, list[str]]):
@@ -26,14 +31,25 @@ def no_dns(host: str, port: int) -> list[str]:
 
 @pytest.mark.parametrize(
     "address",
-    ["127.0.0.1", "127.1.2.3", "::1", "10.0.0.5", "172.16.0.1", "172.31.255.254", "192.168.1.20",
-     "fd12:3456::1", "::ffff:192.168.1.20"],
+    [
+        "127.0.0.1",
+        "127.1.2.3",
+        "::1",
+        "10.0.0.5",
+        "172.16.0.1",
+        "172.31.255.254",
+        "192.168.1.20",
+        "fd12:3456::1",
+        "::ffff:192.168.1.20",
+    ],
 )
 def test_loopback_and_private_addresses_are_allowed(address):
     assert refusal_reason(address, allow_remote=False) is None
 
 
-@pytest.mark.parametrize("address", ["8.8.8.8", "172.32.0.1", "100.64.0.1", "2001:4860:4860::8888", "::ffff:8.8.8.8"])
+@pytest.mark.parametrize(
+    "address", ["8.8.8.8", "172.32.0.1", "100.64.0.1", "2001:4860:4860::8888", "::ffff:8.8.8.8"]
+)
 def test_public_addresses_are_refused_unless_the_operator_allows(address):
     reason = refusal_reason(address, allow_remote=False)
     assert reason is not None and "TALEKEEPER_ALLOW_REMOTE_ENDPOINT=1" in reason
@@ -42,7 +58,14 @@ def test_public_addresses_are_refused_unless_the_operator_allows(address):
 
 @pytest.mark.parametrize(
     "address",
-    ["169.254.169.254", "169.254.1.1", "fe80::1", "fd00:ec2::254", "::ffff:169.254.169.254", "100.100.100.200"],
+    [
+        "169.254.169.254",
+        "169.254.1.1",
+        "fe80::1",
+        "fd00:ec2::254",
+        "::ffff:169.254.169.254",
+        "100.100.100.200",
+    ],
 )
 def test_link_local_and_metadata_are_refused_even_when_remote_is_allowed(address):
     for allow_remote in (False, True):
@@ -125,7 +148,9 @@ def test_transport_refuses_before_the_request_leaves():
 def test_transport_checks_every_request_and_pins_the_checked_address():
     answers = [["192.168.1.9"], ["169.254.169.254"]]  # DNS rebinding between two requests
     inner = Recorder()
-    transport = PolicyTransport(httpx.MockTransport(inner), resolver=lambda host, port: answers.pop(0))
+    transport = PolicyTransport(
+        httpx.MockTransport(inner), resolver=lambda host, port: answers.pop(0)
+    )
     assert get(transport, "http://gpu-box.lan:8080/v1/models").status_code == 200
     with pytest.raises(EndpointRefused, match="169.254.169.254"):
         get(transport, "http://gpu-box.lan:8080/v1/models")
@@ -138,14 +163,18 @@ def test_transport_checks_every_request_and_pins_the_checked_address():
 
 def test_transport_tries_each_checked_address_in_turn():
     inner = Recorder(fail_on={"::1"})
-    transport = PolicyTransport(httpx.MockTransport(inner), resolver=lambda h, p: ["::1", "127.0.0.1"])
+    transport = PolicyTransport(
+        httpx.MockTransport(inner), resolver=lambda h, p: ["::1", "127.0.0.1"]
+    )
     assert get(transport, "http://localhost:8080/v1/models").status_code == 200
     assert [r.url.host for r in inner.seen] == ["127.0.0.1"]
 
 
 def test_provider_requests_go_through_the_policy():
     inner = Recorder()
-    provider = OpenAIProvider("http://93.184.216.34:8080/v1", "m", transport=httpx.MockTransport(inner))
+    provider = OpenAIProvider(
+        "http://93.184.216.34:8080/v1", "m", transport=httpx.MockTransport(inner)
+    )
     with pytest.raises(EndpointRefused):
         collect_sync(provider, chat())
     assert inner.seen == []

@@ -8,7 +8,11 @@ def test_defaults_mean_embedded_model():
     settings = ModelSettings()
     assert settings.provider == "auto"
     assert settings.resolved_provider() == "embedded"
-    assert (settings.connect_timeout, settings.read_timeout, settings.embedded_context) == (5.0, 120.0, 4096)
+    assert (settings.connect_timeout, settings.read_timeout, settings.embedded_context) == (
+        5.0,
+        120.0,
+        4096,
+    )
 
 
 def test_auto_with_endpoint_means_openai_compatible():
@@ -18,12 +22,20 @@ def test_auto_with_endpoint_means_openai_compatible():
 
 def test_blank_form_fields_are_unset():
     settings = ModelSettings(endpoint="  ", model="", api_key="", embedded_model_path="")
-    assert (settings.endpoint, settings.model, settings.api_key, settings.embedded_model_path) == (None,) * 4
+    assert (settings.endpoint, settings.model, settings.api_key, settings.embedded_model_path) == (
+        None,
+    ) * 4
 
 
 @pytest.mark.parametrize(
     "endpoint",
-    ["ftp://127.0.0.1/v1", "127.0.0.1:8080", "http://", "http://user:pw@127.0.0.1:8080", "http://127.0.0.1/v1?x=1"],
+    [
+        "ftp://127.0.0.1/v1",
+        "127.0.0.1:8080",
+        "http://",
+        "http://user:pw@127.0.0.1:8080",
+        "http://127.0.0.1/v1?x=1",
+    ],
 )
 def test_bad_endpoints_are_rejected(endpoint):
     with pytest.raises(ValidationError):

@@ -53,7 +53,12 @@ def test_tags_cut_at_every_position_across_chunks():
 
 def test_one_character_chunks():
     text = "<think>a</think>b<think>c</think>d"
-    assert split_all(list(text)) == [("reasoning", "a"), ("text", "b"), ("reasoning", "c"), ("text", "d")]
+    assert split_all(list(text)) == [
+        ("reasoning", "a"),
+        ("text", "b"),
+        ("reasoning", "c"),
+        ("text", "d"),
+    ]
 
 
 def test_lookalike_text_is_not_held_back_forever():
@@ -71,7 +76,10 @@ def test_unclosed_think_stays_reasoning():
 
 
 @given(
-    st.lists(st.sampled_from(["<think>", "</think>", "<", ">", "/", "think", "a", " b", "<th", "k>"]), max_size=30),
+    st.lists(
+        st.sampled_from(["<think>", "</think>", "<", ">", "/", "think", "a", " b", "<th", "k>"]),
+        max_size=30,
+    ),
     st.lists(st.integers(min_value=0, max_value=200), max_size=10),
 )
 def test_any_chunking_gives_the_unchunked_result(tokens, cuts):
