@@ -155,6 +155,17 @@ def test_real_embedded_model_generates_counts_and_survives_a_crash():
         assert await provider.count_tokens("You open the door.") == 5
         assert await provider.count_tokens("You open the door. " * 20) == 101
 
+        # A second request while one streams waits its turn; it does not cut the stream short.
+        counting_prompt = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,"
+        request = GenerationRequest(mode="completion", prompt=counting_prompt, max_tokens=30, temperature=0.0)
+        stream = provider.stream(request)
+        first = await stream.__anext__()
+        counting = asyncio.create_task(provider.count_tokens("Hello world"))
+        await asyncio.sleep(0.2)  # the count request is now waiting at the server
+        rest = [e async for e in stream]
+        assert rest[-1].finish_reason == "length", first.text + text_of(rest)
+        assert await counting == 2
+
         # Only talekeeper holds the key to the child.
         async with httpx.AsyncClient(trust_env=False) as client:
             assert (await client.get(f"{running.base_url}/v1/models")).status_code == 401
