@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -77,12 +78,14 @@ class FakeOpenAIServer:
         *,
         models: list[str] | None = None,
         strict_models: bool = False,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         """
         replies: consumed one per generation request; or a function of the request.
         models: what /v1/models lists.
         strict_models: answer 404 "model not found" (as Ollama and vLLM do) for a
             generation request naming a model not in `models`.
+        ssl_context: serve HTTPS with this (server-side) context.
         """
         self._state = _State(strict_models=strict_models)
         if callable(replies):
@@ -91,6 +94,7 @@ class FakeOpenAIServer:
             self._state.replies.extend(replies)
         if models is not None:
             self._state.models = list(models)
+        self._ssl_context = ssl_context
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -119,7 +123,8 @@ class FakeOpenAIServer:
 
     @property
     def root(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        scheme = "https" if self._ssl_context else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     @property
     def url(self) -> str:
@@ -132,6 +137,8 @@ class FakeOpenAIServer:
         handler = type("Handler", (_Handler,), {"state": self._state})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
+        if self._ssl_context is not None:
+            self._httpd.socket = self._ssl_context.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )

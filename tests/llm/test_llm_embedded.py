@@ -10,12 +10,18 @@ from pathlib import Path
 
 import httpx
 import pytest
-from llmtesting import chat, text_of
+from fakeserver import FakeOpenAIServer, FakeReply
+from llmtesting import chat, collect_sync, text_of
 
 from talekeeper.llm.base import GenerationRequest
 from talekeeper.llm.embedded import EmbeddedProvider, chat_as_prompt, packaged_model_path
-from talekeeper.llm.embedded_server import EmbeddedServer, ServerConfig, child_environment
-from talekeeper.llm.errors import EmbeddedModelError
+from talekeeper.llm.embedded_server import (
+    EmbeddedServer,
+    RunningServer,
+    ServerConfig,
+    child_environment,
+)
+from talekeeper.llm.errors import EmbeddedModelError, StreamInterrupted
 from talekeeper.llm.gguf import read_metadata
 
 
@@ -157,7 +163,9 @@ def test_real_embedded_model_generates_counts_and_survives_a_crash():
 
         # A second request while one streams waits its turn; it does not cut the stream short.
         counting_prompt = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,"
-        request = GenerationRequest(mode="completion", prompt=counting_prompt, max_tokens=30, temperature=0.0)
+        request = GenerationRequest(
+            mode="completion", prompt=counting_prompt, max_tokens=30, temperature=0.0
+        )
         stream = provider.stream(request)
         first = await stream.__anext__()
         counting = asyncio.create_task(provider.count_tokens("Hello world"))
@@ -192,3 +200,73 @@ def test_real_embedded_model_generates_counts_and_survives_a_crash():
     finally:
         server.stop()
     assert not server.alive()
+
+
+class StubServer:
+    """Stands in for the child process: points the provider at the fake HTTP server."""
+
+    def __init__(self, fake: FakeOpenAIServer):
+        self.fake, self.dead = fake, False
+
+    def ensure_running(self, config, progress=None):
+        return RunningServer(self.fake.root, "child-key", "fake-model", 4242)
+
+    def alive(self):
+        return not self.dead
+
+    def exit_code(self):
+        return -11 if self.dead else None
+
+
+def stub_provider(tmp_path, fake, template=True):
+    model = tmp_path / "m.gguf"
+    metadata = {"general.name": "Stub"} | ({"tokenizer.chat_template": "{{x}}"} if template else {})
+    model.write_bytes(gguf_bytes(metadata))
+    return EmbeddedProvider(str(model), server=StubServer(fake))
+
+
+def test_child_crash_mid_answer_is_reported_as_such(tmp_path, fake_openai_server):
+    fake_openai_server.queue(FakeReply("You open the door", chunk_size=3, cut_after_chunks=2))
+    provider = stub_provider(tmp_path, fake_openai_server)
+    provider.server.dead = True  # the cut came from the process dying
+    with pytest.raises(
+        EmbeddedModelError, match=r"stopped while answering \(exit code -11\).*restarted"
+    ):
+        collect_sync(provider, chat())
+
+
+def test_cut_stream_with_child_alive_stays_an_interruption(tmp_path, fake_openai_server):
+    fake_openai_server.queue(FakeReply("You open the door", chunk_size=3, cut_after_chunks=2))
+    with pytest.raises(StreamInterrupted):
+        collect_sync(stub_provider(tmp_path, fake_openai_server), chat())
+
+
+def test_embedded_structured_output_uses_llama_cpp_dialect(tmp_path, fake_openai_server):
+    fake_openai_server.queue('{"a": "b"}')
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    provider = stub_provider(tmp_path, fake_openai_server)
+    assert text_of(collect_sync(provider, chat(json_schema=schema))) == '{"a": "b"}'
+    (request,) = fake_openai_server.generation_requests
+    assert request.headers["Authorization"] == "Bearer child-key"
+    assert request.body["response_format"] == {"type": "json_object", "schema": schema}
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed"
+)
+def test_embedded_completion_schema_becomes_a_grammar(tmp_path, fake_openai_server):
+    fake_openai_server.queue('{"a": "b"}')
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    provider = stub_provider(tmp_path, fake_openai_server)
+    collect_sync(provider, GenerationRequest(mode="completion", prompt="JSON:", json_schema=schema))
+    body = fake_openai_server.generation_requests[0].body
+    assert "root ::=" in body["grammar"] and "response_format" not in body
+
+
+def test_model_without_chat_template_gets_chats_as_prompts(tmp_path, fake_openai_server):
+    fake_openai_server.queue("The door opens.")
+    provider = stub_provider(tmp_path, fake_openai_server, template=False)
+    assert text_of(collect_sync(provider, chat("> You open the door."))) == "The door opens."
+    (request,) = fake_openai_server.generation_requests
+    assert request.path == "/v1/completions"
+    assert request.body["prompt"] == "Narrate.\n\n> You open the door.\n\n"
