@@ -72,7 +72,12 @@ class ServerConfig:
     startup_timeout: float = 120.0
 
     def threads(self) -> tuple[int, int]:
-        """(generation threads, prompt threads): half the CPUs for generation, as llama.cpp."""
+        """(generation threads, prompt threads): half the CPUs for generation, as llama.cpp.
+
+        Not all of them: llama.cpp's threads spin while they wait for each other, so
+        using every core makes them fight the app and anything else running. On a busy
+        2-core machine, 2 generation threads were several times slower than 1.
+        """
         if self.n_threads:
             return self.n_threads, self.n_threads
         cpus = os.cpu_count() or 2

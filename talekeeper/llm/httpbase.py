@@ -145,7 +145,7 @@ class HTTPProvider(Provider):
         self.timeout = httpx.Timeout(
             connect=connect_timeout,
             read=read_timeout,
-            write=connect_timeout + 25,
+            write=read_timeout,
             pool=connect_timeout,
         )
         self._allow_remote = allow_remote

@@ -61,6 +61,22 @@ class OpenAIProvider(HTTPProvider):
 
     def __init__(self, endpoint: str, model: str | None = None, **options: Any) -> None:
         super().__init__(openai_base(endpoint), model, **options)
+        # Ask for token usage in the stream; dropped for a server that rejects the field.
+        self._stream_options = True
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
+        yielded = False
+        try:
+            async for event in super().stream(request):
+                yielded = True
+                yield event
+            return
+        except ProviderHTTPError as exc:
+            if yielded or not self._stream_options or "stream_options" not in str(exc):
+                raise
+            self._stream_options = False
+        async for event in super().stream(request):
+            yield event
 
     @classmethod
     def from_settings(
@@ -130,11 +146,12 @@ class OpenAIProvider(HTTPProvider):
         body: dict[str, Any] = {
             "model": model,
             "stream": True,
-            "stream_options": {"include_usage": True},
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
             "top_p": request.top_p,
         }
+        if self._stream_options:
+            body["stream_options"] = {"include_usage": True}
         if request.stop:
             body["stop"] = list(request.stop)
         body.update(self._schema_fields(request))

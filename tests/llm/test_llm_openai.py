@@ -307,3 +307,21 @@ def test_check_server_down():
     report = run(OpenAIProvider(ENDPOINT, "m", transport=httpx.MockTransport(handler)).check())
     assert not report.ok and report.checks == [report.checks[0]] and not report.checks[0][1]
     assert report.as_dict()["checks"][0]["check"] == "server reachable"
+
+
+def test_server_rejecting_stream_options_is_retried_without_them():
+    bodies = []
+
+    def handler(request):
+        body = json.loads(request.content)
+        bodies.append(body)
+        if "stream_options" in body:
+            return httpx.Response(
+                400, json={"error": {"message": "Unrecognized request argument: stream_options"}}
+            )
+        return httpx.Response(200, content=sse(delta("Fine.", finish="stop")))
+
+    provider = OpenAIProvider(ENDPOINT, "m", transport=httpx.MockTransport(handler))
+    assert text_of(collect_sync(provider, chat())) == "Fine."
+    assert text_of(collect_sync(provider, chat())) == "Fine."
+    assert ["stream_options" in b for b in bodies] == [True, False, False]  # remembered
