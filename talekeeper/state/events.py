@@ -52,7 +52,7 @@ SHAPES: dict[str, Shape] = {
         Shape("texts", "a list of sentences", {"type": "array", "maxItems": 8, "items": _string(1, 300)}),
         Shape("id", "a new id: lowercase letters, digits, _ or -", _string(1, 48, pattern=ID_PATTERN)),
         Shape("key", "an id", _string(1, 80)),
-        Shape("stat", "a stat path: world.<stat>, player.<stat> or npc.<id>.<stat>", _string(3, 160)),
+        Shape("stat", "a stat path: world.<stat>, player.<stat> or npc.<id>.<stat>", _string(1, 160)),
         Shape("number", "a signed number", {"type": "number"}),
         Shape("stat_value", "a number (or text, for a text stat)", {"type": ["number", "string"], "maxLength": 200}),
         Shape("scalar", "text, a number or true/false", {"type": ["string", "number", "boolean"], "maxLength": 200}),

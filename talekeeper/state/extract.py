@@ -170,16 +170,19 @@ def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
         elif m.re is _FENCE_OPEN:
             ticks, info = len(m.group(1)), m.group(2).strip().casefold()
             body_start = m.end() + 1
-            close = re.compile(r"^[ \t]{0,3}`{%d,}[ \t]*$" % ticks, re.MULTILINE).search(text, body_start) \
-                if body_start <= len(text) else None
+            # while streaming, a closing fence counts only once its line is complete
+            closing = r"^[ \t]{0,3}`{%d,}[ \t]*" % ticks + (r"\n" if streaming else "$")
+            close = re.compile(closing, re.MULTILINE).search(text, body_start) if body_start <= len(text) else None
             content = text[body_start: close.start()] if close else text[body_start:]
             end = close.end() if close else len(text)
             if close is None and streaming:
-                return blocks, m.start()
+                return blocks, m.start(1)
             looks = info in _JSON_INFOS and _proposal_like(content, closed=close is not None)
             if looks:
-                blocks.append(_Block(m.start(), end, content, close is not None, False))
-            pos = end
+                blocks.append(_Block(m.start(1), end, content, close is not None, False))
+                pos = end
+            else:  # a story's own block stays, but a state fence inside it is still ours
+                pos = m.end() if _STATE_OPEN.search(text, m.end(), end) else end
         else:
             brace = m.end() - 1
             if not _could_be_events(text[brace:], final=not streaming):
@@ -189,12 +192,14 @@ def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
             content = text[brace: end if end else len(text)]
             if end is None:
                 if streaming:
-                    return blocks, m.start()
-                blocks.append(_Block(m.start(), len(text), content, False, False))
+                    return blocks, brace
+                blocks.append(_Block(brace, len(text), content, False, False))
                 break
             if _as_proposal(_loads(content)) is not None:
-                blocks.append(_Block(m.start(), end, content, True, False))
-            pos = end
+                blocks.append(_Block(brace, end, content, True, False))
+                pos = end
+            else:
+                pos = m.end() if _STATE_OPEN.search(text, m.end(), end) else end
     return blocks, None
 
 
@@ -285,8 +290,8 @@ def _squash(text: str) -> str:
 
 def _drop_label_line(prose: str) -> str:
     """Remove a trailing label line ("State:") left just before a removed block."""
-    head, _, last = prose.rstrip().rpartition("\n")
-    return head + "\n" if _LABEL_LINE.match(last) else prose
+    head, newline, last = prose.rstrip().rpartition("\n")
+    return head + newline if _LABEL_LINE.match(last) else prose
 
 
 def _drop_echoes(prose: str) -> str:
@@ -303,12 +308,12 @@ def extract_reply(text: str) -> Extraction:
         pos = block.end
     pieces.append(text[pos:])
     prose = ""
-    for piece in pieces:
+    for i, piece in enumerate(pieces):
         piece = _drop_echoes(piece)
         if not piece.strip():
             continue
-        if not prose:
-            prose = piece.lstrip("\n")
+        if not prose:  # the reply's own opening is kept as written; a piece after a block is trimmed
+            prose = piece if i == 0 else piece.lstrip()
             continue
         inline = not prose.rstrip(" \t").endswith("\n") and not piece.lstrip(" \t").startswith("\n")
         prose = prose.rstrip() + (" " if inline else "\n\n") + piece.lstrip()
@@ -340,20 +345,26 @@ def visible_prefix(streaming_text: str) -> str:
     blocks, undecided = _scan(text, streaming=True)
     cut = min([b.start for b in blocks] + ([undecided] if undecided is not None else []) + [len(text)])
     shown = text[:cut]
-    for i, line in enumerate(shown.split("\n")):
+    offset = 0
+    for line in shown.split("\n"):  # an echoed reminder line: stop before it
         if _norm_line(line) in _REMINDER_LINES:
-            shown = "\n".join(shown.split("\n")[:i])
+            shown = shown[:offset]
             break
-    if cut < len(text):
-        shown = _drop_label_line(shown)
-    tail = re.search(r"`{1,}[ \t]*(s(t(a(t(e?)?)?)?)?)?$", shown, re.IGNORECASE)
-    if tail:
+        offset += len(line) + 1
+    tail = re.search(r"(`{3,}[ \t]*(s(t(a(t(e?)?)?)?)?)?|`+)\Z", shown, re.IGNORECASE)
+    if tail:  # backticks at the very end may be opening a state fence
         shown = shown[: tail.start()]
-    last_start = shown.rfind("\n") + 1
-    last = _norm_line(shown[last_start:])
-    if last and (any(r.startswith(last) for r in _REMINDER_LINES) or _label_prefix(shown[last_start:])):
-        shown = shown[:last_start]
+    body = shown.rstrip()
+    if _LABEL_LINE.match(body[body.rfind("\n") + 1:]):  # a label line may introduce a block
+        shown = shown[: body.rfind("\n") + 1]
+    start = shown.rfind("\n") + 1
+    last = shown[start:]
+    if not last.strip(_MARKUP) or _label_prefix(last) or any(r.startswith(_norm_line(last)) for r in _REMINDER_LINES):
+        shown = shown[:start]  # the unfinished last line may still become a label or an echo
     return shown
+
+
+_MARKUP = " \t-*_#>"
 
 
 def _label_prefix(line: str) -> bool:
