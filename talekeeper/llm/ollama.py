@@ -2,7 +2,7 @@
 
 `format` takes a JSON schema and Ollama enforces it with a grammar, on every model,
 in both chat and raw-completion calls; thinking comes back in its own `thinking`
-field; `/api/tags` lists what is pulled. The stream is NDJSON: one JSON object a line,
+field; `/api/tags` lists what is pulled; `/api/embed` embeds for the memory bank. The stream is NDJSON: one JSON object a line,
 the last with `"done": true` and the token counts.
 """
 
@@ -16,7 +16,7 @@ import httpx
 
 from talekeeper.llm.base import GenerationRequest, StreamEvent, Usage
 from talekeeper.llm.errors import ProviderHTTPError, StreamInterrupted
-from talekeeper.llm.httpbase import HTTPProvider, message_from_body
+from talekeeper.llm.httpbase import HTTPProvider, message_from_body, translate_transport_error
 from talekeeper.llm.settings import ModelSettings, server_root
 from talekeeper.llm.thinking import ThinkSplitter
 
@@ -52,6 +52,24 @@ class OllamaProvider(HTTPProvider):
         body = await self._get_json(f"{self.endpoint}/api/tags")
         entries = body.get("models", []) if isinstance(body, dict) else []
         return [str(e.get("name") or e.get("model")) for e in entries if isinstance(e, dict)]
+
+    async def embed(self, texts: list[str], model: str | None = None) -> list[list[float]] | None:
+        """`POST /api/embed` with the named embedding model (None without one)."""
+        if not model or not texts:
+            return None
+        url = f"{self.endpoint}/api/embed"
+        try:
+            response = await self.client().post(url, json={"model": model, "input": list(texts)})
+        except httpx.HTTPError as exc:
+            raise translate_transport_error(exc, self.endpoint, False, self.read_timeout) from exc
+        if response.status_code >= 400:
+            raise await self._status_error(response, model)
+        try:
+            return [[float(x) for x in row] for row in response.json()["embeddings"]]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ProviderHTTPError(
+                f"The Ollama server at {self.endpoint} sent unreadable embeddings."
+            ) from exc
 
     def _request_for(self, request: GenerationRequest, model: str) -> tuple[str, dict[str, Any]]:
         options: dict[str, Any] = {

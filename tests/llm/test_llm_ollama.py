@@ -116,3 +116,24 @@ def test_check_accepts_latest_tag():
     report = run(server.provider(model="llama3").check())
     assert report.ok, report.checks
     assert report.models_available == ["llama3:latest"]
+
+
+def test_embeddings_through_the_native_api():
+    seen = []
+
+    def handler(request):
+        if request.url.path == "/api/tags":
+            return httpx.Response(200, json={"models": [{"name": "llama3.1:8b"}]})
+        seen.append((request.url.path, json.loads(request.content)))
+        if json.loads(request.content)["model"] != "nomic-embed-text":
+            return httpx.Response(404, json={"error": 'model "x" not found, try pulling it first'})
+        return httpx.Response(200, json={"embeddings": [[1, 0], [0.5, 0.5]]})
+
+    provider = OllamaProvider(
+        "http://127.0.0.1:11434", "llama3.1:8b", transport=httpx.MockTransport(handler)
+    )
+    assert run(provider.embed(["a", "b"], model="nomic-embed-text")) == [[1.0, 0.0], [0.5, 0.5]]
+    assert seen[0] == ("/api/embed", {"model": "nomic-embed-text", "input": ["a", "b"]})
+    assert run(provider.embed(["a"], model=None)) is None
+    with pytest.raises(ModelNotFound, match="llama3.1:8b"):
+        run(provider.embed(["a"], model="x"))
