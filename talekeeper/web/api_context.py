@@ -142,7 +142,7 @@ def patch_memory(
     adventure_id: int, memory_id: int, body: panel.MemoryEdit, tk: Talekeeper = Depends(get_tk)
 ) -> dict[str, Any]:
     try:
-        with tk.db.session() as session:
+        with tk.locks.hold(adventure_id), tk.db.session() as session:
             return panel.edit(session, get_adventure(session, adventure_id), memory_id, body)
     except panel.MemoryNotFound as exc:
         raise HTTPException(404, str(exc)) from exc
@@ -151,7 +151,7 @@ def patch_memory(
 @router.delete("/adventures/{adventure_id}/memories/{memory_id}", status_code=204)
 def delete_memory(adventure_id: int, memory_id: int, tk: Talekeeper = Depends(get_tk)) -> None:
     try:
-        with tk.db.session() as session:
+        with tk.locks.hold(adventure_id), tk.db.session() as session:
             panel.delete(session, get_adventure(session, adventure_id), memory_id)
     except panel.MemoryNotFound as exc:
         raise HTTPException(404, str(exc)) from exc

@@ -85,7 +85,7 @@ async def memory_action(request: Request, adventure_id: int, memory_id: int, tk:
         "save": {"text": str(form.get("text", ""))},
     }
     try:
-        with tk.db.session() as session:
+        with tk.locks.hold(adventure_id), tk.db.session() as session:
             adventure = get_adventure(session, adventure_id)
             if action == "delete":
                 panel.delete(session, adventure, memory_id)
@@ -93,7 +93,7 @@ async def memory_action(request: Request, adventure_id: int, memory_id: int, tk:
                 panel.edit(session, adventure, memory_id, panel.MemoryEdit(**changes[action]))
             else:
                 return _back(back, "Unknown action.")
-    except (panel.MemoryNotFound, ValidationError) as exc:
+    except (panel.MemoryNotFound, ValidationError, AdventureBusy) as exc:
         return _back(back, str(exc).splitlines()[0])
     return _back(back)
 
