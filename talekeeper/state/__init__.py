@@ -35,7 +35,13 @@ from .events import EVENT_TYPES, EVENTS, MAX_EVENTS
 from .extract import FENCE_INFO, Extraction, emit_instructions, extract_reply, visible_prefix
 from .initial import initial_document
 from .normalise import normalise
-from .prompt import canon_prompt, refusals_for_prompt, stat_guide, state_for_prompt, vocabulary_prompt
+from .prompt import (
+    canon_prompt,
+    refusals_for_prompt,
+    stat_guide,
+    state_for_prompt,
+    vocabulary_prompt,
+)
 from .report import LOST, Outcome, Report
 from .resolve import stat_paths
 from .rules import Rules, RulesError, StatRule, check_rules, empty_rules, load_rules

@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from .document import RECENT_EVENTS_WINDOW, Document, Fact, Moment, Objective, RecentEvent, Relationship, StatValue, Thread
+from .document import (
+    RECENT_EVENTS_WINDOW,
+    Document,
+    Fact,
+    Moment,
+    Objective,
+    RecentEvent,
+    Relationship,
+    StatValue,
+    Thread,
+)
 from .report import Outcome, Report
 from .rules import Rules
 from .validate import Context, Verdict, open_envelope, validate_event

@@ -89,11 +89,10 @@ class _Block:
     end: int
     content: str
     closed: bool
-    ours: bool  # a `state` fence: ours whatever it holds
 
 
 def _closing_fence(text: str, pos: int, ticks: int) -> re.Match[str] | None:
-    return re.compile(r"`{%d,}" % ticks).search(text, pos)
+    return re.compile(f"`{{{ticks},}}").search(text, pos)
 
 
 def _balanced_end(text: str, start: int) -> int | None:
@@ -132,21 +131,23 @@ def _as_proposal(value: Any) -> dict[str, Any] | None:
     return None
 
 
-def _loads(content: str) -> Any:
-    """Strict JSON first; then json-repair for what small models get wrong. Returns
-    `_UNREADABLE` when neither yields an object or list."""
-    try:
-        return json.loads(content)
-    except (ValueError, RecursionError):
-        pass
-    try:
-        value = json_repair.repair_json(content, return_objects=True)
-    except Exception:  # json-repair is third-party: any failure means unreadable
-        return _UNREADABLE
-    return value if isinstance(value, dict | list) else _UNREADABLE
-
-
 _UNREADABLE = object()
+
+
+def _loads(content: str) -> Any:
+    """Strict JSON first; then json-repair for what small models get wrong (trailing
+    commas, `+5`, single quotes, a missing bracket). Returns `_UNREADABLE` unless the
+    result is an object or a list."""
+    if len(content) > MAX_PROPOSAL_CHARS:
+        return _UNREADABLE
+    try:
+        value = json.loads(content)
+    except (ValueError, RecursionError):
+        try:
+            value = json_repair.repair_json(content, return_objects=True)
+        except Exception:  # json-repair is third-party: any failure means unreadable
+            return _UNREADABLE
+    return value if isinstance(value, dict | list) else _UNREADABLE
 
 
 def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
@@ -165,13 +166,13 @@ def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
             close = _closing_fence(text, m.end(), len(m.group(1)))
             end = close.end() if close else len(text)
             blocks.append(_Block(m.start(), end, text[m.end(): close.start() if close else len(text)],
-                                 close is not None, True))
+                                 close is not None))
             pos = end
         elif m.re is _FENCE_OPEN:
             ticks, info = len(m.group(1)), m.group(2).strip().casefold()
             body_start = m.end() + 1
             # while streaming, a closing fence counts only once its line is complete
-            closing = r"^[ \t]{0,3}`{%d,}[ \t]*" % ticks + (r"\n" if streaming else "$")
+            closing = rf"^[ \t]{{0,3}}`{{{ticks},}}[ \t]*" + (r"\n" if streaming else "$")
             close = re.compile(closing, re.MULTILINE).search(text, body_start) if body_start <= len(text) else None
             content = text[body_start: close.start()] if close else text[body_start:]
             end = close.end() if close else len(text)
@@ -179,7 +180,7 @@ def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
                 return blocks, m.start(1)
             looks = info in _JSON_INFOS and _proposal_like(content, closed=close is not None)
             if looks:
-                blocks.append(_Block(m.start(1), end, content, close is not None, False))
+                blocks.append(_Block(m.start(1), end, content, close is not None))
                 pos = end
             else:  # a story's own block stays, but a state fence inside it is still ours
                 pos = m.end() if _STATE_OPEN.search(text, m.end(), end) else end
@@ -193,10 +194,10 @@ def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
             if end is None:
                 if streaming:
                     return blocks, brace
-                blocks.append(_Block(brace, len(text), content, False, False))
+                blocks.append(_Block(brace, len(text), content, False))
                 break
             if _as_proposal(_loads(content)) is not None:
-                blocks.append(_Block(brace, end, content, True, False))
+                blocks.append(_Block(brace, end, content, True))
                 pos = end
             else:
                 pos = m.end() if _STATE_OPEN.search(text, m.end(), end) else end

@@ -9,7 +9,20 @@ resolves, so nothing here can half-build a world.
 
 from __future__ import annotations
 
-from .document import PLAYER_ID, Document, Entity, Fact, Objective, RecentEvent, Relationship, Scene, Stats, StatValue, Thread, player_entity
+from .document import (
+    PLAYER_ID,
+    Document,
+    Entity,
+    Fact,
+    Objective,
+    RecentEvent,
+    Relationship,
+    Scene,
+    Stats,
+    StatValue,
+    Thread,
+    player_entity,
+)
 from .rules import Rules, StatRule
 
 

@@ -17,7 +17,15 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from .document import PLAYER_ID, RECENT_EVENTS_WINDOW, SECTIONS, VERSION, Document, StatValue, empty_document
+from .document import (
+    PLAYER_ID,
+    RECENT_EVENTS_WINDOW,
+    SECTIONS,
+    VERSION,
+    Document,
+    StatValue,
+    empty_document,
+)
 from .initial import initial_document
 from .rules import Rules, StatRule
 

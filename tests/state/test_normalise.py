@@ -7,7 +7,14 @@ import json
 
 import pytest
 
-from talekeeper.state import PLAYER_ID, VERSION, apply_proposal, empty_document, initial_document, normalise
+from talekeeper.state import (
+    PLAYER_ID,
+    VERSION,
+    apply_proposal,
+    empty_document,
+    initial_document,
+    normalise,
+)
 
 
 def played(doc, rules):

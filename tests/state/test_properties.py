@@ -147,9 +147,9 @@ def _numeric_stats(doc):
     for owner, declared, live in (("world", RULES.stats.world, doc.stats.world),
                                   ("player", RULES.stats.player, doc.stats.player),
                                   *((f"npc.{n}", b, doc.stats.npcs.get(n, {})) for n, b in RULES.stats.npcs.items())):
-        for name, rule in declared.items():
-            if rule.numeric and name in live:
-                yield f"{owner}.{name}", rule, live[name].value
+        for name, stat_rule in declared.items():
+            if stat_rule.numeric and name in live:
+                yield f"{owner}.{name}", stat_rule, live[name].value
 
 
 class Campaign(RuleBasedStateMachine):
@@ -160,7 +160,7 @@ class Campaign(RuleBasedStateMachine):
     def start(self):
         self.doc = START
         self.turn = 0
-        self.counters = {path: value for path, rule, value in _numeric_stats(self.doc) if rule.kind == "counter"}
+        self.counters = {path: value for path, r, value in _numeric_stats(self.doc) if r.kind == "counter"}
         self.milestones = dict(self.doc.milestones)
         self.moments = []
         self.fact_ids = []
@@ -186,16 +186,16 @@ class Campaign(RuleBasedStateMachine):
 
     @invariant()
     def stats_stay_in_range(self):
-        for path, rule, value in _numeric_stats(self.doc):
-            assert rule.min is None or value >= rule.min, (path, value)
-            assert rule.max is None or value <= rule.max, (path, value)
-            if rule.integer:
+        for path, stat_rule, value in _numeric_stats(self.doc):
+            assert stat_rule.min is None or value >= stat_rule.min, (path, value)
+            assert stat_rule.max is None or value <= stat_rule.max, (path, value)
+            if stat_rule.integer:
                 assert float(value).is_integer()
 
     @invariant()
     def counters_never_fall(self):
-        for path, rule, value in _numeric_stats(self.doc):
-            if rule.kind == "counter":
+        for path, stat_rule, value in _numeric_stats(self.doc):
+            if stat_rule.kind == "counter":
                 assert value >= self.counters[path], path
                 self.counters[path] = value
 
@@ -247,6 +247,8 @@ replies = st.lists(fragments | st.text(max_size=12), max_size=12).map("".join) |
 def test_prose_never_carries_the_state_fence(reply):
     result = extract_reply(reply)
     assert not STATE_FENCE.search(result.prose), result.prose
+    again = extract_reply(result.prose)
+    assert again.raw_block is None and again.prose == result.prose, "protocol left in the prose"
     if result.proposal is not None:
         apply_proposal(START, result.proposal, RULES, 1)
     if result.raw_block is None:
