@@ -79,6 +79,10 @@ class Talekeeper:
         return describe(self.model_settings())
 
     async def aclose(self) -> None:
+        """Release the model (the embedded child process too) and the database."""
+        from talekeeper.llm.embedded_server import stop_embedded_server
+
         if self._provider is not None:
             await self._provider.aclose()
+        stop_embedded_server()
         self.db.dispose()

@@ -31,20 +31,13 @@ HELP = (
 
 def warm_up(tk: Talekeeper) -> None:
     """Start the model before the first turn, with a spinner (the embedded model loads here)."""
-    with console.status(f"Loading model: {tk.model_description()} …"):
+    with console.status(f"Loading model: {tk.model_description()} …") as status:
         try:
-            provider = tk.provider()
-            start = getattr(provider, "start", None)
+            start = getattr(tk.provider(), "start", None)
             if start is not None:
-                asyncio.run(_maybe_await(start()))
+                asyncio.run(start(lambda message: status.update(f"Loading model: {message}")))
         except LLMError as exc:
             console.print(f"[yellow]Model not ready:[/] {exc}")
-
-
-async def _maybe_await(value):
-    if asyncio.iscoroutine(value):
-        return await value
-    return value
 
 
 def show_model(tk: Talekeeper, test: bool) -> bool:
