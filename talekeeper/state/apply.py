@@ -23,7 +23,8 @@ from .document import (
 )
 from .report import Outcome, Report
 from .rules import Rules
-from .validate import Context, Verdict, open_envelope, validate_event
+from .validate import open_envelope, validate_event
+from .verdict import Context, Verdict
 
 
 def apply_proposal(
