@@ -32,6 +32,7 @@ class Snapshot:
     heads: dict[int, int] = field(default_factory=dict)
     nodes: dict[int, NodeRow] = field(default_factory=dict)
     save_points: dict[int, tuple[int, int, str]] = field(default_factory=dict)  # id -> (adv, node, name)
+    memories: int = 0  # memories and summary versions written by the memory bank
 
     def path(self, node_id: int) -> list[NodeRow]:
         out = []
@@ -99,6 +100,17 @@ def check_database(path: Path) -> Snapshot:
             node = snap.nodes.get(node_id)
             assert node is not None and node.adventure_id == adventure_id, f"save point {sp_id}"
             snap.save_points[sp_id] = (adventure_id, node_id, name)
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        for table in ("memories", "story_summaries"):  # the memory bank's writes (0002)
+            if table not in tables:
+                continue
+            for row_id, adventure_id, node_id, text in db.execute(
+                f"SELECT id, adventure_id, node_id, text FROM {table}"
+            ):
+                node = snap.nodes.get(node_id)
+                assert node is not None and node.adventure_id == adventure_id, f"{table} {row_id}: node"
+                assert text.strip(), f"{table} {row_id}: empty (half-written)"
+                snap.memories += 1
         return snap
     finally:
         db.close()
