@@ -266,3 +266,64 @@ def test_streaming_only_grows_and_never_shows_the_fence(reply):
         assert shown.startswith(shown_before), (reply[:i], shown_before, shown)
         shown_before = shown
     assert final.startswith(shown_before.rstrip()), (final, shown_before)
+
+
+# --- normalise ------------------------------------------------------------------------------
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _paths(inner, (*prefix, key))
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            yield from _paths(inner, (*prefix, i))
+
+
+PLAYED, _ = apply_proposal(START, {"events": [
+    {"type": "change_stat", "stat": "player.hp", "by": -25},
+    {"type": "create_entity", "name": "Oda Fenn", "kind": "person", "location": "road"},
+    {"type": "set_possession", "item": "key", "holder": "oda fenn"},
+    {"type": "add_fact", "subject": "oda fenn", "predicate": "owes", "object": "you"},
+    {"type": "add_relationship", "source": "gwen", "kind": "ally of", "target": "you"},
+    {"type": "open_thread", "title": "Find Oda", "objectives": ["Ask around"]},
+    {"type": "set_scene", "present": ["gwen", "oda fenn"]},
+    {"type": "reach_milestone", "milestone": "rescue_gwen"},
+    {"type": "record_moment", "text": "Slipped", "weight": 4},
+    {"type": "note_event", "text": "The key changed hands."},
+]}, RULES, 3)
+PLAYED_JSON = PLAYED.to_json()
+PLAYED_PATHS = list(_paths(PLAYED_JSON))[1:]
+
+
+@st.composite
+def damaged_documents(draw):
+    stored = copy.deepcopy(PLAYED_JSON)
+    for _ in range(draw(st.integers(1, 4))):
+        path = draw(st.sampled_from(PLAYED_PATHS))
+        node = stored
+        try:
+            for part in path[:-1]:
+                node = node[part]
+            if draw(st.booleans()) and isinstance(node, dict):
+                node.pop(path[-1], None)
+            else:
+                node[path[-1]] = draw(json_values)
+        except (KeyError, IndexError, TypeError):
+            continue
+    return stored
+
+
+@SETTINGS
+@given(damaged_documents() | json_values, st.booleans())
+def test_normalise_repairs_anything_into_a_stable_document(stored, with_rules):
+    rules = RULES if with_rules else None
+    doc, repairs = normalise(stored, rules)
+    again, more = normalise(json.loads(json.dumps(doc.to_json())), rules)
+    assert more == [], more
+    assert again.to_json() == doc.to_json()
+    if stored == PLAYED_JSON:
+        assert repairs == []
+    apply_proposal(doc, {"events": [{"type": "change_stat", "stat": "player.hp", "by": -5}]}, RULES, 4)
+    state_for_prompt(doc, RULES)
