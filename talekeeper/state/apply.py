@@ -36,6 +36,8 @@ def apply_proposal(
 ) -> tuple[Document, Report]:
     """Validate and apply `proposal` (parsed JSON, any shape) at `turn`.
 
+    None means the reply carried no state block: the document comes back unchanged with
+    an empty report.
     `authority` is "story" for the model's proposals and "player" for manual
     corrections: a player's events pass the same validator, are recorded as the
     player's, outrank the story's facts, and are not paced by per-turn caps or
@@ -45,6 +47,8 @@ def apply_proposal(
     if authority not in ("story", "player"):
         raise ValueError(f"authority must be 'story' or 'player', not {authority!r}")
     work = document.model_copy(deep=True)
+    if proposal is None:  # no state block: nothing changed, nothing to report
+        return work, Report(turn=turn, authority=authority)
     ctx = Context(rules=rules, turn=turn, authority=authority)
     envelope = open_envelope(proposal)
     outcomes = [_outcome(None, None, note) for note in envelope.notes]

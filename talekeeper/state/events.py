@@ -94,7 +94,7 @@ def _f(name: str, shape: str, required: bool = True) -> Field:
 EVENTS: dict[str, EventSpec] = {
     spec.type: spec
     for spec in (
-        EventSpec("create_entity", "introduce a new person, place, thing or group (the only way to add one)",
+        EventSpec("create_entity", "introduce a new person, place, thing or group — kind is a free label (the only way to add one)",
                   (_f("name", "name"), _f("kind", "label"), _f("id", "id", False), _f("aliases", "names", False),
                    _f("description", "text", False), _f("status", "label", False), _f("location", "ref", False)),
                   {"name": "Oda Fenn", "kind": "person", "description": "The harbourmaster."}),

@@ -148,13 +148,14 @@ def _entity_line(doc: Document, eid: str) -> str:
 def state_for_prompt(document: Document, rules: Rules, in_scene_ids: list[str] | None = None) -> str:
     """The current state as compact text for the prompt.
 
-    `in_scene_ids` are the NPCs in scene this turn (default: the scene's `present`);
-    only their stats are shown. Every id, stat path, flag and milestone id the model may
+    `in_scene_ids` are the NPCs in scene this turn (default: the scene's `present`), as
+    the context layer detects them; only their stats are shown. Every id, stat path, flag and milestone id the model may
     use is named. Facts the player established are marked as theirs, and withdrawn facts
     are named as no longer true.
     """
     doc = document
-    present = [i for i in (in_scene_ids if in_scene_ids is not None else doc.scene.present) if i in doc.entities]
+    present = [i for i in doc.scene.present if i in doc.entities]
+    in_scene = [i for i in (in_scene_ids if in_scene_ids is not None else present) if i in doc.entities]
     lines: list[str] = []
     scene = doc.scene
     where = document_name(doc, scene.location) + f" ({scene.location})" if scene.location else "unknown"
@@ -169,10 +170,10 @@ def state_for_prompt(document: Document, rules: Rules, in_scene_ids: list[str] |
         lines.append("Your stats: " + _stats_line(doc, rules, "player"))
     if rules.stats.world:
         lines.append("World: " + _stats_line(doc, rules, "world"))
-    for npc in present:
+    for npc in in_scene:
         if npc in rules.stats.npcs:
             lines.append(f"{document_name(doc, npc)}: " + _stats_line(doc, rules, "npc", npc))
-    here = _in_view(doc, present)
+    here = _in_view(doc, list(dict.fromkeys([*present, *in_scene])))
     if here:
         lines.append("Here:")
         lines += [f"- {_entity_line(doc, i)}" for i in here]
@@ -238,13 +239,18 @@ def _fact_text(doc: Document, fact) -> str:  # type: ignore[no-untyped-def]
 # --- feedback ---------------------------------------------------------------------------
 
 
-def refusals_for_prompt(report: Report) -> str:
+def refusals_for_prompt(report: Report | None, unreadable: str | None = None) -> str:
     """What was lost entirely last turn — rejected, or unchanged at its limit — each with
-    its correction. Limited changes are left out on purpose. Empty when nothing was lost."""
-    lost = [o for o in report.outcomes if o.status in LOST]
-    if not lost:
+    its correction. Limited changes are left out on purpose. `unreadable` is the
+    extraction error when last turn's state block could not be read (or was cut off).
+    Empty when nothing was lost."""
+    lost = [o for o in report.outcomes if o.status in LOST] if report is not None else []
+    if not lost and not unreadable:
         return ""
     lines = ["Last turn these proposed changes did NOT happen (the state above is what is true):"]
+    if unreadable:
+        lines.append(f"- the state block: {unreadable}; what could not be read was not applied. "
+                     "Send one ```state block holding valid JSON, and only complete events.")
     for o in lost:
         what = _event_text(o.event) if o.index is not None else "the state block"
         verdict = "no change — at its limit" if o.status == "unchanged" else "refused"

@@ -118,8 +118,9 @@ def test_each_npc_stat_resolves_per_npc_by_id_or_name(doc, rules):
     assert (o.target, stat(new, "npc.brannoc.trust")) == ("npc.brannoc.trust", -5)
 
 
-def test_an_empty_proposal_is_a_no_op(doc, rules):
-    new, report = apply_proposal(doc, {"events": []}, rules, 1)
+@pytest.mark.parametrize("proposal", [{"events": []}, None])
+def test_an_empty_or_missing_proposal_is_a_no_op(doc, rules, proposal):
+    new, report = apply_proposal(doc, proposal, rules, 1)
     assert report.outcomes == () and new.to_json() == doc.to_json()
 
 
@@ -176,7 +177,7 @@ def test_whole_number_stats_refuse_fractions(doc, rules):
 @pytest.mark.parametrize(("proposal", "reason"), [
     ([], "not a JSON object"),
     ("events", "not a JSON object"),
-    (None, "not a JSON object"),
+    (3, "not a JSON object"),
     ({}, 'no "events" list'),
     ({"events": {"type": "note_event"}}, 'no "events" list'),
     ({"changes": []}, 'no "events" list'),

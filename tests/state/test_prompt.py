@@ -140,3 +140,15 @@ def test_a_hidden_refusal_quotes_no_number(doc, rules):
     text = refusals_for_prompt(report)
     assert "player.luck is already at its highest ('blessed')" in text
     assert not re.search(r"\d", text.replace('"by":1', ""))
+
+
+def test_an_unreadable_block_is_fed_back():
+    text = refusals_for_prompt(None, "the state block could not be read as JSON")
+    assert text.splitlines()[1].startswith("- the state block: the state block could not be read as JSON;")
+    assert refusals_for_prompt(None) == ""
+
+
+def test_the_scene_header_and_the_stats_follow_their_own_sources(doc, rules):
+    text = state_for_prompt(doc, rules, in_scene_ids=["gwen"])
+    assert "Present: Gwen (gwen), Brannoc Thane (brannoc)." in text
+    assert "npc.gwen.trust" in text and "npc.brannoc" not in text
