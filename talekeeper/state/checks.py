@@ -212,7 +212,8 @@ def _find(items: list[Any], ref: str) -> Any:
 
 def _outranked(ctx: Context, authority: str, what: str, text: str) -> Verdict | None:
     if AUTHORITY_RANK[ctx.authority] < AUTHORITY_RANK.get(authority, 0):
-        return reject("rules", f"{what} was established by the {authority} and outranks the {ctx.authority}",
+        who = {"canon": "the scenario's canon", "player": "the player"}.get(authority, authority)
+        return reject("rules", f"{what} was established by {who} and outranks the {ctx.authority}",
                       f"{what} stands ({text}); don't contradict it.", what)
     return None
 

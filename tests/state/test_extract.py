@@ -17,6 +17,8 @@ CASES = [
     ("The blade bites.\n  ```state\n" + BLOCK + "\n```", "The blade bites.", {"events": [EVENT]}, None),
     ("The blade bites. ```state " + BLOCK + "``` You stagger.", "The blade bites. You stagger.", {"events": [EVENT]}, None),
     ("Quiet night.", "Quiet night.", None, None),
+    ("Hi.\n```state json\n" + BLOCK + "\n```", "Hi.", {"events": [EVENT]}, None),
+    ("Hi.\n```state:\n" + BLOCK + "\n```", "Hi.", {"events": [EVENT]}, None),
     # small-model mistakes, repaired
     ('Hit.\n```state\n{"events": [{"type": "change_stat", "stat": "player.hp", "by": +5},]}\n```', "Hit.",
      {"events": [{"type": "change_stat", "stat": "player.hp", "by": 5}]}, None),

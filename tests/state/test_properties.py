@@ -10,7 +10,7 @@ import re
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from talekeeper.state import (
     EVENT_TYPES,
@@ -217,7 +217,6 @@ class Campaign(RuleBasedStateMachine):
         assert len(self.doc.recent_events) <= 5
 
     @invariant()
-    @precondition(lambda self: hasattr(self, "doc"))
     def normalise_keeps_a_valid_document(self):
         stored = json.loads(json.dumps(self.doc.to_json()))
         back, repairs = normalise(stored, RULES)
