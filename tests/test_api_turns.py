@@ -46,8 +46,10 @@ def test_a_turn_as_json(client: TestClient, adventure_id: int, scripted: Scripte
     assert body["turn"]["action_line"] == '> You say "Hello."'
     assert body["turn"]["narration"].startswith("The ferrywoman looks up.")
     assert body["can_undo"] is True and body["turns"] == 1
-    # The model saw the player's action last.
-    assert scripted.requests[-1].messages[-1].content == '> You say "Hello."'
+    # The model saw the player's action in the last message, after the current state.
+    last = scripted.requests[-1].messages[-1].content
+    assert '> You say "Hello."' in last
+    assert last.index("Scene: Greywater docks") < last.index('> You say "Hello."')
 
 
 def test_a_turn_streams_over_sse(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:

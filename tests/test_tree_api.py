@@ -48,7 +48,7 @@ def test_retry_writes_a_new_take_and_keeps_the_old(client: TestClient, adventure
     assert body["turn"]["action_line"] == "> You open the door."
     assert body["turn"]["parent_id"] == first["parent_id"] and body["turn"]["id"] != first["id"]
     # The model was asked the same action again.
-    assert scripted.requests[-1].messages[-1].content == "> You open the door."
+    assert "> You open the door." in scripted.requests[-1].messages[-1].content
     view = story(client, adventure_id)
     assert narrations(view) == ["The door swings open."]
     assert view["turns_shown"][-1]["takes"] == {"index": 2, "count": 2, "previous_id": first["id"], "next_id": None}
@@ -198,7 +198,7 @@ def test_edit_action_is_a_new_take_with_new_narration(
     )
     assert edited.status_code == 200, edited.text
     assert edited.json()["turn"]["action_line"] == '> You say "Hello?"'
-    assert scripted.requests[-1].messages[-1].content == '> You say "Hello?"'
+    assert '> You say "Hello?"' in scripted.requests[-1].messages[-1].content
     view = story(client, adventure_id)
     assert narrations(view) == ['The ferrywoman answers: "Quiet, you."']
     takes = client.get(f"/api/adventures/{adventure_id}/takes").json()["takes"]

@@ -7,7 +7,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from talekeeper.service.scenarios import fill_placeholders, get_scenario, placeholder_answers
+from talekeeper.state import RulesError, empty_rules, initial_document, load_rules
+from talekeeper.service.scenarios import ScenarioError, fill_placeholders, get_scenario, placeholder_answers
 from talekeeper.story import takes, tree
 from talekeeper.story.actions import format_action
 from talekeeper.store.models import Adventure, Node, Scenario
@@ -28,11 +29,6 @@ class AdventureNotFound(LookupError):
     pass
 
 
-def initial_state(scenario_data: dict[str, Any]) -> dict[str, Any]:
-    """The state document a new adventure starts from (the state engine fills it in)."""
-    return {}
-
-
 def start_adventure(
     session: Session,
     scenario_id: str,
@@ -42,15 +38,22 @@ def start_adventure(
     scenario = get_scenario(session, scenario_id)
     filled = fill_placeholders(scenario.data, placeholder_answers(scenario.data, answers))
     plot = {key: filled.get(key) for key in PLOT_FIELDS if filled.get(key) is not None}
+    raw_rules = filled.get("rules") or None
+    try:
+        rules = load_rules(raw_rules) if raw_rules else empty_rules()
+    except RulesError as exc:
+        # New-game construction fails loudly before play starts (DESIGN.md).
+        raise ScenarioError(f"This scenario's rules have mistakes: {exc}") from exc
     adventure = Adventure(
         scenario_id=scenario.id,
         title=(title or scenario.title)[:200],
         plot=plot,
+        rules=raw_rules,
         turn_count=0,
     )
     session.add(adventure)
     session.flush()
-    tree.create_root(session, adventure, filled.get("opening", ""), initial_state(filled))
+    tree.create_root(session, adventure, filled.get("opening", ""), initial_document(rules).to_json())
     return adventure
 
 

@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from talekeeper.context import insights
-from talekeeper.context.build import PreparedContext, prepare_context
+from talekeeper.context.build import HeadView, PreparedContext, StateSections, prepare_context
 from talekeeper.core import Talekeeper
 from talekeeper.llm.errors import LLMError
 from talekeeper.service.adventures import get_adventure, get_turn, node_view, story_view
+from talekeeper.service import world
+from talekeeper.state import visible_prefix
 from talekeeper.story import tree
 from talekeeper.story.actions import normalise_action
 from talekeeper.memory import bank
@@ -62,6 +64,9 @@ async def play_turn(
             else:
                 below = tree.parent_for_take(session, get_turn(session, adventure, take_of))
             below_id = below.id
+            rules = world.rules_of(adventure)
+            before = world.document_of(below.state, rules)
+            turn_number = below.depth + 1
         prepared = await build_context(tk, adventure_id, kind, text, at=below_id)
         assembly, request = prepared.assembly, prepared.request
         provider = tk.provider()
@@ -83,7 +88,8 @@ async def play_turn(
             yield TurnEvent("error", data={"message": str(exc)})
             return
 
-        narration = clean_narration(raw)
+        settled = world.settle_reply(raw, before, rules, turn_number)
+        narration = clean_narration(settled.prose)
         if not narration:
             yield TurnEvent(
                 "error",
@@ -103,7 +109,8 @@ async def play_turn(
                     action_text=text,
                     narration=narration,
                     reasoning=reasoning,
-                    state=parent.state,
+                    state=settled.state,
+                    proposal=settled.proposal,
                     model=tk.model_description(),
                 ),
             )
@@ -114,6 +121,7 @@ async def play_turn(
                 "can_redo": view["can_redo"],
                 "head_id": view["head_id"],
                 "turns": view["turns"],
+                "changes": settled.outcomes,
                 "prompt": assembly.as_dict(),
             }
             insights.store(session, adventure_id, node.id, assembly, request)
@@ -128,11 +136,14 @@ async def build_context(
     tk: Talekeeper, adventure_id: int, kind: str, text: str = "", at: int | None = None
 ) -> PreparedContext:
     """Step 3, also the Insights dry run: the prompt for this action at the head (or `at`)."""
-    return await prepare_context(tk, adventure_id, kind, text, render_state=None, at=at)
+    with tk.db.session() as session:
+        rules = world.rules_of(get_adventure(session, adventure_id))
 
+    def render_state(head: HeadView, in_scene_ids: list[str]) -> StateSections:
+        document = world.document_of(head.state, rules)
+        return StateSections(**world.prompt_sections(rules, document, head.proposal, in_scene_ids))
 
-def visible_prefix(raw: str) -> str:
-    return raw
+    return await prepare_context(tk, adventure_id, kind, text, render_state=render_state, at=at)
 
 
 def clean_narration(raw: str) -> str:

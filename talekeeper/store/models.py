@@ -79,6 +79,8 @@ class Adventure(Base):
     head_node_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # Per-adventure copy of the scenario's texts (plot components), editable mid-story.
     plot: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # The state engine's rules, copied from the scenario at creation (None: narrative only).
+    rules: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     turn_count: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_played_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

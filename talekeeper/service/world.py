@@ -1,0 +1,169 @@
+"""The state engine at work in an adventure: rules in, documents and verdicts out.
+
+`talekeeper.state` is pure; this module does the reading and the bookkeeping around it:
+which rules an adventure plays by, the document at a node, the sections the prompt
+needs, settling a reply (prose out, events validated and applied) and the player's own
+corrections. Everything it returns is plain JSON, ready for a node's columns.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from talekeeper.state import (
+    Document,
+    Report,
+    Rules,
+    apply_proposal,
+    canon_prompt,
+    emit_instructions,
+    empty_rules,
+    extract_reply,
+    load_rules,
+    normalise,
+    refusals_for_prompt,
+    stat_guide,
+    state_for_prompt,
+    vocabulary_prompt,
+)
+from talekeeper.state.report import Outcome
+from talekeeper.store.models import Adventure, Node
+
+
+@lru_cache(maxsize=64)
+def _rules_from_text(text: str) -> Rules:
+    return load_rules(json.loads(text))
+
+
+def rules_of(adventure: Adventure) -> Rules:
+    """The adventure's rules (validated once and cached by content)."""
+    if not adventure.rules:
+        return empty_rules()
+    return _rules_from_text(json.dumps(adventure.rules, sort_keys=True))
+
+
+def document_of(state: dict[str, Any] | None, rules: Rules) -> Document:
+    """A node's stored state as a document, repaired section by section if damaged."""
+    document, _repairs = normalise(state, rules)
+    return document
+
+
+def last_report(proposal: dict[str, Any] | None) -> Report | None:
+    """The verdicts recorded with a node's proposal, if any."""
+    report = (proposal or {}).get("report")
+    if not isinstance(report, dict):
+        return None
+    try:
+        return Report.model_validate(report)
+    except ValueError:
+        return None
+
+
+def prompt_sections(
+    rules: Rules, document: Document, head_proposal: dict[str, Any] | None, in_scene_ids: list[str]
+) -> dict[str, str | None]:
+    """The state engine's prompt sections, in DESIGN.md's order.
+
+    The vocabulary, canon and stat guide never change within an adventure, so they stay
+    byte-identical from turn to turn (prompt-prefix caching).
+    """
+    report = last_report(head_proposal)
+    vocabulary = vocabulary_prompt()
+    canon = canon_prompt(rules)
+    return {
+        "event_vocabulary": "\n\n".join(part for part in (vocabulary, canon) if part),
+        "stat_guide": stat_guide(rules) or None,
+        "current_state": state_for_prompt(document, rules, in_scene_ids),
+        "refusals": (refusals_for_prompt(report) or None) if report else None,
+        "emit_reminder": emit_instructions(),
+    }
+
+
+@dataclass
+class Settled:
+    """A reply read by the engine: the prose to store and the state after it."""
+
+    prose: str
+    state: dict[str, Any]
+    proposal: dict[str, Any]
+    outcomes: list[dict[str, Any]]
+
+
+def settle_reply(reply: str, before: Document, rules: Rules, turn: int) -> Settled:
+    """Steps 5–6 of a turn: extract the prose, validate and apply the proposed events.
+
+    Every proposal is kept with its raw text for audit — accepted, partly accepted,
+    rejected or unparseable.
+    """
+    extraction = extract_reply(reply)
+    record: dict[str, Any] = {
+        "source": "model",
+        "raw": extraction.raw_block,
+        "parse_error": extraction.error,
+        "events": (extraction.proposal or {}).get("events"),
+    }
+    if extraction.proposal is None:
+        record["report"] = None
+        return Settled(extraction.prose, before.to_json(), record, [])
+    after, report = apply_proposal(before, extraction.proposal, rules, turn)
+    record["report"] = report.to_json()
+    return Settled(extraction.prose, after.to_json(), record, outcome_views(report))
+
+
+def correct(before: Document, events: list[Any], rules: Rules, turn: int) -> tuple[dict[str, Any], dict[str, Any], Report]:
+    """The player's correction: the same validator, recorded as the player's."""
+    after, report = apply_proposal(before, {"events": events}, rules, turn, authority="player")
+    record = {"source": "player", "raw": None, "parse_error": None, "events": events, "report": report.to_json()}
+    return after.to_json(), record, report
+
+
+def rederive_for_edit(parent: Node, original: Node, narration: str, rules: Rules) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """An edited narration's take: the parent's state plus what the edited text implies.
+
+    A state block written into the edited text is what it implies; without one, the
+    events the original take's narration implied are re-validated against the parent's
+    state (an edit usually mends the prose, not what happened).
+    """
+    before = document_of(parent.state, rules)
+    extraction = extract_reply(narration)
+    if extraction.proposal is not None:
+        settled = settle_reply(narration, before, rules, original.depth)
+        settled.proposal.update(source="player_edit", edited_from=original.id)
+        return settled.prose, settled.state, settled.proposal
+    events = (original.proposal or {}).get("events") or []
+    after, report = apply_proposal(before, {"events": events}, rules, original.depth)
+    record = {
+        "source": "player_edit",
+        "edited_from": original.id,
+        "raw": None,
+        "parse_error": None,
+        "events": events,
+        "report": report.to_json() if events else None,
+    }
+    return extraction.prose, after.to_json(), record
+
+
+def outcome_views(report: Report) -> list[dict[str, Any]]:
+    """The change chips under a turn: applied, limited, unchanged at its limit, rejected."""
+    return [_outcome_view(o) for o in report.outcomes]
+
+
+def _outcome_view(outcome: Outcome) -> dict[str, Any]:
+    return {
+        "status": outcome.status,
+        "type": outcome.type,
+        "target": outcome.target,
+        "before": None if outcome.hidden else outcome.before,
+        "after": None if outcome.hidden else outcome.after,
+        "reason": outcome.reason,
+        "correction": outcome.correction,
+        "hidden": outcome.hidden,
+    }
+
+
+def changes_of(node: Node) -> list[dict[str, Any]]:
+    report = last_report(node.proposal)
+    return outcome_views(report) if report else []
