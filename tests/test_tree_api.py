@@ -39,6 +39,11 @@ def set_state(tk: Talekeeper, node_id: int, state: dict) -> None:
         session.get(Node, node_id).state = state
 
 
+def state_of(tk: Talekeeper, node_id: int) -> dict:
+    with tk.db.session() as session:
+        return session.get(Node, node_id).state
+
+
 def test_retry_writes_a_new_take_and_keeps_the_old(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
     first = play(client, adventure_id, scripted, "The door is locked.", "open the door")["turn"]
     scripted.queue("The door swings open.")
@@ -153,8 +158,8 @@ def test_edit_narration_is_a_new_take_with_the_parents_state(
 ) -> None:
     one = play(client, adventure_id, scripted, "You find a key.", "search")["turn"]
     two = play(client, adventure_id, scripted, "You open the chest.", "open chest")["turn"]["id"]
-    set_state(tk, one["parent_id"], {"keys": 0})
-    set_state(tk, one["id"], {"keys": 1})
+    parent_state = state_of(tk, one["parent_id"])
+    set_state(tk, one["id"], {**parent_state, "flags": {"ferry_hired": True, "tower_unlocked": False}})
     edited = client.post(
         f"/api/adventures/{adventure_id}/turns/{one['id']}/edit", json={"narration": "  You find nothing.  "}
     )
@@ -166,26 +171,28 @@ def test_edit_narration_is_a_new_take_with_the_parents_state(
     assert new["model"] == tree_ops.EDITED_BY_PLAYER
     assert view["can_undo"] and not view["can_redo"]
     # Its state comes from the parent, not from the take it replaces.
-    assert tree_ops.current_state(tk, adventure_id) == {"keys": 0}
+    assert tree_ops.current_state(tk, adventure_id) == parent_state
     # The original and its whole future are kept.
     client.post(f"/api/adventures/{adventure_id}/turns/{one['id']}/choose")
     assert client.post(f"/api/adventures/{adventure_id}/redo").json()["head_id"] == two
 
 
-def test_edit_narration_uses_the_state_hook(
-    client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
+def test_edit_narration_rederives_the_state_from_the_parent(
+    client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider
 ) -> None:
-    one = play(client, adventure_id, scripted, "You find a key.", "search")["turn"]
-    seen = []
-
-    def derive(parent_state, narration):
-        seen.append((parent_state, narration))
-        return {"derived_from": narration}
-
-    monkeypatch.setattr(tree_ops, "derive_state_for_edit", derive)
-    client.post(f"/api/adventures/{adventure_id}/turns/{one['id']}/edit", json={"narration": "You find a lamp."})
-    assert seen and seen[0][1] == "You find a lamp."
-    assert tree_ops.current_state(tk, adventure_id) == {"derived_from": "You find a lamp."}
+    hired = '```state\n{"events": [{"type": "set_flag", "flag": "ferry_hired", "value": true}]}\n```'
+    one = play(client, adventure_id, scripted, "Maren agrees to take you.\n\n" + hired, "ask Maren")["turn"]
+    assert tree_ops.current_state(tk, adventure_id)["flags"]["ferry_hired"] is True
+    # Mending the prose keeps what the original narration implied…
+    client.post(f"/api/adventures/{adventure_id}/turns/{one['id']}/edit", json={"narration": "Maren nods."})
+    assert tree_ops.current_state(tk, adventure_id)["flags"]["ferry_hired"] is True
+    # …and a state block written into the edit is what the edited text implies instead.
+    refused = '```state\n{"events": [{"type": "set_flag", "flag": "ferry_hired", "value": false}]}\n```'
+    edited = client.post(
+        f"/api/adventures/{adventure_id}/turns/{one['id']}/edit", json={"narration": "Maren refuses.\n\n" + refused}
+    ).json()
+    assert edited["turns_shown"][-1]["narration"] == "Maren refuses."
+    assert tree_ops.current_state(tk, adventure_id)["flags"]["ferry_hired"] is False
 
 
 def test_edit_action_is_a_new_take_with_new_narration(

@@ -96,7 +96,9 @@ def node_view(node: Node) -> dict[str, Any]:
         "depth": node.depth,
         "kind": node.action_kind,
         "action": node.action_text,
-        "action_line": format_action(node.action_kind, node.action_text),
+        "action_line": (
+            f"({node.action_text})" if node.action_kind == "correction" else format_action(node.action_kind, node.action_text)
+        ),
         "narration": node.narration,
         "reasoning": node.reasoning,
         "model": node.model,

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from talekeeper.core import Talekeeper
+from talekeeper.service import world
 from talekeeper.service.adventures import AdventureNotFound, get_adventure, get_turn, story_view
 from talekeeper.service.turns import TurnEvent, clean_narration, play_turn
 from talekeeper.store.models import Adventure
@@ -31,16 +32,6 @@ MAX_NARRATION_CHARS = 20_000
 
 class SavePointNotFound(AdventureNotFound):
     pass
-
-
-def derive_state_for_edit(parent_state: dict[str, Any] | None, narration: str) -> dict[str, Any] | None:
-    """The state after an edited narration: the parent's snapshot plus what the edited
-    text implies.
-
-    HOOK for the state engine: until it can read events out of prose, an edited take
-    starts from — and keeps — its parent's snapshot.
-    """
-    return parent_state
 
 
 # --- the unit of work ------------------------------------------------------------------
@@ -106,8 +97,8 @@ def edit_action(
 def edit_narration(tk: Talekeeper, adventure_id: int, node_id: int, narration: str) -> dict[str, Any]:
     """A new take of turn `node_id` carrying the player's text; the original is kept.
 
-    No model is called. The state is derived from the parent's snapshot
-    (`derive_state_for_edit`), never from the edited take's own.
+    No model is called. The state is re-derived from the parent's snapshot plus what the
+    edited text implies (`world.rederive_for_edit`), never taken from the edited take.
     """
     narration = clean_narration(narration or "")
     if not narration:
@@ -117,6 +108,7 @@ def edit_narration(tk: Talekeeper, adventure_id: int, node_id: int, narration: s
     with _writing(tk, adventure_id) as (session, adventure):
         original = get_turn(session, adventure, node_id)
         parent = tree.parent_for_take(session, original)
+        prose, state, proposal = world.rederive_for_edit(parent, original, narration, world.rules_of(adventure))
         tree.append_child(
             session,
             adventure,
@@ -124,9 +116,9 @@ def edit_narration(tk: Talekeeper, adventure_id: int, node_id: int, narration: s
             tree.NewTurn(
                 action_kind=original.action_kind,
                 action_text=original.action_text,
-                narration=narration,
-                state=derive_state_for_edit(parent.state, narration),
-                proposal={"source": "player_edit", "edited_from": original.id},
+                narration=prose,
+                state=state,
+                proposal=proposal,
                 model=EDITED_BY_PLAYER,
             ),
         )

@@ -77,7 +77,7 @@ def prompt_sections(
         "event_vocabulary": "\n\n".join(part for part in (vocabulary, canon) if part),
         "stat_guide": stat_guide(rules) or None,
         "current_state": state_for_prompt(document, rules, in_scene_ids),
-        "refusals": (refusals_for_prompt(report) or None) if report else None,
+        "refusals": refusals_for_prompt(report, unreadable=(head_proposal or {}).get("parse_error")) or None,
         "emit_reminder": emit_instructions(),
     }
 
@@ -167,3 +167,88 @@ def _outcome_view(outcome: Outcome) -> dict[str, Any]:
 def changes_of(node: Node) -> list[dict[str, Any]]:
     report = last_report(node.proposal)
     return outcome_views(report) if report else []
+
+
+def stat_views(document: Document, rules: Rules) -> list[dict[str, Any]]:
+    """Every declared stat with its value, range and band label, for the state panel.
+
+    The player sees the numbers of hidden stats too; only the model is kept to words.
+    """
+    from talekeeper.state import band_label
+
+    rows: list[dict[str, Any]] = []
+
+    def add(owner: str, path: str, name: str, rule: Any, live: Any) -> None:
+        value = live.value if live is not None else rule.initial
+        rows.append(
+            {
+                "owner": owner,
+                "path": path,
+                "name": name,
+                "kind": rule.kind,
+                "value": value,
+                "min": rule.min,
+                "max": rule.max,
+                "band": band_label(rule, value),
+                "hidden": rule.hidden,
+                "desc": rule.desc,
+            }
+        )
+
+    for name, rule in rules.stats.world.items():
+        add("world", f"world.{name}", name, rule, document.stats.world.get(name))
+    for name, rule in rules.stats.player.items():
+        add("player", f"player.{name}", name, rule, document.stats.player.get(name))
+    for npc, stats in rules.stats.npcs.items():
+        live = document.stats.npcs.get(npc, {})
+        for name, rule in stats.items():
+            add(npc, f"npc.{npc}.{name}", name, rule, live.get(name))
+    return rows
+
+
+def state_view(document: Document, rules: Rules) -> dict[str, Any]:
+    """The state at the head, grouped the way the state panel shows it."""
+    entities = document.entities
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for entity in entities.values():
+        by_type.setdefault(entity.type or "other", []).append(entity.model_dump(mode="json"))
+    return {
+        "scene": document.scene.model_dump(mode="json"),
+        "entities": by_type,
+        "possessions": [
+            {"item": item, "item_name": _name(entities, item), "holder": holder, "holder_name": _name(entities, holder)}
+            for item, holder in document.possessions.items()
+        ],
+        "facts": [f.model_dump(mode="json") for f in document.facts],
+        "relationships": [r.model_dump(mode="json") for r in document.relationships],
+        "threads": [t.model_dump(mode="json") for t in document.threads.values()],
+        "stats": stat_views(document, rules),
+        "flags": [
+            {"name": name, "value": value, "desc": rules.flags[name].desc if name in rules.flags else ""}
+            for name, value in document.flags.items()
+        ],
+        "milestones": [
+            {"id": mid, "reached_at": turn, "desc": rules.milestones[mid].desc if mid in rules.milestones else ""}
+            for mid, turn in document.milestones.items()
+        ],
+        "recent_events": [e.model_dump(mode="json") for e in document.recent_events],
+        "moments": [m.model_dump(mode="json") for m in document.moments],
+    }
+
+
+def _name(entities: dict[str, Any], entity_id: str) -> str:
+    entity = entities.get(entity_id)
+    return entity.name if entity is not None else entity_id
+
+
+def correction_summary(report: Report) -> str:
+    """How a correction reads in the story: "You corrected: player.health 10 → 6; …"."""
+    parts = []
+    for outcome in report.outcomes:
+        if outcome.status not in ("applied", "limited"):
+            continue
+        if outcome.hidden or outcome.before is None and outcome.after is None:
+            parts.append(outcome.target or outcome.type or "state")
+        else:
+            parts.append(f"{outcome.target}: {outcome.before} → {outcome.after}")
+    return "You corrected the state: " + "; ".join(parts)

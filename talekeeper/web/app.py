@@ -10,7 +10,7 @@ from fastapi.staticfiles import StaticFiles
 
 from talekeeper import __version__
 from talekeeper.core import Talekeeper
-from talekeeper.web import api, api_context, api_tree, errors, pages, pages_context, pages_tree
+from talekeeper.web import api, api_state, api_context, api_tree, errors, pages, pages_context, pages_tree
 from talekeeper.web.security import LocalOnlyMiddleware
 
 STATIC = Path(__file__).parent / "static"
@@ -32,6 +32,7 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     errors.install(app)
     app.include_router(api.router)
     app.include_router(api_tree.router)
+    app.include_router(api_state.router)
     app.include_router(pages.router)
     app.include_router(pages_tree.router)
     app.include_router(api_context.router)

@@ -76,20 +76,26 @@ def story_fragment(
     return render(request, name, story=view)
 
 
-@router.post("/adventures/{adventure_id}/{move}", response_class=HTMLResponse)
-def move(request: Request, adventure_id: int, move: str, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    moves = {"undo": tree.undo, "redo": tree.redo}
-    if move not in moves:
-        return HTMLResponse("Unknown action.", status_code=404)
+def _move(request: Request, adventure_id: int, move, tk: Talekeeper) -> HTMLResponse:
     message = None
     try:
         with tk.locks.hold(adventure_id), tk.db.session() as session:
-            moves[move](session, adventures.get_adventure(session, adventure_id))
+            move(session, adventures.get_adventure(session, adventure_id))
     except (tree.TreeError, AdventureBusy) as exc:
         message = str(exc)
     with tk.db.session() as session:
         view = adventures.story_view(session, adventures.get_adventure(session, adventure_id))
     return render(request, "_story.html", story=view, message=message)
+
+
+@router.post("/adventures/{adventure_id}/undo", response_class=HTMLResponse)
+def undo(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    return _move(request, adventure_id, tree.undo, tk)
+
+
+@router.post("/adventures/{adventure_id}/redo", response_class=HTMLResponse)
+def redo(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    return _move(request, adventure_id, tree.redo, tk)
 
 
 @router.delete("/adventures/{adventure_id}", response_class=HTMLResponse)

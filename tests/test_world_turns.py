@@ -1,0 +1,129 @@
+"""The state engine inside real turns: proposals validated and applied, refusals fed back,
+the protocol never shown, corrections recorded as the player's."""
+
+import json
+
+from fastapi.testclient import TestClient
+
+from talekeeper.llm.scripted import ScriptedProvider
+from tests.test_api_turns import sse_events
+
+REPLY = """Maren studies you, then nods once. "Two coins, and you bail."
+
+```state
+{"events": [
+  {"type": "change_stat", "stat": "npc.maren.trust", "by": 9},
+  {"type": "set_flag", "flag": "ferry_hired", "value": true},
+  {"type": "set_location", "entity": "Gwendolyn", "location": "docks"}
+]}
+```"""
+
+
+def play(client: TestClient, adventure_id: int, text: str) -> dict:
+    response = client.post(f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": text})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_a_proposal_is_validated_applied_and_reported(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+    scripted.queue(REPLY)
+    done = play(client, adventure_id, "offer Maren two coins")
+    assert "```" not in done["turn"]["narration"] and "events" not in done["turn"]["narration"]
+    statuses = [(c["target"], c["status"]) for c in done["changes"]]
+    assert ("npc.maren.trust", "limited") in statuses  # asked +9, the cap is 3 a turn
+    assert ("flags.ferry_hired", "applied") in statuses or any(
+        s == "applied" and "ferry_hired" in (t or "") for t, s in statuses
+    )
+    rejected = [c for c in done["changes"] if c["status"] == "rejected"]
+    assert len(rejected) == 1 and "Maren" in rejected[0]["correction"]  # names the known characters
+
+    state = client.get(f"/api/adventures/{adventure_id}/state").json()
+    trust = next(s for s in state["view"]["stats"] if s["path"] == "npc.maren.trust")
+    assert trust["value"] == 1 and trust["band"] == "wary"  # -2 + 3
+    assert {"name": "ferry_hired", "value": True, "desc": "Maren has agreed to take you across"} in state["view"]["flags"]
+
+    # What was lost entirely is put in front of the model on the next turn; the partial limit is not.
+    scripted.queue("The ferry rocks.")
+    play(client, adventure_id, "step aboard")
+    prompt = scripted.requests[-1].messages[-1].content
+    assert "Gwendolyn" in prompt
+    assert "npc.maren.trust 1/10 (wary)" in prompt
+
+
+def test_the_state_block_never_streams_to_the_reader(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+    scripted.queue(REPLY)
+    response = client.post(
+        f"/api/adventures/{adventure_id}/turns",
+        json={"kind": "do", "text": "haggle"},
+        headers={"Accept": "text/event-stream"},
+    )
+    shown = "".join(data["text"] for name, data in sse_events(response.text) if name == "text")
+    assert shown.strip().startswith("Maren studies you")
+    assert "```" not in shown and "change_stat" not in shown
+
+
+def test_undo_restores_the_state_exactly(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+    before = client.get(f"/api/adventures/{adventure_id}/state").json()["document"]
+    scripted.queue(REPLY)
+    play(client, adventure_id, "offer coins")
+    assert client.get(f"/api/adventures/{adventure_id}/state").json()["document"] != before
+    client.post(f"/api/adventures/{adventure_id}/undo")
+    assert client.get(f"/api/adventures/{adventure_id}/state").json()["document"] == before
+
+
+def test_a_player_correction_is_validated_recorded_and_undoable(client: TestClient, adventure_id: int) -> None:
+    url = f"/api/adventures/{adventure_id}/state/corrections"
+    response = client.post(url, json={"events": [{"type": "set_stat", "stat": "player.health", "value": 6}]})
+    assert response.status_code == 200, response.text
+    assert response.json()["changes"][0]["status"] == "applied"
+    health = lambda: next(  # noqa: E731
+        s["value"] for s in client.get(f"/api/adventures/{adventure_id}/state").json()["view"]["stats"] if s["path"] == "player.health"
+    )
+    assert health() == 6
+    story = client.get(f"/api/adventures/{adventure_id}").json()
+    assert story["turns_shown"][-1]["action_line"].startswith("(You corrected the state: player.health")
+    audit = client.get(f"/api/adventures/{adventure_id}/state/audit").json()
+    assert audit[0]["source"] == "player"
+
+    out_of_range = client.post(url, json={"events": [{"type": "set_stat", "stat": "player.health", "value": 99}]})
+    assert out_of_range.status_code == 200
+    assert out_of_range.json()["changes"][0]["status"] == "limited" and health() == 10
+
+    nonsense = client.post(url, json={"events": [{"type": "teleport", "to": "moon"}]})
+    assert nonsense.status_code == 422
+    assert health() == 10
+    client.post(f"/api/adventures/{adventure_id}/undo")
+    assert health() == 6
+
+
+def test_an_unreadable_block_is_kept_for_audit_and_fed_back(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+    scripted.queue('You wait.\n\n```state\n{"events": [{"type": "set_flag", "flag": \n```')
+    done = play(client, adventure_id, "wait")
+    assert done["turn"]["narration"] == "You wait."
+    audit = client.get(f"/api/adventures/{adventure_id}/state/audit").json()
+    assert audit[0]["raw"] is not None
+
+
+def test_published_schemas(client: TestClient) -> None:
+    for name in ("rules", "document", "proposal"):
+        schema = client.get(f"/api/schemas/{name}").json()
+        assert schema.get("$schema") or schema.get("type") == "object"
+    assert client.get("/api/schemas/nope").status_code == 404
+
+
+def test_a_scenario_with_broken_rules_fails_before_play(client: TestClient, tk) -> None:
+    from talekeeper.store.models import Scenario
+
+    with tk.db.session() as session:
+        session.add(
+            Scenario(
+                id="broken",
+                title="Broken",
+                description="",
+                data={"id": "broken", "title": "Broken", "opening": "x", "rules": {"stats": {"player": {"hp": {"min": 10, "max": 0, "initial": 5}}}}},
+            )
+        )
+    response = client.post("/api/adventures", json={"scenario_id": "broken"})
+    assert response.status_code == 422
+    assert "stats.player.hp" in response.json()["detail"]
+    assert json.dumps(client.get("/api/adventures").json()) == "[]"
