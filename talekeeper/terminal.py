@@ -15,7 +15,8 @@ from talekeeper.llm.errors import LLMError
 from talekeeper.service import adventures, scenarios
 from talekeeper.service.adventures import AdventureNotFound
 from talekeeper.service.locks import AdventureBusy
-from talekeeper.service.turns import TurnEvent, play_turn
+from talekeeper.service import state_updates
+from talekeeper.service.turns import TurnEvent, current_state_mode, play_turn
 from talekeeper.story import tree
 from talekeeper.story.actions import ActionError
 
@@ -33,9 +34,13 @@ def warm_up(tk: Talekeeper) -> None:
     """Start the model before the first turn, with a spinner (the embedded model loads here)."""
     with console.status(f"Loading model: {tk.model_description()} …") as status:
         try:
-            start = getattr(tk.provider(), "start", None)
+            provider = tk.provider()
+            start = getattr(provider, "start", None)
             if start is not None:
                 asyncio.run(start(lambda message: status.update(f"Loading model: {message}")))
+            if current_state_mode(tk) == "structured" and provider.id == "embedded":
+                status.update("Preparing the state-update grammar (once per start) …")
+                asyncio.run(state_updates.warm_up(provider))
         except LLMError as exc:
             console.print(f"[yellow]Model not ready:[/] {exc}")
 

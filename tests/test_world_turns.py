@@ -127,3 +127,42 @@ def test_a_scenario_with_broken_rules_fails_before_play(client: TestClient, tk) 
     assert response.status_code == 422
     assert "stats.player.hp" in response.json()["detail"]
     assert json.dumps(client.get("/api/adventures").json()) == "[]"
+
+
+def test_structured_state_updates_use_a_second_schema_bound_request(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
+    assert client.put("/api/settings", json={"generation": {"state_updates": "structured"}}).status_code == 200
+    scripted.queue(
+        "Maren pockets the coins and pushes off.",
+        '{"events": [{"type": "change_stat", "stat": "npc.maren.trust", "by": 2}]}',
+    )
+    done = play(client, adventure_id, "pay Maren")
+    narration_request, state_request = scripted.requests[-2:]
+    assert "```state" not in narration_request.messages[-1].content  # no emit reminder for the narrator
+    assert state_request.json_schema is not None
+    enum_ids = str(state_request.json_schema)
+    assert "npc.maren.trust" in enum_ids  # narrowed to the stat paths that exist
+    assert done["turn"]["narration"] == "Maren pockets the coins and pushes off."
+    assert [(c["target"], c["status"]) for c in done["changes"]] == [("npc.maren.trust", "applied")]
+
+
+def test_a_failed_state_pass_keeps_the_turn_and_the_state(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
+    client.put("/api/settings", json={"generation": {"state_updates": "structured"}})
+    before = client.get(f"/api/adventures/{adventure_id}/state").json()["document"]
+    scripted.queue("The ferry drifts.")  # and no answer for the state pass
+    done = play(client, adventure_id, "drift")
+    assert done["turn"]["narration"] == "The ferry drifts." and done["changes"] == []
+    assert client.get(f"/api/adventures/{adventure_id}/state").json()["document"]["flags"] == before["flags"]
+    audit = client.get(f"/api/adventures/{adventure_id}/state/audit").json()
+    assert "state update could not be made" in audit[0]["parse_error"]
+
+
+def test_off_sends_no_vocabulary(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+    client.put("/api/settings", json={"generation": {"state_updates": "off"}})
+    scripted.queue("Quiet.")
+    play(client, adventure_id, "listen")
+    sent = "\n".join(m.content for m in scripted.requests[-1].messages)
+    assert "change_stat" not in sent and "```state" not in sent

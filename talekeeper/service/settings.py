@@ -9,7 +9,7 @@ operator's decision, so `allow_remote` comes only from the environment, never fr
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy.orm import Session
@@ -36,6 +36,14 @@ class GenerationSettings(BaseModel):
     top_p: float = Field(0.95, gt=0.0, le=1.0, description="Nucleus sampling cut-off.")
     context_budget: int = Field(
         3072, ge=512, le=131072, description="Tokens of story and instructions sent each turn."
+    )
+    state_updates: Literal["auto", "inline", "structured", "off"] = Field(
+        "auto",
+        description=(
+            "How the model reports what changed: 'inline' (a state block after the prose), "
+            "'structured' (a second short request under a JSON Schema), 'off' (narrative only), "
+            "'auto' (structured for the embedded model and Ollama, inline otherwise)."
+        ),
     )
 
 

@@ -15,6 +15,7 @@ before the player acted, and the player can simply send the action again.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,7 @@ from talekeeper.context.build import HeadView, PreparedContext, StateSections, p
 from talekeeper.core import Talekeeper
 from talekeeper.llm.errors import LLMError
 from talekeeper.service.adventures import get_adventure, get_turn, node_view, story_view
-from talekeeper.service import world
+from talekeeper.service import state_updates, world
 from talekeeper.state import visible_prefix
 from talekeeper.story import tree
 from talekeeper.story.actions import normalise_action
@@ -33,6 +34,11 @@ from talekeeper.memory.worker import worker_for
 from talekeeper.store.models import Node
 
 HISTORY_WINDOW = 200  # turns read from the store; the budget decides how many are sent
+INTERNAL_ERROR = (
+    "talekeeper hit an internal error while writing this turn (it is in the server log). "
+    "Nothing was saved; the story is as it was. Try again."
+)
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -56,6 +62,7 @@ async def play_turn(
     (a sibling below the same parent; the old take and its future stay)."""
     kind, text = normalise_action(kind, text)
     tk.locks.acquire(adventure_id)
+    accepted = False
     try:
         with tk.db.session() as session:
             adventure = get_adventure(session, adventure_id)
@@ -71,6 +78,7 @@ async def play_turn(
         assembly, request = prepared.assembly, prepared.request
         provider = tk.provider()
         yield TurnEvent("accepted", data={"action_line": assembly.action_line, "kind": kind, "text": text})
+        accepted = True
 
         raw, reasoning, shown = "", "", ""
         try:
@@ -88,7 +96,21 @@ async def play_turn(
             yield TurnEvent("error", data={"message": str(exc)})
             return
 
+        state_error = None
+        if current_state_mode(tk) == "structured":
+            # A second short request under the proposal's schema (see state_updates).
+            yield TurnEvent("status", data={"message": "Updating the story's state…"})
+            prose = world.extract_prose(raw)
+            try:
+                answer = await provider.complete(
+                    state_updates.structured_request(prose, before, rules, prepared.scan.in_scene_ids)
+                )
+                raw = prose + state_updates.as_block(answer)
+            except LLMError as exc:
+                state_error = f"The state update could not be made ({exc}); the state is unchanged."
         settled = world.settle_reply(raw, before, rules, turn_number)
+        if state_error:
+            settled.proposal["parse_error"] = state_error
         narration = clean_narration(settled.prose)
         if not narration:
             yield TurnEvent(
@@ -128,6 +150,13 @@ async def play_turn(
             bank.record_use(session, prepared.memory_ids, node.depth)
         worker_for(tk).schedule(adventure_id)  # memories and summary, after the turn
         yield TurnEvent("done", data=done)
+    except Exception:
+        if not accepted:
+            raise  # refusals before the action was taken answer the request itself
+        # Once the stream has begun, a bug must still end it with a clear word, not silence;
+        # the unit of work rolled back, so nothing was written.
+        log.exception("turn on adventure %s failed after it was accepted", adventure_id)
+        yield TurnEvent("error", data={"message": INTERNAL_ERROR})
     finally:
         tk.locks.release(adventure_id)
 
@@ -139,11 +168,23 @@ async def build_context(
     with tk.db.session() as session:
         rules = world.rules_of(get_adventure(session, adventure_id))
 
+    mode = current_state_mode(tk)
+
     def render_state(head: HeadView, in_scene_ids: list[str]) -> StateSections:
         document = world.document_of(head.state, rules)
-        return StateSections(**world.prompt_sections(rules, document, head.proposal, in_scene_ids))
+        sections = world.prompt_sections(rules, document, head.proposal, in_scene_ids)
+        if mode != "inline":
+            # The narrator is not asked for a block: a structured pass (or nothing) follows.
+            sections.update(event_vocabulary=world.canon_only(rules), emit_reminder=None)
+        if mode == "off":
+            sections.update(refusals=None)
+        return StateSections(**sections)
 
     return await prepare_context(tk, adventure_id, kind, text, render_state=render_state, at=at)
+
+
+def current_state_mode(tk: Talekeeper) -> state_updates.StateMode:
+    return state_updates.state_mode(tk.generation().state_updates, tk.provider())
 
 
 def clean_narration(raw: str) -> str:

@@ -82,6 +82,15 @@ def prompt_sections(
     }
 
 
+def canon_only(rules: Rules) -> str | None:
+    """The campaign canon without the event vocabulary (when the narrator writes no block)."""
+    return canon_prompt(rules) or None
+
+
+def extract_prose(reply: str) -> str:
+    return extract_reply(reply).prose
+
+
 @dataclass
 class Settled:
     """A reply read by the engine: the prose to store and the state after it."""

@@ -1,0 +1,76 @@
+"""How each model hands over what changed in the story.
+
+- **inline** — the narrator appends a ```state block after the prose; the tolerant
+  extractor reads it (trailing commas, `+5`, single quotes are repaired). Any
+  OpenAI-compatible server (llama.cpp server, vLLM, LM Studio, Ollama's /v1).
+- **structured** — after the prose, one short second request under the proposal's JSON
+  Schema, narrowed to the ids, stat paths and milestones that exist, so it always parses
+  and cannot invent names. The embedded model (a llama.cpp grammar) and Ollama's native
+  API (`format`) use it by default; any server whose OpenAI API accepts a
+  `json_schema` response format can be switched to it in the settings.
+- **off** — a plain narrative: no vocabulary in the prompt, no state changes.
+
+Small models without a grammar produce no usable JSON at all, and only enums of the
+existing ids stop them inventing names — hence structured for the embedded model.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from talekeeper.llm.base import GenerationRequest, Message, Provider
+from talekeeper.state import Document, Rules, proposal_schema, state_for_prompt, stat_guide
+
+StateMode = Literal["inline", "structured", "off"]
+STRUCTURED_BY_DEFAULT = {"embedded", "ollama"}
+# Bound the block: a small model under a grammar can repeat one event up to the token limit.
+MAX_STRUCTURED_EVENTS = 4
+MAX_STRUCTURED_TOKENS = 200
+
+INSTRUCTIONS = (
+    "You keep the record of an interactive story. Read the narration of the latest turn and "
+    "list only what it changed, as events: stats that went up or down (change_stat with a signed "
+    "amount), flags, milestones reached, items changing hands, characters moving, new facts. "
+    "Use only the ids, names and stat paths shown. If nothing changed, give an empty list."
+)
+
+
+def state_mode(setting: str, provider: Provider) -> StateMode:
+    """'auto' made concrete for this provider (see the module docstring)."""
+    if setting in ("inline", "structured", "off"):
+        if setting == "structured" and not provider.supports_schema:
+            return "inline"
+        return setting  # type: ignore[return-value]
+    return "structured" if provider.id in STRUCTURED_BY_DEFAULT and provider.supports_schema else "inline"
+
+
+def structured_request(
+    narration: str, document: Document, rules: Rules, in_scene_ids: list[str], temperature: float = 0.2
+) -> GenerationRequest:
+    guide = stat_guide(rules)
+    system = "\n\n".join(
+        part for part in (INSTRUCTIONS, guide, "Current state:\n" + state_for_prompt(document, rules, in_scene_ids)) if part
+    )
+    return GenerationRequest(
+        mode="chat",
+        messages=[
+            Message(role="system", content=system),
+            Message(role="user", content=f"Narration of the latest turn:\n{narration}\n\nWhat changed?"),
+        ],
+        json_schema=proposal_schema(document, rules, max_events=MAX_STRUCTURED_EVENTS),
+        max_tokens=MAX_STRUCTURED_TOKENS,
+        temperature=temperature,
+    )
+
+
+def as_block(raw_json: str) -> str:
+    """Wrap a structured answer as the inline protocol, so one extractor reads both."""
+    return f"\n\n```state\n{raw_json.strip()}\n```"
+
+
+async def warm_up(provider: Provider) -> None:
+    """Pay llama.cpp's one-time grammar set-up (~15 s on 2 cores) at start, not on turn one."""
+    from talekeeper.state import empty_document, empty_rules
+
+    request = structured_request("Nothing happens.", empty_document(), empty_rules(), [])
+    await provider.complete(request.model_copy(update={"max_tokens": 8}))
