@@ -357,6 +357,10 @@ class CrashRun:
                 f"[{moment}] node {node_id} holds narration the model never finished: {node.narration!r}"
             )
             assert node.adventure_id in ledger.in_flight, f"[{moment}] node {node_id} appeared from nowhere"
+            # A turn commits whole: its node and the head move together, or neither.
+            assert snap.heads[node.adventure_id] == node_id, (
+                f"[{moment}] node {node_id} was written but the head did not move to it"
+            )
             report.committed_unseen += 1
         new_adventures = set(snap.heads) - set(ledger.heads)
         assert len(new_adventures) <= (1 if ledger.adventure_in_flight else 0), (

@@ -200,15 +200,15 @@ def test_sse_is_not_buffered_by_the_guard(tk: Talekeeper, scripted) -> None:
             headers={"Accept": "text/event-stream"},
         ) as response:
             assert_security_headers(response)
-            seen = ""
-            for chunk in response.iter_text():
+            seen, chunks = "", response.iter_text()
+            for chunk in chunks:
                 seen += chunk
                 if "event: text" in seen:
                     break
             # The first pieces arrived while the model is still held mid-reply.
             assert "event: done" not in seen
             gate.set()
-            rest = "".join(response.iter_text())
+            rest = "".join(chunks)
         assert "event: done" in rest
 
 

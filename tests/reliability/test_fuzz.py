@@ -1,0 +1,282 @@
+"""Fuzzing the edges where untrusted input arrives: HTTP requests, scenario rules, and
+whatever the model writes.
+
+Properties, for any input:
+- nothing raises an unhandled error: no 500, only clear refusals (JSON with a `detail`);
+- a refused input changes nothing: the database is byte-for-byte as it was;
+- the prose never carries the state protocol, on screen (SSE) or on disk.
+
+tests/state/test_properties.py fuzzes the pure state engine (apply, extract, normalise);
+these go through the layers around it. The suite runs a short budget;
+`scripts/fuzz_long.py` runs the same properties for long (TALEKEEPER_FUZZ_EXAMPLES).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import sqlite3
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from talekeeper.core import Talekeeper
+from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.memory.worker import MemoryWorker
+from talekeeper.service.turns import INTERNAL_ERROR
+from talekeeper.state import FENCE_INFO, RulesError, load_rules
+from talekeeper.web.app import create_app
+from tests.conftest import DEMO
+from tests.reliability.test_concurrency import minimal
+
+EXAMPLES = int(os.environ.get("TALEKEEPER_FUZZ_EXAMPLES", "60"))
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    database=None,  # the suite's runs are independent; a failure prints its reproduction
+)
+# HTTP: examples per route (about 40 routes), so every route is exercised in a short run.
+HTTP_FUZZ = settings(FUZZ, max_examples=max(3, int(os.environ.get("TALEKEEPER_FUZZ_PER_ROUTE", EXAMPLES // 6))))
+RUNS: Counter[str] = Counter()  # examples run per property (scripts/fuzz_long.py prints it)
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=30)
+    | st.sampled_from(["", "0", "-1", "null", "do", "continue", "x" * 5000, "\x00", "../../etc/passwd", "<script>"])
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
+    max_leaves=25,
+)
+
+
+def fingerprint(path: Path) -> str:
+    """A hash of every row of every table: equal fingerprints, identical story."""
+    digest = hashlib.sha256()
+    with sqlite3.connect(path) as db:
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        for table in tables:
+            digest.update(table.encode())
+            for row in db.execute(f"SELECT * FROM {table} ORDER BY rowid"):
+                digest.update(repr(row).encode())
+    return digest.hexdigest()
+
+
+# --- HTTP requests ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def quiet_bank(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No background memory runs: only the request under test may change the database."""
+    monkeypatch.setattr(MemoryWorker, "schedule", lambda self, adventure_id: None)
+
+
+def api_operations(app) -> tuple[list[tuple[str, str, dict[str, Any]]], dict[str, Any]]:
+    spec = app.openapi()
+    operations = [
+        (method.upper(), path, operation)
+        for path, methods in spec["paths"].items()
+        if path.startswith("/api/")
+        for method, operation in methods.items()
+    ]
+    return operations, spec.get("components", {}).get("schemas", {})
+
+
+def test_any_request_gets_a_clear_answer_and_a_refusal_changes_nothing(
+    isolated_home: Path, quiet_bank: None
+) -> None:
+    provider = ScriptedProvider(lambda request: "The lamp burns low.", chunk_size=7)
+    tk = Talekeeper(isolated_home, provider_override=provider)
+    client = TestClient(create_app(tk), base_url="http://127.0.0.1:8000", raise_server_exceptions=False)
+    story = client.post("/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}}).json()
+    turn = client.post(f"/api/adventures/{story['id']}/turns", json={"kind": "continue"}).json()["turn"]
+    ids = {"adventure_id": story["id"], "node_id": turn["id"], "leaf_id": turn["id"], "scenario_id": DEMO}
+    operations, components = api_operations(client.app)
+    db_path = tk.db.path
+
+    def body_for(operation: dict[str, Any]) -> st.SearchStrategy[Any]:
+        schema = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+        if schema is None:
+            return st.one_of(st.none(), json_values)
+        valid = minimal(schema, components)
+        mutated = st.none()
+        if isinstance(valid, dict):
+            mutated = st.builds(lambda key, value: {**valid, key: value}, st.text(max_size=12) | st.sampled_from(sorted(valid) or ["x"]), json_values)
+        return st.one_of(st.just(valid), mutated, json_values)
+
+    def requests(operation: tuple[str, str, dict[str, Any]]) -> st.SearchStrategy[tuple[str, Any, bytes | None]]:
+        method, path, spec = operation
+
+        @st.composite
+        def draw_request(draw) -> tuple[str, Any, bytes | None]:
+            url = path
+            for parameter in spec.get("parameters", []):
+                if parameter["in"] == "path":
+                    name = parameter["name"]
+                    value = draw(
+                        st.sampled_from([ids.get(name, 1), 0, -1, 2**63, 2**64, "x", "1.5", "%2e%2e"])
+                        if draw(st.booleans())
+                        else st.just(ids.get(name, 1))
+                    )
+                    url = url.replace("{" + name + "}", str(value))
+            raw = draw(st.one_of(st.none(), st.none(), st.binary(max_size=64), st.just(b'{"kind": "do", "text": ')))
+            return url, draw(body_for(spec)), raw
+
+        return draw_request()
+
+    def check(operation: tuple[str, str, dict[str, Any]]) -> None:
+        method = operation[0]
+
+        @HTTP_FUZZ
+        @given(requests(operation))
+        def one(request: tuple[str, Any, bytes | None]) -> None:
+            RUNS["http"] += 1
+            url, body, raw = request
+            before = fingerprint(db_path)
+            if raw is not None:
+                response = client.request(method, url, content=raw, headers={"Content-Type": "application/json"})
+            elif body is None:
+                response = client.request(method, url)
+            else:  # as Python writes it: NaN and Infinity included, as a sloppy client might
+                payload = json.dumps(body).encode()
+                response = client.request(method, url, content=payload, headers={"Content-Type": "application/json"})
+            assert response.status_code < 500, (method, url, body, response.status_code, response.text[:300])
+            if response.status_code >= 400:
+                assert response.headers["content-type"].startswith("application/json"), response.headers
+                assert response.json().get("detail"), response.text
+                assert fingerprint(db_path) == before, f"refused {method} {url} changed the database"
+
+        one()
+
+    for operation in operations:  # every route gets its share, however many there are
+        check(operation)
+    tk.db.dispose()
+
+
+# --- scenario rules ----------------------------------------------------------------------
+
+def _demo_rules() -> dict[str, Any]:
+    from tests.state.demo_scenario import DEMO_RULES as rules
+
+    return copy.deepcopy(rules)
+
+
+@st.composite
+def mutated_rules(draw) -> Any:
+    """The demo's rules with a few values anywhere in the tree replaced by anything."""
+    rules = _demo_rules()
+    for _ in range(draw(st.integers(1, 4))):
+        node: Any = rules
+        parent, key = None, None
+        for _depth in range(draw(st.integers(0, 5))):
+            if isinstance(node, dict) and node:
+                key = draw(st.sampled_from(sorted(node)))
+            elif isinstance(node, list) and node:
+                key = draw(st.integers(0, len(node) - 1))
+            else:
+                break
+            parent, node = node, node[key]
+        if parent is not None:
+            parent[key] = draw(json_values)
+    return rules
+
+
+@FUZZ
+@given(st.one_of(json_values, mutated_rules()))
+def test_any_rules_declaration_is_loaded_or_refused_by_path(raw: Any) -> None:
+    RUNS["rules"] += 1
+    try:
+        rules = load_rules(raw)
+    except RulesError as exc:
+        assert str(exc).strip(), "a refusal must say what is wrong"
+        return
+    assert rules is not None
+
+
+# --- what the model writes -----------------------------------------------------------------
+
+PROSE = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=80)
+FENCES = st.sampled_from([f"```{FENCE_INFO}\n", "```json\n", "```\n", f"``` {FENCE_INFO}", "~~~\n", "```" + FENCE_INFO.upper() + "\n"])
+BLOCK_BODIES = st.one_of(
+    json_values.map(json.dumps),
+    st.just('{"events": [{"type": "change_stat", "stat": "player.hp", "amount": -3}]}'),
+    st.just('{"events": [{"type": "set_flag", "flag": "alarm_raised", "value": true}'),  # cut off
+    st.just('{"events": ['),
+    st.text(max_size=40),
+)
+
+
+@st.composite
+def model_replies(draw) -> str:
+    parts = []
+    for _ in range(draw(st.integers(1, 4))):
+        choice = draw(st.integers(0, 3))
+        if choice == 0:
+            parts.append(draw(PROSE))
+        elif choice == 1:
+            parts.append(draw(FENCES) + draw(BLOCK_BODIES) + draw(st.sampled_from(["\n```", "```", ""])))
+        elif choice == 2:
+            parts.append("<think>" + draw(PROSE) + draw(st.sampled_from(["</think>", ""])))
+        else:
+            parts.append(draw(BLOCK_BODIES))
+    return draw(st.sampled_from(["", "\n", " "])).join(parts)
+
+
+def test_whatever_the_model_writes_the_story_stays_whole(isolated_home: Path, quiet_bank: None) -> None:
+    """A turn over any reply either commits whole, with prose free of the protocol, or is
+    refused with a clear error and writes nothing."""
+    replies: list[str] = []
+    provider = ScriptedProvider(lambda request: replies[-1], chunk_size=5)
+    tk = Talekeeper(isolated_home, provider_override=provider)
+    client = TestClient(create_app(tk), base_url="http://127.0.0.1:8000", raise_server_exceptions=False)
+    adventure = client.post("/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}}).json()["id"]
+
+    @FUZZ
+    @given(model_replies())
+    def check(reply: str) -> None:
+        RUNS["model output"] += 1
+        replies.append(reply)
+        before = fingerprint(tk.db.path)
+        response = client.post(
+            f"/api/adventures/{adventure}/turns",
+            json={"kind": "do", "text": "look"},
+            headers={"Accept": "text/event-stream"},
+        )
+        assert response.status_code == 200, response.text[:300]
+        events = [block for block in response.text.replace("\r\n", "\n").split("\n\n") if block.strip()]
+        shown = "".join(
+            json.loads(line[5:].strip())["text"]
+            for block in events
+            if block.startswith("event: text")
+            for line in block.split("\n")
+            if line.startswith("data:")
+        )
+        assert "```" + FENCE_INFO not in shown, f"the protocol reached the screen: {shown!r}"
+        last = events[-1]
+        if last.startswith("event: error"):
+            message = json.loads(last.split("data:", 1)[1])["message"]
+            assert message != INTERNAL_ERROR, f"the turn pipeline crashed on this reply (see the log): {reply!r}"
+            assert fingerprint(tk.db.path) == before, "a failed turn wrote something"
+            return
+        assert last.startswith("event: done"), last
+        done = json.loads(last.split("data:", 1)[1])
+        narration = done["turn"]["narration"]
+        assert narration.strip()
+        assert "```" + FENCE_INFO not in narration and "```" + FENCE_INFO.upper() not in narration
+        assert narration.startswith(shown.strip()[:1]) or not shown.strip()
+        client.post(f"/api/adventures/{adventure}/undo")  # keep the story short
+
+    check()
+    tk.db.dispose()
