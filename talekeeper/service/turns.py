@@ -95,6 +95,8 @@ async def play_turn(
         except LLMError as exc:
             yield TurnEvent("error", data={"message": str(exc)})
             return
+        # Surrogate halves (a pair split across a server's JSON escapes) cannot be stored.
+        raw, reasoning = unicode_safe(raw), unicode_safe(reasoning)
 
         state_error = None
         if current_state_mode(tk) == "structured":
@@ -189,6 +191,11 @@ def current_state_mode(tk: Talekeeper) -> state_updates.StateMode:
 
 def clean_narration(raw: str) -> str:
     return raw.strip()
+
+
+def unicode_safe(text: str) -> str:
+    """Join surrogate pairs that arrived as separate halves; a lone half becomes U+FFFD."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 async def collect_turn(tk: Talekeeper, adventure_id: int, kind: str, text: str = "") -> dict[str, Any]:

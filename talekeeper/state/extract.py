@@ -147,7 +147,19 @@ def _loads(content: str) -> Any:
             value = json_repair.repair_json(content, return_objects=True)
         except Exception:  # json-repair is third-party: any failure means unreadable
             return _UNREADABLE
-    return value if isinstance(value, dict | list) else _UNREADABLE
+    return _unicode_safe(value) if isinstance(value, dict | list) else _UNREADABLE
+
+
+def _unicode_safe(value: Any) -> Any:
+    """Strings as they can be stored: JSON escapes may decode to surrogate halves (a pair
+    split by a repair, or a lone `\\ud800`); join pairs, and a lone half becomes U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_unicode_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {_unicode_safe(k): _unicode_safe(v) for k, v in value.items()}
+    return value
 
 
 def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
