@@ -406,13 +406,16 @@ class CrashRun:
                         assert expected <= ids, f"adventure {adventure}: Save Points missing after restart"
 
 
-def run(data_dir: Path, kill_points: int, seed: int, chunk_delay: float = 0.004) -> CrashRun:
-    """`kill_points` kills, cycling through every moment, on one data directory."""
+def run(
+    data_dir: Path, kill_points: int, seed: int, first_moment: int = 0, chunk_delay: float = 0.004
+) -> CrashRun:
+    """`kill_points` kills, cycling through every moment (from `first_moment`, so runs side
+    by side can share the moments out), on one data directory."""
     with FakeModelServer(chunk_delay=chunk_delay) as fake:
         crash = CrashRun(data_dir, fake, seed)
         crash.start()
         try:
-            moments = [KILL_MOMENTS[i % len(KILL_MOMENTS)] for i in range(kill_points)]
+            moments = [KILL_MOMENTS[(first_moment + i) % len(KILL_MOMENTS)] for i in range(kill_points)]
             crash.rng.shuffle(moments)
             for moment in moments:
                 crash.kill_point(moment)

@@ -30,7 +30,7 @@ def test_sigkill_at_random_moments_loses_nothing_the_player_saw(tmp_path: Path) 
     def one(index: int) -> crash.CrashRun:
         seed = base_seed + index
         try:
-            return crash.run(tmp_path / f"run{index}", kill_points=per_run, seed=seed)
+            return crash.run(tmp_path / f"run{index}", kill_points=per_run, seed=seed, first_moment=index * per_run)
         except BaseException as exc:
             raise AssertionError(f"crash run failed; rerun with TALEKEEPER_CRASH_SEED={base_seed}") from exc
 

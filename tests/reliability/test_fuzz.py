@@ -13,6 +13,7 @@ these go through the layers around it. The suite runs a short budget;
 
 from __future__ import annotations
 
+import atexit
 import copy
 import hashlib
 import json
@@ -46,6 +47,8 @@ FUZZ = settings(
 # HTTP: examples per route (about 40 routes), so every route is exercised in a short run.
 HTTP_FUZZ = settings(FUZZ, max_examples=max(3, int(os.environ.get("TALEKEEPER_FUZZ_PER_ROUTE", EXAMPLES // 6))))
 RUNS: Counter[str] = Counter()  # examples run per property (scripts/fuzz_long.py prints it)
+if os.environ.get("TALEKEEPER_FUZZ_COUNTS"):
+    atexit.register(lambda: Path(os.environ["TALEKEEPER_FUZZ_COUNTS"]).write_text(json.dumps(RUNS)))
 
 scalars = (
     st.none()

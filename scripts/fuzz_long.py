@@ -1,0 +1,143 @@
+"""The long fuzz run: the suite's fuzzing properties with a budget measured in hours, not seconds.
+
+    .venv/bin/python scripts/fuzz_long.py [--examples 5000] [--atheris-seconds 600]
+
+1. tests/reliability/test_fuzz.py — every API route (no 500; a refusal changes nothing),
+   rules declarations (loaded or refused by path), hostile model replies through a whole
+   turn (the protocol never reaches screen or disk; a failed turn writes nothing);
+2. tests/state/test_properties.py — the state engine's own properties (apply accounts for
+   every event and a rejected one changes nothing; extraction and streaming never show the
+   protocol; normalise repairs anything);
+3. atheris, when it is installed (`.venv/bin/pip install atheris`): coverage-guided fuzzing
+   of reply extraction and the streaming filter, which reaches a few branches the
+   structured generators do not.
+
+It prints how many inputs each part ran; the README's reliability section quotes the total.
+Any failure prints hypothesis's (or libFuzzer's) reproduction and the script exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SEEDS = [
+    "Rain falls.\n```state\n{\"events\": [{\"type\": \"change_stat\", \"stat\": \"player.hp\", \"amount\": -3}]}\n```",
+    "The guard nods.\n\n```state\n{\"events\": [{\"type\": \"set_flag\", \"flag\": \"alarm_raised\", \"value\": true}",
+    "Prose with code:\n```python\nprint('hi')\n```\nand more prose.",
+    "State:\n{\"events\": []}",
+    "<think>plan</think>The door opens.",
+]
+
+
+def pytest_part(label: str, args: list[str], env: dict[str, str]) -> tuple[bool, str]:
+    began = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True,
+    )  # fmt: skip
+    print(f"  {label}: {'passed' if result.returncode == 0 else 'FAILED'} in {time.monotonic() - began:.0f}s", flush=True)
+    if result.returncode != 0:
+        print(result.stdout[-6000:], result.stderr[-2000:], sep="\n")
+    return result.returncode == 0, result.stdout
+
+
+def atheris_child(seconds: int) -> None:  # pragma: no cover - runs under libFuzzer
+    import atheris
+
+    with atheris.instrument_imports():
+        from talekeeper.state import FENCE_INFO, extract_reply, visible_prefix
+
+    fence = "```" + FENCE_INFO
+
+    def one_input(data: bytes) -> None:
+        text = atheris.FuzzedDataProvider(data).ConsumeUnicodeNoSurrogates(len(data))
+        result = extract_reply(text)
+        assert fence not in result.prose, (text, result.prose)
+        shown = visible_prefix(text)
+        assert fence not in shown, (text, shown)
+        assert visible_prefix(text + "\n") is not None
+
+    corpus = tempfile.mkdtemp(prefix="talekeeper-atheris-")
+    for i, seed in enumerate(SEEDS):
+        Path(corpus, f"seed{i}").write_text(seed)
+    atheris.Setup([sys.argv[0], f"-max_total_time={seconds}", "-rss_limit_mb=4096", corpus], one_input)
+    atheris.Fuzz()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--examples", type=int, default=5000, help="hypothesis examples per property (default 5000)")
+    parser.add_argument("--per-route", type=int, default=None, help="HTTP examples per API route (default examples/10)")
+    parser.add_argument("--atheris-seconds", type=int, default=600, help="atheris time budget; 0 skips it")
+    parser.add_argument("--atheris-child", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.atheris_child is not None:
+        atheris_child(args.atheris_child)
+        return 0
+
+    began = time.monotonic()
+    totals: dict[str, int] = {}
+    ok = True
+    print(f"fuzz_long: {args.examples} examples per property", flush=True)
+
+    with tempfile.TemporaryDirectory() as scratch:
+        counts = Path(scratch) / "counts.json"
+        passed, _ = pytest_part(
+            "tests/reliability/test_fuzz.py",
+            ["tests/reliability/test_fuzz.py"],
+            {
+                "TALEKEEPER_FUZZ_EXAMPLES": str(args.examples),
+                "TALEKEEPER_FUZZ_PER_ROUTE": str(args.per_route or max(10, args.examples // 10)),
+                "TALEKEEPER_FUZZ_COUNTS": str(counts),
+            },
+        )
+        ok &= passed
+        if counts.exists():
+            totals.update({f"reliability: {k}": v for k, v in json.loads(counts.read_text()).items()})
+
+    passed, out = pytest_part(
+        "tests/state/test_properties.py",
+        ["tests/state/test_properties.py", "--hypothesis-show-statistics"],
+        {"TALEKEEPER_EXAMPLES": str(args.examples)},
+    )
+    ok &= passed
+    totals["state engine properties"] = sum(int(n) for n in re.findall(r"(\d+) passing", out))
+
+    if args.atheris_seconds:
+        try:
+            import atheris  # noqa: F401
+        except ImportError:
+            print("  atheris: not installed, skipped (.venv/bin/pip install atheris)")
+        else:
+            began_atheris = time.monotonic()
+            result = subprocess.run(
+                [sys.executable, __file__, "--atheris-child", str(args.atheris_seconds)],
+                cwd=REPO, capture_output=True, text=True,
+            )  # fmt: skip
+            runs = re.findall(r"Done (\d+) runs", result.stderr)
+            passed = result.returncode == 0
+            print(f"  atheris: {'passed' if passed else 'FAILED'} in {time.monotonic() - began_atheris:.0f}s", flush=True)
+            if not passed:
+                print(result.stderr[-6000:])
+            ok &= passed
+            totals["atheris: extraction executions"] = int(runs[-1]) if runs else 0
+
+    print("\ninputs run:")
+    for name, count in totals.items():
+        print(f"  {name:<40}{count:>12,}")
+    print(f"  {'total':<40}{sum(totals.values()):>12,}")
+    print(f"{'all properties held' if ok else 'FAILURES above'}; {time.monotonic() - began:.0f}s")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
