@@ -296,3 +296,34 @@ def test_different_adventures_play_at_the_same_time(live, gate: ThreadGate) -> N
     with httpx.Client(base_url=base, timeout=30) as http:
         assert all(http.get(f"/api/adventures/{a}").json()["turns"] == 1 for a in adventures)
     check_database(tk.db.path)
+
+
+def test_a_player_who_hangs_up_mid_stream_leaves_the_story_as_it_was(live, gate: ThreadGate) -> None:
+    """Stop, a closed tab, a dropped connection: the server cancels the generation, writes
+    nothing and frees the adventure."""
+    base, tk, _app = live
+    with httpx.Client(base_url=base, timeout=30) as http:
+        adventure = new_adventure(http)["id"]
+        with http.stream(
+            "POST",
+            f"/api/adventures/{adventure}/turns",
+            json={"kind": "do", "text": "wait"},
+            headers={"Accept": "text/event-stream"},
+        ) as response:
+            for line in response.iter_lines():
+                if line == "event: text":
+                    break  # streaming, held at the gate: hang up here
+        before = check_database(tk.db.path)
+        deadline = time.monotonic() + 10
+        while True:  # the server notices the hang-up and lets go of the adventure
+            answer = http.post(f"/api/adventures/{adventure}/undo")
+            if answer.status_code == 409 and "Nothing to undo" in answer.json()["detail"]:
+                break
+            assert answer.status_code == 409 and time.monotonic() < deadline, answer.text
+            time.sleep(0.05)
+        gate.set()  # were the generation still alive, it could finish now
+        time.sleep(0.3)
+        assert check_database(tk.db.path).nodes == before.nodes
+        story = http.get(f"/api/adventures/{adventure}").json()
+        assert story["turns"] == 0 and len(story["turns_shown"]) == 1
+        assert http.post(f"/api/adventures/{adventure}/turns", json={"kind": "continue"}).status_code == 200
