@@ -227,3 +227,16 @@ def test_websockets_get_the_same_checks() -> None:
             with client.websocket_connect("ws://127.0.0.1:8000/ws", headers=headers) as ws:
                 ws.receive_text()
         assert refused.value.code == 1008
+
+
+def test_the_server_listens_on_loopback_unless_told_otherwise(isolated_home, monkeypatch) -> None:
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from talekeeper.cli import app as cli
+
+    calls: list[dict] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: calls.append(kwargs))
+    result = CliRunner().invoke(cli, ["serve", "--data-dir", str(isolated_home), "--endpoint", "http://127.0.0.1:9/v1"])
+    assert result.exit_code == 0, result.output
+    assert calls[0]["host"] == "127.0.0.1"
