@@ -183,3 +183,22 @@ def test_pages_render_and_forms_work(client: TestClient, adventure_id: int, scri
         data={"persona_name": "Cy", "author_note": "Whisper.", "narrator_instructions": "Narrate."},
     )
     assert saved.status_code == 200 and "Whisper." in saved.text
+
+
+def test_deleting_an_adventure_takes_its_context_rows(client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider) -> None:
+    play(client, scripted, adventure_id, "look", "The sea.")
+    with tk.db.session() as session:
+        path = bank.path_ids(session, session.get(Adventure, adventure_id).head_node_id)
+        bank.add_memory(session, adventure_id, bank.Block(1, 1, path[1]), "Ada looked at the sea.")
+    client.put(f"/api/adventures/{adventure_id}/plot", json={"story_summary": "Ada looked."})
+    assert client.delete(f"/api/adventures/{adventure_id}").status_code == 204
+    with tk.db.session() as session:
+        for model in (TurnInsight, ContextText, Memory):
+            assert session.query(model).count() == 0, model.__name__
+
+
+def test_insights_page_lists_recent_turns(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+    first = play(client, scripted, adventure_id, "look", "The sea.")["turn"]["id"]
+    play(client, scripted, adventure_id, "listen", "The gulls.")
+    page = client.get(f"/adventures/{adventure_id}/insights").text
+    assert f"/adventures/{adventure_id}/insights?turn={first}" in page and "turn 2" in page

@@ -60,7 +60,19 @@ async def insights_page(
         title=_title(tk, adventure_id),
         data=data,
         error=error,
+        recent=_recent_turns(tk, adventure_id),
+        current=turn,
     )
+
+
+def _recent_turns(tk: Talekeeper, adventure_id: int, count: int = 30) -> list[tuple[int, int]]:
+    """(node id, turn number) of the latest turns on the path to the head, newest first."""
+    from talekeeper.memory.bank import path_ids
+
+    with tk.db.session() as session:
+        adventure = get_adventure(session, adventure_id)
+        ids = path_ids(session, adventure.head_node_id) if adventure.head_node_id else []
+    return [(node_id, depth) for depth, node_id in list(enumerate(ids))[::-1][:count] if depth > 0]
 
 
 @router.get("/adventures/{adventure_id}/memory", response_class=HTMLResponse)

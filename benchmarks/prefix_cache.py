@@ -1,0 +1,172 @@
+"""Prompt-prefix stability and the embedded model's KV cache: time to first token.
+
+    .venv/bin/python benchmarks/prefix_cache.py [--turns 10] [--history 60]
+
+1. Builds a long story (`--history` turns written straight into the tree, so the history
+   overflows the context budget and is cut), then plays `--turns` turns through the real
+   turn pipeline with the embedded model, recording for each turn the time to the first
+   narration token and how much of the prompt is byte-identical to the previous turn's.
+2. Takes the last turn's prompt and sends it three ways: cold (after an unrelated prompt
+   evicted the cache), warm (the same prompt again: the whole prefix is reused) and
+   next-turn (the prompt the next turn will send, after the current one). Reported as
+   medians of 3 and the warm/cold ratio (target: >= 5x faster warm).
+
+With `--memory` the memory bank runs between turns on the same embedded model; the
+llama.cpp server keeps one KV cache, so each summary evicts the story's prefix and the
+next turn starts cold (see the report in the module's history for numbers).
+
+The embedded model stays resident between turns (a managed child process) and
+llama.cpp reuses the KV cache for the longest common token prefix of consecutive prompts;
+this only pays when the prompt's start does not move, which is what the assembly order
+(stable sections first) and the history's stepped start are for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import aclosing
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from talekeeper.context.settings import update_context_settings  # noqa: E402
+from talekeeper.core import Talekeeper  # noqa: E402
+from talekeeper.memory.worker import worker_for  # noqa: E402
+from talekeeper.llm.base import GenerationRequest, Message  # noqa: E402
+from talekeeper.service import adventures  # noqa: E402
+from talekeeper.service.settings import SettingsUpdate, update_settings  # noqa: E402
+from talekeeper.service.turns import build_context, play_turn  # noqa: E402
+from talekeeper.story import tree  # noqa: E402
+
+NARRATION = (
+    "The wind worries at the shutters of Greywater as you pass the {n}th house on the lane. "
+    "Gulls cry over the harbour, lamps burn low in the windows, and far off the lighthouse "
+    "stands black against a bruised sky while the tide drags at the pilings below."
+)
+
+
+def common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def flat(request: GenerationRequest) -> str:
+    if request.mode == "chat":
+        return "\n".join(f"<{m.role}>{m.content}" for m in request.messages)
+    return request.prompt
+
+
+async def first_token(provider, request: GenerationRequest) -> float:
+    start = time.perf_counter()
+    elapsed = None
+    async with aclosing(provider.stream(request)) as events:
+        async for event in events:
+            if event.kind in ("text", "reasoning") and elapsed is None:
+                elapsed = time.perf_counter() - start
+    return elapsed if elapsed is not None else time.perf_counter() - start
+
+
+async def run(turns: int, history: int, budget: int, memory: bool, state_updates: str | None) -> dict:
+    home = Path(tempfile.mkdtemp(prefix="tk-prefix-"))
+    tk = Talekeeper(home)
+    with tk.db.session() as session:
+        generation = {"context_budget": budget, "max_tokens": 24, "temperature": 0.0}
+        if state_updates:
+            generation["state_updates"] = state_updates
+        update_settings(session, SettingsUpdate(generation=generation))
+        update_context_settings(session, {"memory_enabled": memory})
+        adventure = adventures.start_adventure(session, "greywater-lantern", {"name": "Wren"})
+        node = tree.head(session, adventure)
+        for n in range(1, history + 1):
+            node = tree.append_child(session, adventure, node, tree.NewTurn("do", f"walk down the lane, house {n}", NARRATION.format(n=n)))
+        adventure_id = adventure.id
+    provider = tk.provider()
+    start = time.perf_counter()
+    await provider.start() if hasattr(provider, "start") else None
+    startup = time.perf_counter() - start
+
+    rows, previous = [], ""
+    for n in range(turns):
+        prepared = await build_context(tk, adventure_id, "do", f"knock on door {n}")
+        prompt = flat(prepared.request)
+        shared = common_prefix(previous, prompt) / max(1, len(prompt)) if previous else 0.0
+        start = time.perf_counter()
+        ttft = None
+        async for event in play_turn(tk, adventure_id, "do", f"knock on door {n}"):
+            if event.kind in ("text", "reasoning") and ttft is None:
+                ttft = time.perf_counter() - start
+            if event.kind == "error":
+                raise SystemExit(event.data["message"])
+        await worker_for(tk).drain()  # as if the player took a moment to read and type
+        rows.append(
+            row := {
+                "turn": n + 1,
+                "prompt_tokens": prepared.assembly.total_tokens,
+                "history_from_turn": prepared.assembly.history[0].depth if prepared.assembly.history else None,
+                "shared_prefix": round(shared, 3),
+                "ttft_s": round(ttft or 0.0, 3),
+            }
+        )
+        print(json.dumps(row), flush=True)
+        previous = prompt
+
+    last = (await build_context(tk, adventure_id, "do", "climb the lighthouse stairs")).request
+    other = GenerationRequest(
+        mode=last.mode,
+        messages=[Message(role="user", content="Write one line about the moon over a wheat field.")] if last.mode == "chat" else [],
+        prompt="" if last.mode == "chat" else "Write one line about the moon over a wheat field.\n",
+        max_tokens=8,
+    )
+    cold, warm = [], []
+    for _ in range(3):
+        await first_token(provider, other)  # evict: the cache now holds an unrelated prompt
+        cold.append(await first_token(provider, last))
+        warm.append(await first_token(provider, last))
+    await tk.aclose()
+    play_ttft = [r["ttft_s"] for r in rows[1:]]
+    return {
+        "model": tk.model_description(),
+        "startup_s": round(startup, 2),
+        "turns": rows,
+        "ttft_cold_s_median": round(statistics.median(cold), 3),
+        "ttft_warm_s_median": round(statistics.median(warm), 3),
+        "warm_vs_cold": round(statistics.median(cold) / statistics.median(warm), 1),
+        "play_ttft_s_median_after_first": round(statistics.median(play_ttft), 3) if play_ttft else None,
+        "play_ttft_first_turn_s": rows[0]["ttft_s"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=10)
+    parser.add_argument("--history", type=int, default=60)
+    parser.add_argument("--budget", type=int, default=2048)
+    parser.add_argument(
+        "--memory", action="store_true",
+        help="leave the memory bank on: its summaries go through the same embedded model between turns",
+    )
+    parser.add_argument(
+        "--state-updates", default=None,
+        help="the state-update mode for this run (the app's default when omitted); 'structured' "
+        "sends a second request per turn, which the one-slot embedded server caches in place of the story",
+    )
+    args = parser.parse_args()
+    result = asyncio.run(run(args.turns, args.history, args.budget, args.memory, args.state_updates))
+    result["state_updates"] = args.state_updates or "default"
+    result["memory_bank"] = "on" if args.memory else "off"
+    result.pop("turns")
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
