@@ -54,7 +54,7 @@ async def run(turns: int) -> dict:
         await collect_turn(tk, adventure_id, "do", f"walk along the harbour and look around, step {n}")
         await worker_for(tk).drain()
     with tk.db.session() as session:
-        records = [zlib.compress(json.dumps(r.data, separators=(",", ":"), sort_keys=True).encode(), 6) for r in session.query(TurnInsight)]
+        records = [TurnInsight.data.type.process_bind_param(r.data, None) for r in session.query(TurnInsight)]
         texts = sum(len(t.text) + len(t.digest) for t in session.query(ContextText))
         narration = sum(len(n.narration.encode()) + len(n.action_text.encode()) for n in session.query(Node))
     from talekeeper.context import insights as insights_mod

@@ -37,6 +37,10 @@ def test_insights_for_a_turn_and_dry_run(client: TestClient, scripted: ScriptedP
     assert nxt["dry_run"] is True and nxt["turn"] == 2
     maren = next(i for i in nxt["triggered_cards"] if i["key"] == "Maren")
     assert maren["why"] == "trigger 'maren' in turn 1 (narration)"
+    # ... and so is Maren the character: in scene, named to the state engine.
+    assert nxt["in_scene"] == ["maren"]
+    state = next(s for s in nxt["sections"] if s["name"] == "current_state")
+    assert "in scene: maren ('maren' in turn 1 (narration))" in state["why"]
     assert '> You say "Hello."' in nxt["prompt"]["messages"][-1]["content"]
     assert len(scripted.requests) == 1  # the dry run called no model
 

@@ -10,6 +10,7 @@ proves that the rebuild matches.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import zlib
 from dataclasses import asdict
@@ -39,7 +40,8 @@ class InsightsMissing(LookupError):
 
 
 def text_digest(text: str) -> str:
-    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+    """12 characters (72 bits) naming a text within one adventure."""
+    return base64.urlsafe_b64encode(hashlib.blake2b(text.encode(), digest_size=9).digest()).decode()
 
 
 def compact(assembly: Assembly, request: GenerationRequest) -> tuple[dict[str, Any], dict[str, str]]:
@@ -112,9 +114,7 @@ def store(session: Session, adventure_id: int, node_id: int, assembly: Assembly,
                 session.add(ContextText(adventure_id=adventure_id, digest=digest, text=blob))
                 added += len(blob) + len(digest)
     session.add(TurnInsight(node_id=node_id, adventure_id=adventure_id, data=record))
-    import json
-
-    added += len(zlib.compress(json.dumps(record, separators=(",", ":"), sort_keys=True).encode(), 6))
+    added += len(TurnInsight.data.type.process_bind_param(record, None))
     return added
 
 

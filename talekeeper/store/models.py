@@ -139,6 +139,57 @@ class Setting(Base):
 # --- Context and memory (migration 0002) -------------------------------------------
 
 
+_INSIGHT_ZDICT = (
+    b'{"action": "> You ", "budget": , "hist": [, "mode": "chat", "note_at": , "notes": [" older turns '
+    b'did not fit and were left out."], "opts": {"max_tokens": , "temperature": , "top_p": }, "pd": "'
+    b'", "reserve": , "scene": [], "sections": [{"h": "", "n": "narrator", "src": "plot: narrator '
+    b'instructions", "t": , "why": "always sent"}, {"h": "", "n": "persona", "src": "plot: persona", '
+    b'"t": , "why": "always sent"}, {"h": "", "n": "event_vocabulary", "src": "state engine", "t": , '
+    b'"why": "always sent: the events the model may propose and the campaign\'s canon"}, {"h": "", '
+    b'"n": "stat_guide", "src": "state engine", "t": , "why": "always sent: the stats, their ranges '
+    b'and bands"}, {"h": "", "n": "ai_instructions", "src": "plot: AI instructions", "t": , "why": '
+    b'"always sent"}, {"h": "", "n": "plot_essentials", "src": "plot: plot essentials", "t": , "why": '
+    b'"always sent"}, {"h": "", "n": "story_summary", "src": "auto summary at turn ", "t": , "why": '
+    b'"always sent"}, {"h": "", "items": [{"h": "", "in": true, "k": "memory ", "ref": , "s": , "t": '
+    b', "why": "relevant (BM25 score "}], "n": "memories", "src": "memory bank", "t": , "why": " of '
+    b' retrieved memories (lexical (BM25),  memories on this path considered)"}, {"h": "", "items": '
+    b'[{"h": "", "in": true, "k": "", "ref": , "t": , "why": "trigger \'\' in turn  (narration)"}], '
+    b'"n": "story_cards", "src": "story cards", "t": , "why": " of  triggered cards"}, {"n": '
+    b'"history", "src": "story", "t": , "why": "the last  of  turns fit the budget;  older turns were '
+    b'cut (from turn  back)"}, {"h": "", "n": "author_note", "src": "plot: author\'s note", "t": , '
+    b'"why": "always sent, placed 3 lines before the end of history (line )"}, {"h": "", "n": '
+    b'"current_state", "src": "state engine", "t": , "why": "always sent: the state at the head; in '
+    b'scene: "}, {"h": "", "n": "refusals", "src": "state engine", "t": , "why": "what the engine '
+    b'refused last turn, so the model does not repeat it"}, {"n": "action", "src": "player", "t": , '
+    b'"why": "the player\'s action"}, {"h": "", "n": "emit_reminder", "src": "state engine", "t": , '
+    b'"why": "always last: how to report what changed"}], "v": 1}'
+)
+
+
+class InsightJSON(TypeDecorator):
+    """Compact JSON for per-turn Insights: zlib with a preset dictionary of the record's
+    own keys and phrases (a record is ~2.5 KB of JSON that repeats across turns but not
+    within one, so plain zlib saves little). Marked with a leading version byte."""
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Any) -> bytes | None:
+        if value is None:
+            return None
+        compressor = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, _INSIGHT_ZDICT)
+        raw = json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
+        return b"\x01" + compressor.compress(raw) + compressor.flush()
+
+    def process_result_value(self, value: bytes | None, dialect: Any) -> Any:
+        if value is None:
+            return None
+        if value[:1] == b"\x01":
+            decompressor = zlib.decompressobj(-15, _INSIGHT_ZDICT)
+            return json.loads(decompressor.decompress(value[1:]) + decompressor.flush())
+        return json.loads(zlib.decompress(value))
+
+
 class TurnInsight(Base):
     """What was sent to the model for one turn (Insights), stored compactly.
 
@@ -154,7 +205,7 @@ class TurnInsight(Base):
     adventure_id: Mapped[int] = mapped_column(
         ForeignKey("adventures.id", ondelete="CASCADE"), index=True
     )
-    data: Mapped[dict[str, Any]] = mapped_column(CompressedJSON)
+    data: Mapped[dict[str, Any]] = mapped_column(InsightJSON)
 
 
 class ContextText(Base):
