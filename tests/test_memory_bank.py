@@ -15,8 +15,8 @@ from talekeeper.memory import bank, lexical, prompts
 from talekeeper.memory.vectors import VectorIndex, pack, unpack
 from talekeeper.memory.worker import run_post_turn
 from talekeeper.service import adventures
-from talekeeper.story import tree
 from talekeeper.store.models import Adventure, Memory, Node
+from talekeeper.story import tree
 
 
 def test_vectors_pack_as_float32() -> None:

@@ -24,8 +24,8 @@ from talekeeper.memory.worker import worker_for
 from talekeeper.service import adventures
 from talekeeper.service.settings import SettingsUpdate, update_settings
 from talekeeper.service.turns import collect_turn
-from talekeeper.story import tree
 from talekeeper.store.models import Adventure, Memory, StorySummary
+from talekeeper.story import tree
 from talekeeper.web.api_context import next_insights, turn_insights
 
 DEMO = "greywater-lantern"

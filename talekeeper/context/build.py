@@ -29,8 +29,8 @@ from talekeeper.context.tokens import counter_for
 from talekeeper.llm.base import GenerationRequest
 from talekeeper.memory import bank
 from talekeeper.memory.worker import embed
-from talekeeper.story.actions import format_action
 from talekeeper.store.models import Adventure, Node
+from talekeeper.story.actions import format_action
 
 if TYPE_CHECKING:
     from talekeeper.core import Talekeeper

@@ -28,8 +28,8 @@ from talekeeper.context.prompt import (
     prompt_digest,
 )
 from talekeeper.llm.base import GenerationRequest
-from talekeeper.story import tree
 from talekeeper.store.models import ContextText, Node, TurnInsight
+from talekeeper.story import tree
 
 FORMAT = 1
 NOT_STORED = frozenset({"history", "action"})  # rebuilt from the nodes

@@ -27,8 +27,8 @@ from talekeeper.context.settings import context_settings, update_context_setting
 from talekeeper.core import Talekeeper
 from talekeeper.memory import panel
 from talekeeper.service.adventures import get_adventure
-from talekeeper.story.actions import normalise_action
 from talekeeper.store.models import Node
+from talekeeper.story.actions import normalise_action
 from talekeeper.web.api import get_tk
 
 router = APIRouter(prefix="/api", tags=["context and memory"])
