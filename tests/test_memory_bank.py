@@ -53,6 +53,15 @@ def test_pinned_count_toward_top_k() -> None:
     assert [m.id for m in bank.choose([(c, 0.0) for c in pool], 5, "BM25")] == [1, 2]  # no score, no slot
 
 
+def test_last_turns_memories_keep_their_place_unless_clearly_beaten() -> None:
+    pool = [bank.Candidate(i, i * 6, i * 6 - 5, f"m{i}", pinned=False) for i in range(1, 4)]
+    ranked = [(pool[0], 1.0), (pool[1], 0.9), (pool[2], 0.7)]
+    assert [m.id for m in bank.choose(ranked, 1, "BM25")] == [1]
+    sticky = bank.choose(ranked, 1, "BM25", frozenset({2}))
+    assert [m.id for m in sticky] == [2] and sticky[0].why.endswith("also sent last turn")
+    assert [m.id for m in bank.choose(ranked, 1, "BM25", frozenset({3}))] == [1]  # 0.7 × 1.25 < 1.0
+
+
 def test_lexical_finds_names_and_stems() -> None:
     docs = [
         "Ada learned the spare wick is under the chapel hearthstone.",

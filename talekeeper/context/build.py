@@ -28,6 +28,7 @@ from talekeeper.context.settings import ContextSettings, context_settings
 from talekeeper.context.tokens import counter_for
 from talekeeper.llm.base import GenerationRequest
 from talekeeper.memory import bank
+from talekeeper.memory.panel import used_in_last_prompt
 from talekeeper.memory.worker import embed
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story.actions import format_action
@@ -108,7 +109,11 @@ def recent_text(history: list[HistoryTurn], action_line: str, turns: int = bank.
 
 
 async def retrieve(
-    tk: Talekeeper, pool: list[bank.Candidate], query: str, settings: ContextSettings
+    tk: Talekeeper,
+    pool: list[bank.Candidate],
+    query: str,
+    settings: ContextSettings,
+    previous: frozenset[int] = frozenset(),
 ) -> bank.Retrieval:
     if not pool or settings.memory_top_k <= 0:
         return bank.Retrieval([], "none", len(pool))
@@ -120,10 +125,10 @@ async def retrieve(
             vectors = None
         if vectors:
             ranked = bank.rank_vectors(vectors[0], pool, model)
-            return bank.Retrieval(bank.choose(ranked, settings.memory_top_k, "cosine"), f"embeddings ({model})", len(pool))
+            return bank.Retrieval(bank.choose(ranked, settings.memory_top_k, "cosine", previous), f"embeddings ({model})", len(pool))
     ranked = bank.rank_lexical(query, pool)
     method = "lexical (BM25)" + ("; the embedding model did not answer" if model else "")
-    return bank.Retrieval(bank.choose(ranked, settings.memory_top_k, "BM25"), method, len(pool))
+    return bank.Retrieval(bank.choose(ranked, settings.memory_top_k, "BM25", previous), method, len(pool))
 
 
 async def prepare_context(
@@ -153,10 +158,11 @@ async def prepare_context(
         summary = bank.summary_at(session, adventure_id, path, str(plot.get("story_summary") or ""))
         pool = bank.candidates(session, adventure_id, path, with_vectors=bool(settings.embedding_model))
         head_view = HeadView(head.id, head.depth, head.state, head.proposal)
+        previous = frozenset(used_in_last_prompt(session, head.id)) if pool else frozenset()
     generation = tk.generation()
     provider = tk.provider()
     action_line = format_action(kind, text)
-    retrieval = await retrieve(tk, pool, recent_text(history, action_line), settings)
+    retrieval = await retrieve(tk, pool, recent_text(history, action_line), settings, previous)
     inputs = ContextInput(
         plot=plot,
         history=history,

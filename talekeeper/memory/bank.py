@@ -165,14 +165,26 @@ def rank_vectors(query_vector: Sequence[float], pool: Sequence[Candidate], model
     return sorted(ranked, key=lambda p: (-p[1], -p[0].depth))
 
 
-def choose(ranked: Sequence[tuple[Candidate, float]], top_k: int, method: str) -> list[RetrievedMemory]:
+STICKY = 1.25
+"""A memory sent last turn keeps its place unless another outscores it by 25%: the
+memories section sits before the history, so churn there costs the model server its
+cached prefix for the whole history."""
+
+
+def choose(
+    ranked: Sequence[tuple[Candidate, float]], top_k: int, method: str, previous: frozenset[int] = frozenset()
+) -> list[RetrievedMemory]:
     """Pinned memories always; the best others with a positive score up to top_k in all."""
     pinned = [(c, s) for c, s in ranked if c.pinned]
     rest = [(c, s) for c, s in ranked if not c.pinned and s > 0]
+    if previous:
+        rest.sort(key=lambda p: -(p[1] * STICKY if p[0].id in previous else p[1]))
     chosen = pinned + rest[: max(0, top_k - len(pinned))]
     result = []
     for candidate, score in chosen:
         why = "pinned" if candidate.pinned else f"relevant ({method} score {score:.3f})"
+        if candidate.id in previous and not candidate.pinned:
+            why += ", also sent last turn"
         result.append(
             RetrievedMemory(candidate.id, candidate.text, float(score), candidate.pinned, candidate.depth, why, candidate.first_depth)
         )
