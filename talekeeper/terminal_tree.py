@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from talekeeper.core import Talekeeper
@@ -78,7 +79,7 @@ def _preview(text: str, width: int = 70) -> str:
 def _help(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
     table = Table("Command", "What it does", box=None)
     for command, what in COMMANDS.items():
-        table.add_row(command, what)
+        table.add_row(escape(command), what)
     console.print(table)
     return Outcome()
 
@@ -131,7 +132,7 @@ def _edit_action(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcom
 def _lines(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
     table = Table("#", "", "Line", "Turns", "Left its parent line", "Ends with", box=None)
     for i, line in enumerate(tree_ops.list_branches(tk, aid)["branches"], start=1):
-        fork = "—" if line["fork_depth"] is None else f"after turn {line['fork_depth']}"
+        fork = "—" if line["fork_depth"] is None else f"after turn {line['fork_depth']}" if line["fork_depth"] else "after the opening"
         name = line["name"] or "(unnamed)"
         if line["save_points"]:
             name += f" ⚑{len(line['save_points'])}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
@@ -85,7 +84,7 @@ def test_choose_and_step_between_takes(client: TestClient, tk: Talekeeper, adven
     chosen = client.post(f"/api/adventures/{adventure_id}/turns/{a}/choose").json()
     assert narrations(chosen) == ["Take A."] and chosen["head_id"] == a
     assert tree_ops.current_state(tk, adventure_id) == {"take": "A"}
-    assert chosen["turns_shown"][-1]["takes"]["index"] == 1
+    assert chosen["turns_shown"][-1]["takes"] == {"index": 1, "count": 3, "previous_id": None, "next_id": b}
 
     stepped = client.post(f"/api/adventures/{adventure_id}/turns/{a}/step", json={"by": 1}).json()
     assert stepped["head_id"] == b and tree_ops.current_state(tk, adventure_id) == {"take": "B"}

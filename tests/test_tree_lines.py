@@ -209,3 +209,18 @@ def test_save_points_and_lines_survive_a_restart(isolated_home, scripted: Script
 def test_deleting_an_adventure_takes_its_save_points(client: TestClient, adventure_id: int) -> None:
     client.post(f"/api/adventures/{adventure_id}/save-points", json={"name": "Gone soon"})
     assert client.delete(f"/api/adventures/{adventure_id}").status_code == 204
+
+
+def test_a_line_read_from_an_earlier_moment_cannot_be_deleted(
+    client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider
+) -> None:
+    ids = fork_story(client, adventure_id, scripted)
+    base = f"/api/adventures/{adventure_id}"
+    client.post(f"{base}/branches/{ids['three']}/switch")
+    client.post(f"{base}/undo")  # reading "two": a turn only this line has
+    before = node_ids(tk, adventure_id)
+    refused = client.delete(f"{base}/branches/{ids['three']}")
+    assert refused.status_code == 409 and "You are reading this line" in refused.json()["detail"]
+    client.post(f"{base}/undo")  # reading "one", which both lines share: still reading it
+    assert client.delete(f"{base}/branches/{ids['three']}").status_code == 409
+    assert node_ids(tk, adventure_id) == before

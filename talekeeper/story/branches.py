@@ -9,7 +9,7 @@ when the line grows the name moves down with it (`tree.append_child`).
 - **Its own turns**: the turns no other line passes through — exactly what deleting the
   line removes. Everything above them is shared with another line and stays.
 
-Listing reads one narrow row (ids, depth, name) per node of the adventure and works out
+Listing reads one narrow row (id, parent, depth) per node of the adventure and works out
 everything in one pass each way, so it costs O(story size) however many lines there are;
 no snapshot or narration is loaded except the last turn's text of each line.
 """
@@ -52,20 +52,22 @@ class _Skeleton:
     """The adventure's tree as plain ids, with the per-node facts lines are made of."""
 
     def __init__(self, session: Session, adventure: Adventure):
-        rows = session.execute(
-            select(Node.id, Node.parent_id, Node.depth, Node.branch_name, Node.created_at)
-            .where(Node.adventure_id == adventure.id)
-            .order_by(Node.depth, Node.id)
-        ).all()
+        nodes = Node.__table__.c  # Core, not ORM rows: 10,000 narrow tuples, no per-row objects
+        rows = list(
+            session.connection().execute(
+                select(nodes.id, nodes.parent_id, nodes.depth).where(nodes.adventure_id == adventure.id)
+            )
+        )
+        rows.sort(key=lambda r: (r[2], r[0]))  # parents before children, oldest child first
         self.root = adventure.root_node_id
         self.head = adventure.head_node_id
-        self.rows = {r.id: r for r in rows}
-        self.parent: dict[int, int | None] = {r.id: r.parent_id for r in rows}
+        self.depth: dict[int, int] = {node_id: depth for node_id, _, depth in rows}
+        self.parent: dict[int, int | None] = {node_id: parent for node_id, parent, _ in rows}
         self.children: dict[int, list[int]] = {}
-        for r in rows:
-            if r.parent_id is not None:
-                self.children.setdefault(r.parent_id, []).append(r.id)
-        order = [r.id for r in rows]  # parents before children
+        for node_id, parent, _ in rows:
+            if parent is not None:
+                self.children.setdefault(parent, []).append(node_id)
+        order = [r[0] for r in rows]
         # Top-down: where each node's line starts, and whether the head is at or above it.
         self.line_start: dict[int, int] = {}
         self.under_head: dict[int, bool] = {}
@@ -97,10 +99,7 @@ class _Skeleton:
 
     @property
     def leaves(self) -> list[int]:
-        return [i for i in self.rows if i not in self.children]
-
-    def is_leaf(self, node_id: int) -> bool:
-        return node_id in self.rows and node_id not in self.children
+        return [i for i in self.parent if i not in self.children]
 
     def own_ids(self, leaf: int) -> list[int]:
         """The turns only `leaf`'s line has, last first; empty if it is the only line."""
@@ -116,7 +115,7 @@ class _Skeleton:
 
     def owner(self, node_id: int) -> int | None:
         """The one line whose own turns include `node_id`, if only one line passes it."""
-        if node_id not in self.rows or self.leaf_count[node_id] != 1:
+        if node_id not in self.parent or self.leaf_count[node_id] != 1:
             return None
         return self.only_leaf[node_id]
 
@@ -134,10 +133,12 @@ def list_lines(session: Session, adventure: Adventure) -> list[Line]:
         owner = sk.owner(node_id)
         if owner is not None and owner != sk.root:
             saved.setdefault(owner, []).append(name)
-    texts = {
+    ends = {
         r.id: r
         for r in session.execute(
-            select(Node.id, Node.action_kind, Node.action_text, Node.narration).where(Node.id.in_(leaves))
+            select(
+                Node.id, Node.action_kind, Node.action_text, Node.narration, Node.branch_name, Node.created_at
+            ).where(Node.id.in_(leaves))
         )
     }
     lines = []
@@ -145,22 +146,22 @@ def list_lines(session: Session, adventure: Adventure) -> list[Line]:
         start = sk.line_start[leaf]
         fork = sk.parent[start]
         own = sk.own_ids(leaf)
-        row, text = sk.rows[leaf], texts[leaf]
+        end = ends[leaf]
         lines.append(
             Line(
                 id=leaf,
-                name=row.branch_name,
-                length=row.depth,
+                name=end.branch_name,
+                length=sk.depth[leaf],
                 fork_id=fork,
-                fork_depth=sk.rows[fork].depth if fork is not None else None,
+                fork_depth=sk.depth[fork] if fork is not None else None,
                 own_turns=len(own),
                 has_head=sk.under_head[leaf],
                 ends_at_head=leaf == sk.head,
                 save_points=tuple(saved.get(leaf, ())),
-                last_action_kind=text.action_kind,
-                last_action_text=text.action_text,
-                last_narration=text.narration,
-                created_at=row.created_at,
+                last_action_kind=end.action_kind,
+                last_action_text=end.action_text,
+                last_narration=end.narration,
+                created_at=end.created_at,
             )
         )
     return lines

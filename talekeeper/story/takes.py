@@ -51,12 +51,8 @@ def sibling_ids(session: Session, node: Node) -> list[int]:
     """The ids of `node`'s takes, oldest first (the opening is its own only take)."""
     if node.parent_id is None:
         return [node.id]
-    query = (
-        select(Node.id)
-        .where(Node.adventure_id == node.adventure_id, Node.parent_id == node.parent_id)
-        .order_by(Node.id)
-    )
-    return list(session.scalars(query))
+    query = select(Node.id).where(Node.adventure_id == node.adventure_id, Node.parent_id == node.parent_id)
+    return sorted(session.scalars(query))
 
 
 def takes_of(session: Session, node: Node) -> list[Take]:
@@ -64,7 +60,7 @@ def takes_of(session: Session, node: Node) -> list[Take]:
     if node.parent_id is None:
         rows = [node]
     else:
-        rows = list(
+        rows = sorted(
             session.execute(
                 select(
                     Node.id,
@@ -76,8 +72,8 @@ def takes_of(session: Session, node: Node) -> list[Take]:
                     Node.active_child_id,
                 )
                 .where(Node.adventure_id == node.adventure_id, Node.parent_id == node.parent_id)
-                .order_by(Node.id)
-            )
+            ),
+            key=lambda row: row.id,
         )
     return [
         Take(
@@ -95,18 +91,20 @@ def takes_of(session: Session, node: Node) -> list[Take]:
 
 
 def take_positions(session: Session, nodes: list[Node]) -> dict[int, TakePosition]:
-    """`‹ i/n ›` for each of `nodes` (a page of a transcript), in one indexed query."""
+    """`‹ i/n ›` for each of `nodes` (a page of a transcript), in one indexed query.
+
+    Sorted here, not in SQL: an ORDER BY id would steer SQLite to the adventure_id index
+    and a scan of the whole story instead of the (adventure_id, parent_id) index.
+    """
     if not nodes:
         return {}
     parent_ids = {n.parent_id for n in nodes if n.parent_id is not None}
     siblings: dict[int, list[int]] = {}
     if parent_ids:
-        query = (
-            select(Node.parent_id, Node.id)
-            .where(Node.adventure_id == nodes[0].adventure_id, Node.parent_id.in_(parent_ids))
-            .order_by(Node.id)
+        query = select(Node.parent_id, Node.id).where(
+            Node.adventure_id == nodes[0].adventure_id, Node.parent_id.in_(parent_ids)
         )
-        for parent_id, node_id in session.execute(query):
+        for parent_id, node_id in sorted(session.execute(query), key=lambda row: row.id):
             siblings.setdefault(parent_id, []).append(node_id)
     positions = {}
     for node in nodes:
