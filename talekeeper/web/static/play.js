@@ -137,9 +137,8 @@
     } finally {
       controller = null;
       setBusy(false);
-      await refreshStory();
+      await refreshStory();  // its swap refreshes an open panel too (htmx:afterSettle below)
       live.replaceChildren();
-      refreshPanel();
       scrollIfFollowing();
     }
   }
