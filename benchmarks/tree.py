@@ -9,7 +9,10 @@ transaction, commit):
 - play turn           a whole turn with the scripted model: context, state engine, commit
 - read last 50        the story page the play page shows (`story_view`, 50 turns)
 - list lines          every line of the story (O(story size) by design; for information)
-- commit floor        the cheapest durable write (one row, fsync'd): every change pays it
+
+Undo, redo and restore are reported as the engine's work (lock, reads, writes flushed);
+the durable commit that follows each (an fsync: the disk's cost, and noisy) is its own
+row, and the restore target applies to the two together.
 
 All stories are built first, then each operation runs on each story in turn, round-robin,
 so drift (disk, caches, the WAL) hits every size alike. It prints the median of each in
@@ -37,14 +40,14 @@ from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.llm.scripted import ScriptedProvider  # noqa: E402
 from talekeeper.service import adventures, tree_ops  # noqa: E402
 from talekeeper.service.turns import collect_turn  # noqa: E402
-from talekeeper.store.models import Node, utcnow  # noqa: E402
+from talekeeper.store.models import Node  # noqa: E402
 from talekeeper.story import branches, savepoints, tree  # noqa: E402
 
 TARGET_RESTORE_MS = 5.0
 TARGET_RATIO = 1.2
 INFORMATION = {
     "list lines": "(O(story size) by design; information)",
-    "commit floor": "(one durable fsync'd write; every change pays it)",
+    "durable commit": "(the fsync every change pays on top; the disk's, not the tree's)",
 }
 NARRATION = (
     "Rain needles across the harbour as the ferry lurches against its ropes. The ferrywoman "
@@ -92,9 +95,15 @@ class Story:
         self.near = near
 
     def write(self, step: Callable) -> None:
-        """One change as the API makes it: writer lock, one transaction, durable commit."""
+        """One change as the API makes it: writer lock, one transaction, durable commit.
+
+        Records `work` (lock, reads, writes flushed) and `commit` (the fsync'd commit)."""
+        start = time.perf_counter()
         with self.tk.locks.hold(self.aid), self.tk.db.session() as session:
             step(session, adventures.get_adventure(session, self.aid))
+            session.flush()
+            self.work = time.perf_counter() - start
+        self.commit = time.perf_counter() - start - self.work
 
     def undo(self) -> None:
         self.write(tree.undo)
@@ -128,10 +137,6 @@ class Story:
         with self.tk.db.session() as session:
             branches.list_lines(session, adventures.get_adventure(session, self.aid))
 
-    def commit_floor(self) -> None:
-        """The cheapest durable write, for scale: one row, one fsync."""
-        self.write(lambda session, adventure: setattr(adventure, "last_played_at", utcnow()))
-
 
 def measure(stories: list[Story], repeat: int) -> dict[str, dict[int, float]]:
     """Each operation on every story in turn, round-robin, so drift hits all sizes alike."""
@@ -142,33 +147,35 @@ def measure(stories: list[Story], repeat: int) -> dict[str, dict[int, float]]:
         ("read last 50", repeat),
         ("play turn", max(10, repeat // 10)),
         ("list lines", max(5, repeat // 20)),
-        ("commit floor", repeat // 2),
     ]
+    writes = {"undo", "redo", "restore"}
     results: dict[str, dict[int, float]] = {}
+    commits: dict[int, list[float]] = {s.turns: [] for s in stories}
     for op, rounds in plan:
         samples: dict[int, list[float]] = {s.turns: [] for s in stories}
         for _ in range(rounds):
             for story in stories:
-                if op == "undo":
-                    start = time.perf_counter()
-                    story.undo()
-                    samples[story.turns].append(time.perf_counter() - start)
-                    story.redo()
-                    continue
                 if op == "redo":
                     story.undo()
                 if op == "play turn":
                     samples[story.turns].append(story.play_turn())
                     continue
-                fn = {"redo": story.redo, "restore": story.restore, "read last 50": story.read_last_50,
-                      "list lines": story.list_lines, "commit floor": story.commit_floor}[op]
+                fn = {"undo": story.undo, "redo": story.redo, "restore": story.restore,
+                      "read last 50": story.read_last_50, "list lines": story.list_lines}[op]
                 start = time.perf_counter()
                 fn()
-                samples[story.turns].append(time.perf_counter() - start)
+                if op in writes:
+                    samples[story.turns].append(story.work)
+                    commits[story.turns].append(story.commit)
+                else:
+                    samples[story.turns].append(time.perf_counter() - start)
+                if op == "undo":
+                    story.redo()
         if op == "restore":
             for story in stories:
                 story.park()
         results[op] = {size: median_ms(values) for size, values in samples.items()}
+    results["durable commit"] = {size: median_ms(values) for size, values in commits.items()}
     return results
 
 
@@ -197,8 +204,11 @@ def main() -> None:
         if op in INFORMATION:
             target = INFORMATION[op]
         else:
-            ok = ratio <= TARGET_RATIO and (op != "restore" or by_size[last] <= TARGET_RESTORE_MS)
-            target = ("ok" if ok else "MISSED") + f" (ratio ≤ {TARGET_RATIO}" + (f", ≤ {TARGET_RESTORE_MS:g} ms)" if op == "restore" else ")")
+            restore_total = by_size[last] + table["durable commit"][last]
+            ok = ratio <= TARGET_RATIO and (op != "restore" or restore_total <= TARGET_RESTORE_MS)
+            target = ("ok" if ok else "MISSED") + f" (ratio ≤ {TARGET_RATIO}" + (
+                f"; with its commit {restore_total:.2f} ms ≤ {TARGET_RESTORE_MS:g} ms)" if op == "restore" else ")"
+            )
         cells = "".join(f"{by_size[s]:>11.2f} ms" for s in sizes)
         print(f"{op:<14}{cells}{ratio:>12.2f}  {target}")
 

@@ -123,9 +123,10 @@ def path_ids(session: Session, node: Node, limit: int | None = None) -> list[int
 
 
 def path_to(session: Session, node: Node, limit: int | None = None) -> list[Node]:
-    """The nodes on `path_ids`, without their state snapshots (read only at the head)."""
+    """The nodes on `path_ids`. Their state snapshots are not loaded (the state is read at
+    the head); touching one loads it."""
     ids = path_ids(session, node, limit)
-    query = select(Node).where(Node.id.in_(ids)).options(defer(Node.state), defer(Node.proposal))
+    query = select(Node).where(Node.id.in_(ids)).options(defer(Node.state))
     by_id = {n.id: n for n in session.scalars(query)}
     return [by_id[i] for i in ids]
 
