@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -41,17 +42,19 @@ def main() -> int:
     print(f"crash soak: {per_run * args.runs} kill points in {args.runs} runs, seed {seed}", flush=True)
 
     began = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="talekeeper-soak-") as scratch:
+    scratch = Path(tempfile.mkdtemp(prefix="talekeeper-soak-"))
 
-        def one(index: int) -> crash.CrashRun:
-            return crash.run(Path(scratch) / f"run{index}", kill_points=per_run, seed=seed + index, first_moment=index * per_run)
+    def one(index: int) -> crash.CrashRun:
+        return crash.run(scratch / f"run{index}", kill_points=per_run, seed=seed + index, first_moment=index * per_run)
 
-        try:
-            with ThreadPoolExecutor(args.runs) as pool:
-                runs = list(pool.map(one, range(args.runs)))
-        except BaseException:
-            print(f"FAILED — rerun with --seed {seed} --runs {args.runs} --kills {args.kills}", flush=True)
-            raise
+    try:
+        with ThreadPoolExecutor(args.runs) as pool:
+            runs = list(pool.map(one, range(args.runs)))
+    except BaseException:
+        print(f"FAILED — rerun with --seed {seed} --runs {args.runs} --kills {args.kills}; "
+              f"the databases and server logs are kept in {scratch}", flush=True)
+        raise
+    shutil.rmtree(scratch)
     elapsed = time.monotonic() - began
 
     reports = [r for run in runs for r in run.reports]

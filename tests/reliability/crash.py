@@ -301,7 +301,7 @@ class CrashRun:
             ) as response:
                 if response.status_code != 200:
                     response.read()
-                    raise AssertionError(f"turn refused: {response.status_code} {response.text}")
+                    raise AssertionError(f"turn refused: {response.status_code} {response.text}\n{self.server.tail(60)}")
                 for name, data in sse_events(response):
                     if name == "text":
                         pieces += 1
@@ -321,7 +321,7 @@ class CrashRun:
         if response.status_code == 200:
             self.ledger.saw_story(response.json())
         elif response.status_code != 409:  # 409: nothing to undo/redo
-            raise AssertionError(f"{which}: {response.status_code} {response.text}")
+            raise AssertionError(f"{which}: {response.status_code} {response.text}\n{self.server.tail(60)}")
 
     def save_point(self, http: httpx.Client, adventure: int) -> None:
         name = f"save {len(self.ledger.save_points) + 1}"

@@ -103,7 +103,11 @@ class FakeModelServer:
                     fake.on_request(number, body)
                 if not body.get("stream"):
                     choice = {"message": {"role": "assistant", "content": reply}} if chat else {"text": reply}
-                    self._json(200, {"choices": [{"index": 0, **choice, "finish_reason": "stop"}]})
+                    time.sleep(fake.chunk_delay * len(reply) / fake.chunk_chars)  # as long as a stream
+                    try:
+                        self._json(200, {"choices": [{"index": 0, **choice, "finish_reason": "stop"}]})
+                    except (BrokenPipeError, ConnectionResetError):
+                        return  # the talekeeper server died while it waited
                     fake._finish(number)
                     return
                 self.send_response(200)
