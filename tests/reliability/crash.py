@@ -81,9 +81,11 @@ class ServerProcess:
         self.base_url = ""
         self.log = data_dir / "serve.log"
         self.killed = threading.Event()  # set *before* the signal: the client's cue
+        self.generation = 0  # which start this is: a late timer must not kill the next one
 
     def start(self, timeout: float = 30.0) -> None:
         port = free_port()
+        self.generation += 1
         self.killed.clear()
         self.base_url = f"http://127.0.0.1:{port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith("TALEKEEPER_")}
@@ -109,6 +111,13 @@ class ServerProcess:
             time.sleep(0.02)
         self.kill()
         raise RuntimeError(f"talekeeper serve did not answer within {timeout}s:\n{self.tail()}")
+
+    def kill_later(self, delay: float) -> threading.Timer:
+        """SIGKILL this start of the server after `delay` seconds, if it is still this one."""
+        generation = self.generation
+        timer = threading.Timer(delay, lambda: self.generation == generation and self.kill())
+        timer.start()
+        return timer
 
     def kill(self) -> None:
         self.killed.set()
@@ -219,7 +228,7 @@ class CrashRun:
             self.turn(http, adventure, kill_after_pieces=self.rng.randint(1, 6))
         elif moment == "model-finished":
             delay = self.rng.uniform(0.0, 0.02)
-            self.fake.on_finished = lambda _n: threading.Timer(delay, self.server.kill).start()
+            self.fake.on_finished = lambda _n: self.server.kill_later(delay)
             try:
                 self.turn(http, adventure)
             finally:
@@ -251,7 +260,7 @@ class CrashRun:
         def on_request(_number: int, body: dict[str, Any]) -> None:
             if is_summariser(body) and not self.server.killed.is_set():
                 self.summariser_kills += 1
-                threading.Timer(delay, self.server.kill).start()
+                self.server.kill_later(delay)
 
         self.fake.on_request = on_request
         try:
@@ -273,8 +282,7 @@ class CrashRun:
             self.fake.on_request = None
 
     def kill_while(self, action, delay: float) -> None:
-        timer = threading.Timer(delay, self.server.kill)
-        timer.start()
+        timer = self.server.kill_later(delay)
         try:
             action()
         except httpx.HTTPError:
