@@ -8,6 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from talekeeper.state import RulesError, empty_rules, initial_document, load_rules
+from talekeeper.service import world
 from talekeeper.service.scenarios import ScenarioError, fill_placeholders, get_scenario, placeholder_answers
 from talekeeper.story import takes, tree
 from talekeeper.story.actions import format_action
@@ -103,6 +104,8 @@ def node_view(node: Node) -> dict[str, Any]:
         "reasoning": node.reasoning,
         "model": node.model,
         "created_at": node.created_at.isoformat() if node.created_at else None,
+        # The state engine's verdicts on this turn: the change chips under it.
+        "changes": world.changes_of(node),
     }
 
 

@@ -1,69 +1,121 @@
-"""Server-rendered pages (Jinja2 + HTMX). Each calls the same services as the JSON API."""
+"""Server-rendered pages (Jinja2 + HTMX): home, play, settings. Each calls the same
+services as the JSON API; refusals are shown on the page in words."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Depends, Form, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from pydantic import BaseModel, ValidationError
 
+from talekeeper.context import plot as plot_service
+from talekeeper.context.settings import ContextSettings, context_settings, update_context_settings
 from talekeeper.core import Talekeeper
-from talekeeper.llm.errors import LLMError
+from talekeeper.llm.errors import EndpointRefused, LLMError
+from talekeeper.llm.settings import ModelSettings
 from talekeeper.service import adventures, scenarios
 from talekeeper.service import settings as settings_service
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.story import tree
+from talekeeper.web import present
 from talekeeper.web.api import get_tk
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+present.install(templates.env)
 router = APIRouter(include_in_schema=False)
+PANELS = ("state", "lines", "save-points")
 
 
 def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     return templates.TemplateResponse(request, name, context, status_code=status_code)
 
 
-@router.get("/", response_class=HTMLResponse)
-def home(request: Request, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+# --- home ---------------------------------------------------------------------------------
+
+
+def _home(request: Request, tk: Talekeeper, status_code: int = 200, **extra: Any) -> HTMLResponse:
     with tk.db.session() as session:
-        adventure_rows = [adventures.adventure_summary(session, a) for a in adventures.list_adventures(session)]
-        scenario_rows = [scenarios.scenario_summary(s) for s in scenarios.list_scenarios(session)]
+        rows = adventures.list_adventures(session)
+        adventure_rows = [adventures.adventure_summary(session, a) for a in rows]
+        latest = None
+        if rows:
+            view = adventures.story_view(session, rows[0], limit=1)
+            last = view["turns_shown"][-1] if view["turns_shown"] else None
+            latest = {**adventure_rows[0], "last": last}
+        scenario_rows = [
+            {**scenarios.scenario_summary(s), "persona": s.data.get("persona") or {}}
+            for s in scenarios.list_scenarios(session)
+        ]
     return render(
         request,
         "home.html",
+        status_code=status_code,
+        section="home",
         adventures=adventure_rows,
+        latest=latest,
         scenarios=scenario_rows,
         model=tk.model_description(),
+        **extra,
     )
+
+
+@router.get("/", response_class=HTMLResponse)
+def home(request: Request, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    return _home(request, tk)
 
 
 @router.post("/adventures")
 async def start(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
+    """Start an adventure: the scenario's placeholders answered, the persona optionally set."""
     form = await request.form()
     scenario_id = str(form.get("scenario_id", ""))
     answers = {k[len("answer_"):]: str(v) for k, v in form.items() if k.startswith("answer_")}
+    persona = {k: str(form.get(f"persona_{k}", "")).strip() for k in ("name", "pronouns", "description")}
     try:
         with tk.db.session() as session:
             adventure = adventures.start_adventure(session, scenario_id, answers)
+            if any(persona.values()):
+                current = (adventure.plot or {}).get("persona") or {}
+                filled = scenarios.fill_placeholders(persona, answers)
+                merged = {k: filled[k] or str(current.get(k) or "") for k in persona}
+                plot_service.update_plot(session, adventure, plot_service.PlotUpdate(persona=plot_service.Persona(**merged)))
             adventure_id = adventure.id
     except scenarios.ScenarioError as exc:
-        return HTMLResponse(f"<p role='alert'>{_escape(str(exc))}</p>", status_code=422)
+        return _home(request, tk, status_code=422, start_error=str(exc), start_scenario=scenario_id)
+    except ValidationError as exc:
+        return _home(request, tk, status_code=422, start_error=_first_error(exc), start_scenario=scenario_id)
     return RedirectResponse(f"/adventures/{adventure_id}", status_code=303)
 
 
-def _escape(text: str) -> str:
-    from markupsafe import escape
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(p) for p in error["loc"])
+    return f"{where}: {error['msg']}" if where else error["msg"]
 
-    return str(escape(text))
+
+@router.delete("/adventures/{adventure_id}", response_class=HTMLResponse)
+def delete(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    with tk.locks.hold(adventure_id), tk.db.session() as session:
+        adventures.delete_adventure(session, adventures.get_adventure(session, adventure_id))
+    return HTMLResponse("")
+
+
+# --- play ---------------------------------------------------------------------------------
 
 
 @router.get("/adventures/{adventure_id}", response_class=HTMLResponse)
-def play(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+def play(
+    request: Request, adventure_id: int, panel: str | None = None, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
+    """The story; `?panel=state|lines|save-points` opens that side panel."""
     with tk.db.session() as session:
         view = adventures.story_view(session, adventures.get_adventure(session, adventure_id))
-    return render(request, "play.html", story=view, model=tk.model_description())
+    return render(
+        request, "play.html", story=view, model=tk.model_description(), panel=panel if panel in PANELS else None
+    )
 
 
 @router.get("/adventures/{adventure_id}/story", response_class=HTMLResponse)
@@ -98,22 +150,95 @@ def redo(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) 
     return _move(request, adventure_id, tree.redo, tk)
 
 
-@router.delete("/adventures/{adventure_id}", response_class=HTMLResponse)
-def delete(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    with tk.locks.hold(adventure_id), tk.db.session() as session:
-        adventures.delete_adventure(session, adventures.get_adventure(session, adventure_id))
-    return HTMLResponse("")
+# --- settings -----------------------------------------------------------------------------
+
+LABELS = {
+    "max_tokens": "Longest narration (tokens)",
+    "temperature": "Temperature",
+    "top_p": "Top p",
+    "context_budget": "Context budget (tokens)",
+    "state_updates": "State updates",
+    "memory_enabled": "Write memories and summaries automatically",
+    "memory_every": "Turns per memory",
+    "memory_start": "First memory at turn",
+    "summary_every": "Turns between summary updates",
+    "memory_top_k": "Memories retrieved per turn",
+    "memory_capacity": "Memories kept before forgetting",
+    "memory_max_words": "Longest memory (words)",
+    "embedding_model": "Embedding model",
+    "author_note_depth": "Author's note: lines from the end",
+    "card_share": "Story cards: largest share of the budget",
+    "memory_share": "Memories: largest share of the budget",
+    "trigger_window_turns": "Story cards: turns scanned for triggers",
+    "history_step": "History step (prompt-cache friendly)",
+}
+STATE_UPDATE_CHOICES = {
+    "auto": "Automatic (structured for the built-in model and Ollama, inline otherwise)",
+    "inline": "Inline: the narrator appends a state block",
+    "structured": "Structured: a second short request under a JSON Schema",
+    "off": "Off: a plain narrative, no state changes",
+}
+MEMORY_FIELDS = ("memory_enabled", "memory_every", "memory_start", "summary_every", "memory_top_k",
+                 "memory_capacity", "memory_max_words", "embedding_model")
+CONTEXT_FIELDS = ("author_note_depth", "card_share", "memory_share", "trigger_window_turns", "history_step")
 
 
-def _settings_context(tk: Talekeeper) -> dict[str, Any]:
+def form_fields(model: type[BaseModel], values: BaseModel, names: tuple[str, ...], errors: dict[str, str]) -> list[dict[str, Any]]:
+    """A settings model's fields as form inputs: label, help text, kind, bounds, value."""
+    rows = []
+    for name in names:
+        info = model.model_fields[name]
+        bounds = {type(m).__name__: m for m in info.metadata}
+        kind = "text"
+        annotation = info.annotation
+        if annotation is bool:
+            kind = "checkbox"
+        elif annotation is int:
+            kind = "int"
+        elif annotation is float:
+            kind = "float"
+        elif name == "state_updates":
+            kind = "select"
+        low = bounds.get("Ge") or bounds.get("Gt")
+        high = bounds.get("Le") or bounds.get("Lt")
+        rows.append(
+            {
+                "name": name,
+                "label": LABELS.get(name, name.replace("_", " ").capitalize()),
+                "help": info.description or "",
+                "kind": kind,
+                "min": getattr(low, "ge", getattr(low, "gt", None)) if low else None,
+                "max": getattr(high, "le", getattr(high, "lt", None)) if high else None,
+                "value": getattr(values, name),
+                "choices": STATE_UPDATE_CHOICES if name == "state_updates" else None,
+                "error": errors.get(name),
+            }
+        )
+    return rows
+
+
+def _settings_context(tk: Talekeeper, errors: dict[str, str] | None = None, form: dict[str, Any] | None = None) -> dict[str, Any]:
+    errors = errors or {}
     with tk.db.session() as session:
         stored = settings_service.stored_settings(session)
+        context = context_settings(session)
+    generation = tk.generation()
+    if form:  # a refused form shows what was typed, not what is stored
+        stored = {**stored, "model": {**stored["model"], **{k: v for k, v in form.get("model", {}).items() if k != "api_key"}}}
+        generation = generation.model_construct(**{**generation.model_dump(), **form.get("generation", {})})
+        context = context.model_construct(**{**context.model_dump(), **form.get("context", {})})
+    generation_names = tuple(settings_service.GenerationSettings.model_fields)
     return {
+        "section": "settings",
         "stored": stored,
         "effective": tk.model_settings(),
-        "generation": tk.generation(),
         "overridden": settings_service.overridden_fields(tk.model_overrides),
         "model": tk.model_description(),
+        "model_help": {name: ModelSettings.model_fields[name].description for name in ("provider", "endpoint", "model", "mode", "api_key")},
+        "generation_fields": form_fields(settings_service.GenerationSettings, generation, generation_names, errors),
+        "memory_fields": form_fields(ContextSettings, context, MEMORY_FIELDS, errors),
+        "context_fields": form_fields(ContextSettings, context, CONTEXT_FIELDS, errors),
+        "errors": errors,
     }
 
 
@@ -122,41 +247,53 @@ def settings_page(request: Request, tk: Talekeeper = Depends(get_tk)) -> HTMLRes
     return render(request, "settings.html", **_settings_context(tk))
 
 
+def _field_errors(exc: ValidationError) -> dict[str, str]:
+    return {str(e["loc"][0]) if e["loc"] else "form": e["msg"] for e in exc.errors()}
+
+
 @router.post("/settings", response_class=HTMLResponse)
-def save_settings(
-    request: Request,
-    provider: str = Form("auto"),
-    endpoint: str = Form(""),
-    model: str = Form(""),
-    mode: str = Form("chat"),
-    api_key: str = Form(""),
-    max_tokens: int = Form(220),
-    temperature: float = Form(0.8),
-    context_budget: int = Form(3072),
-    tk: Talekeeper = Depends(get_tk),
-) -> HTMLResponse:
-    model_values: dict[str, Any] = {
-        "provider": provider,
-        "endpoint": endpoint.strip() or None,
-        "model": model.strip() or None,
-        "mode": mode,
-    }
-    if api_key.strip():
-        model_values["api_key"] = api_key.strip()
-    update = settings_service.SettingsUpdate(
-        model=model_values,
-        generation={"max_tokens": max_tokens, "temperature": temperature, "context_budget": context_budget},
-    )
-    error = None
-    try:
-        with tk.db.session() as session:
-            settings_service.update_settings(session, update)
-    except (settings_service.SettingsError, LLMError) as exc:
-        error = str(exc)
-    status = 422 if error else 200
-    return render(
-        request, "settings.html", status_code=status, error=error, saved=not error, **_settings_context(tk)
-    )
+async def save_settings(request: Request, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    """Save the model, generation, memory and context settings together: all or nothing."""
+    form = await request.form()
+    model_values: dict[str, Any] = {k: str(form.get(k, "")).strip() for k in ("provider", "endpoint", "model", "mode")}
+    model_values = {k: (v or None) for k, v in model_values.items()}
+    model_values["provider"] = model_values["provider"] or "auto"
+    model_values["mode"] = model_values["mode"] or "chat"
+    if str(form.get("api_key", "")).strip():
+        model_values["api_key"] = str(form.get("api_key")).strip()
+    if form.get("clear_api_key"):
+        model_values["api_key"] = None
+    generation = {k: str(form.get(k, "")) for k in settings_service.GenerationSettings.model_fields if k in form}
+    context_names = (*MEMORY_FIELDS, *CONTEXT_FIELDS)
+    context = {k: str(form.get(k, "")) for k in context_names if k in form and k != "memory_enabled"}
+    context["memory_enabled"] = bool(form.get("memory_enabled"))
+    if "embedding_model" in context:
+        context["embedding_model"] = context["embedding_model"].strip() or None
+    typed = {"model": model_values, "generation": generation, "context": context}
+
+    errors: dict[str, str] = {}
+    for model_cls, values in ((settings_service.GenerationSettings, generation), (ContextSettings, context)):
+        try:
+            model_cls(**values)
+        except ValidationError as exc:
+            errors.update(_field_errors(exc))
+    error = policy = None
+    if not errors:
+        try:
+            with tk.db.session() as session:
+                update = settings_service.SettingsUpdate(model=model_values, generation=generation)
+                settings_service.update_settings(session, update)
+                update_context_settings(session, context)
+        except EndpointRefused as exc:
+            error, policy = str(exc), True
+        except (settings_service.SettingsError, LLMError, ValidationError) as exc:
+            error = str(exc).splitlines()[0]
+    else:
+        error = "Some values are out of range; nothing was saved. See the fields marked below."
+    if error:
+        context_data = _settings_context(tk, errors, typed)
+        return render(request, "settings.html", status_code=422, error=error, policy=policy, **context_data)
+    return render(request, "settings.html", saved=True, **_settings_context(tk))
 
 
 @router.post("/settings/test", response_class=HTMLResponse)
@@ -165,4 +302,4 @@ async def test_connection(request: Request, tk: Talekeeper = Depends(get_tk)) ->
         report = (await tk.provider().check()).as_dict()
     except LLMError as exc:
         report = {"ok": False, "checks": [{"check": "configuration", "ok": False, "detail": str(exc)}]}
-    return render(request, "_connection.html", report=report)
+    return render(request, "_connection.html", report=report, policy=any("not allowed" in str(c.get("detail")) for c in report.get("checks", [])))

@@ -7,12 +7,10 @@ they never collide with the play page's `/adventures/{id}/{move}`.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 
 from talekeeper.context import plot as plot_service
@@ -22,13 +20,9 @@ from talekeeper.service.adventures import get_adventure
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.web.api import get_tk
 from talekeeper.web.api_context import next_insights, turn_insights
+from talekeeper.web.pages import render  # one template environment: shared filters
 
-templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 router = APIRouter(include_in_schema=False)
-
-
-def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-    return templates.TemplateResponse(request, name, context, status_code=status_code)
 
 
 def _title(tk: Talekeeper, adventure_id: int) -> str:

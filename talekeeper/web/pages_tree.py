@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse
 
 from talekeeper.core import Talekeeper
-from talekeeper.service import adventures, tree_ops
+from talekeeper.service import adventures, story_map, tree_ops
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.story.tree import TreeError
 from talekeeper.web.api import get_tk
@@ -53,7 +53,7 @@ def _panel(
         except REFUSALS as exc:
             message, moves_story = str(exc), False
     if name == "_lines.html":
-        context = tree_ops.list_branches(tk, adventure_id)
+        context = story_map.line_tree(tk, adventure_id)  # the lines in tree order, for the map
     else:
         context = tree_ops.list_save_points(tk, adventure_id)
     response = render(request, name, adventure_id=adventure_id, message=message, **context)

@@ -1,5 +1,7 @@
-// The play page: send an action, stream the narration over SSE, stop, undo/redo keys;
-// retry and edited actions stream the same way; the Lines / Save Points panel follows the story.
+// The play page: send an action, stream the narration over SSE, stop; retry and edited
+// actions stream the same way; keyboard shortcuts; autoscroll that pauses when the reader
+// scrolls up; earlier turns load as the reader scrolls back; the side panel (state, lines,
+// Save Points) follows the story.
 // Narration is untrusted text: it is only ever inserted with textContent.
 (function () {
   "use strict";
@@ -13,23 +15,42 @@
   const sendButton = document.getElementById("send");
   const continueButton = document.getElementById("continue");
   const stopButton = document.getElementById("stop");
+  const jumpButton = document.getElementById("jump");
+  const panel = document.getElementById("panel");
+  const PLACEHOLDERS = { do: "What do you do?", say: "What do you say?", story: "What happens next? (written as part of the story)" };
   let controller = null;
   let followOutput = true;
+  let programmaticScroll = false;
 
+  // --- autoscroll: follow the newest text unless the reader has scrolled up ------------
+  function nearBottom() {
+    return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
+  }
   window.addEventListener("scroll", () => {
-    const nearBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
-    followOutput = nearBottom;
-  });
+    if (programmaticScroll) return;
+    followOutput = nearBottom();
+    jumpButton.hidden = followOutput || !controller;
+  }, { passive: true });
 
   function scrollIfFollowing() {
-    if (followOutput) window.scrollTo(0, document.body.scrollHeight);
+    if (!followOutput) return;
+    programmaticScroll = true;
+    window.scrollTo(0, document.documentElement.scrollHeight);
+    requestAnimationFrame(() => { programmaticScroll = false; });
   }
+
+  jumpButton.addEventListener("click", () => {
+    followOutput = true;
+    jumpButton.hidden = true;
+    scrollIfFollowing();
+  });
 
   function setBusy(busy) {
     sendButton.disabled = busy;
     continueButton.disabled = busy;
     stopButton.hidden = !busy;
     root.classList.toggle("busy", busy);
+    if (!busy) jumpButton.hidden = true;
   }
 
   function showError(message) {
@@ -75,32 +96,39 @@
   }
 
   function refreshPanel() {
-    const body = document.querySelector("#panel [data-src]");
+    const body = panel.querySelector("[data-src]");
     if (body) htmx.ajax("GET", body.dataset.src, { target: "#panel" });
+  }
+
+  function element(tag, className, text) {
+    const el = document.createElement(tag);
+    if (className) el.className = className;
+    if (text !== undefined) el.textContent = text;
+    return el;
   }
 
   // target: {url, body, replaceFrom} for a new take (retry, edited action); default a new turn.
   async function playTurn(kind, text, target = {}) {
+    if (controller) return;
     const fromInput = !target.url;
     showError("");
-    setBusy(true);
     controller = new AbortController();
-    const turn = document.createElement("article");
-    turn.className = "turn streaming";
-    const actionLine = document.createElement("p");
-    actionLine.className = "action";
-    const thinking = document.createElement("details");
-    thinking.className = "reasoning";
+    setBusy(true);
+    followOutput = true;
+    const turn = element("article", "turn streaming");
+    const actionLine = element("p", "action");
+    const thinking = element("details", "reasoning");
     thinking.hidden = true;
-    const summary = document.createElement("summary");
-    summary.textContent = "Model's thinking";
-    const thinkingText = document.createElement("p");
-    thinking.append(summary, thinkingText);
-    const narration = document.createElement("p");
-    narration.className = "narration";
-    turn.append(actionLine, thinking, narration);
+    const thinkingText = element("p");
+    thinking.append(element("summary", "", "The model's thinking"), thinkingText);
+    const narration = element("p", "narration");
+    const status = element("p", "status-line");
+    status.setAttribute("role", "status");
+    status.hidden = true;
+    turn.append(actionLine, thinking, narration, status);
     live.replaceChildren(turn);
     if (target.replaceFrom) hideFrom(target.replaceFrom);
+    scrollIfFollowing();
     let finished = false;
     try {
       const response = await fetch(target.url || `/api/adventures/${adventureId}/turns`, {
@@ -111,7 +139,7 @@
       });
       if (!response.ok) {
         const body = await response.json().catch(() => ({}));
-        throw new Error(body.detail ? String(typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail)) : `The server answered ${response.status}.`);
+        throw new Error(describeRefusal(body, response.status));
       }
       for await (const { event, data } of readEvents(response)) {
         if (event === "accepted") {
@@ -123,8 +151,13 @@
         } else if (event === "reasoning") {
           thinking.hidden = false;
           thinkingText.textContent += data.text;
+        } else if (event === "status") {
+          status.textContent = data.message;
+          status.hidden = false;
+          scrollIfFollowing();
         } else if (event === "done") {
           finished = true;
+          status.hidden = true;
         } else if (event === "error") {
           throw new Error(data.message);
         }
@@ -143,23 +176,39 @@
     }
   }
 
+  function describeRefusal(body, status) {
+    if (!body || body.detail === undefined) return `The server answered ${status}.`;
+    if (typeof body.detail === "string") return body.detail;
+    if (Array.isArray(body.detail)) return body.detail.map((d) => d.msg || JSON.stringify(d)).join("; ");
+    return body.detail.message || JSON.stringify(body.detail);
+  }
+
+  function retryLast() {
+    const button = document.getElementById("retry");
+    if (controller || !button || button.disabled) return;
+    const turns = document.querySelectorAll("#story .turn");
+    const last = turns[turns.length - 1];
+    playTurn("retry", "", { url: `/api/adventures/${adventureId}/retry`, body: {}, replaceFrom: last && last.dataset.turn });
+  }
+
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const kind = form.querySelector("input[name=kind]:checked").value;
     const text = input.value.trim();
-    if (!text) { showError("Type an action first, or press Continue."); return; }
+    if (!text) { showError("Type an action first, or press Continue."); input.focus(); return; }
     playTurn(kind, text);
   });
+  form.addEventListener("change", (e) => {
+    if (e.target.name === "kind") input.placeholder = PLACEHOLDERS[e.target.value] || "";
+  });
   continueButton.addEventListener("click", () => playTurn("continue", ""));
+  stopButton.addEventListener("click", () => { if (controller) controller.abort(); });
+
   // Story controls are re-rendered with the story, so listen on the document.
   document.addEventListener("click", (e) => {
-    if (e.target.closest("#retry") && !controller) {
-      const turns = document.querySelectorAll("#story .turn");
-      const last = turns[turns.length - 1];
-      playTurn("retry", "", { url: `/api/adventures/${adventureId}/retry`, body: {}, replaceFrom: last && last.dataset.turn });
-    } else if (e.target.closest(".close-edit")) {
-      e.target.closest(".edit-slot").replaceChildren();
-    }
+    if (e.target.closest("#retry")) retryLast();
+    else if (e.target.closest(".close-edit")) e.target.closest(".edit-slot").replaceChildren();
+    else if (e.target.closest(".close-panel")) closePanel();
   });
   document.addEventListener("submit", (e) => {
     const editAction = e.target.closest("form.edit-action");
@@ -171,21 +220,118 @@
     const text = editAction.querySelector("textarea[name=text]").value.trim();
     playTurn(kind, text, { url: `/api/adventures/${adventureId}/turns/${turnId}/edit`, body: { kind, text }, replaceFrom: turnId });
   });
-  // Undo, redo, takes and edits swap the story: keep an open panel in step with it.
-  document.body.addEventListener("htmx:afterSettle", (e) => {
-    if (e.detail.elt && e.detail.elt.id === "story" && !controller) refreshPanel();
-  });
-  stopButton.addEventListener("click", () => { if (controller) controller.abort(); });
+
+  // --- keyboard: Enter sends, Ctrl+Z / Ctrl+Y / Ctrl+R -----------------------------------
   input.addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); form.requestSubmit(); }
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); form.requestSubmit(); }
   });
   document.addEventListener("keydown", (e) => {
-    if (!(e.ctrlKey || e.metaKey) || controller) return;
+    if (e.key === "Escape" && panel.firstElementChild && !controller) { closePanel(); return; }
+    if (!(e.ctrlKey || e.metaKey) || e.altKey) return;
     const key = e.key.toLowerCase();
-    const id = key === "z" && !e.shiftKey ? "undo" : key === "y" ? "redo" : null;
-    if (!id || document.activeElement === input && input.value) return;
+    const typing = e.target.closest && e.target.closest("input, textarea, select");
+    if (key === "r" && !e.shiftKey) {
+      e.preventDefault();  // never reload the page mid-story
+      retryLast();
+      return;
+    }
+    const id = key === "z" && !e.shiftKey ? "undo" : key === "y" || (key === "z" && e.shiftKey) ? "redo" : null;
+    if (!id || controller) return;
+    if (typing && (e.target !== input || input.value)) return;  // the text box's own undo wins
     const button = document.getElementById(id);
     if (button && !button.disabled) { e.preventDefault(); button.click(); }
   });
+
+  // --- the side panel --------------------------------------------------------------------
+  function markOpen(which) {
+    for (const b of document.querySelectorAll(".panel-toggle")) {
+      b.setAttribute("aria-expanded", String(b.id === `open-${which}`));
+    }
+    root.classList.toggle("with-panel", Boolean(which));
+  }
+  function closePanel() {
+    const opener = document.querySelector(".panel-toggle[aria-expanded=true]");
+    panel.replaceChildren();
+    markOpen(null);
+    const url = new URL(location.href);
+    url.searchParams.delete("panel");
+    history.replaceState(null, "", url);
+    if (opener) opener.focus();
+  }
+  document.addEventListener("click", (e) => {
+    const toggle = e.target.closest(".panel-toggle");
+    if (toggle && toggle.getAttribute("aria-expanded") === "true") {
+      // Clicking the open panel's button closes it (and stops htmx loading it again).
+      e.preventDefault();
+      e.stopImmediatePropagation();
+      closePanel();
+    }
+  }, true);
+  document.body.addEventListener("htmx:afterSettle", (e) => {
+    const elt = e.detail.elt;
+    if (elt && elt.id === "story" && !controller) refreshPanel();  // undo, redo, takes, edits
+    if (elt && elt.id === "panel") {
+      const body = panel.querySelector("[data-panel]");
+      if (!body) return;
+      const opened = root.dataset.openPanel !== body.dataset.panel;
+      root.dataset.openPanel = body.dataset.panel;
+      markOpen(body.dataset.panel);
+      const url = new URL(location.href);
+      url.searchParams.set("panel", body.dataset.panel);
+      history.replaceState(null, "", url);
+      // Move focus into a panel that was just opened (not when it merely refreshed).
+      if (opened && e.detail.requestConfig && e.detail.requestConfig.verb === "get") {
+        const heading = panel.querySelector("h2");
+        if (heading) { heading.tabIndex = -1; heading.focus({ preventScroll: window.innerWidth >= 1000 }); }
+      }
+    }
+  });
+  panel.addEventListener("htmx:beforeSwap", (e) => {
+    // A refusal (409/422) still carries the panel with its message: show it.
+    if (e.detail.xhr.status === 409 || e.detail.xhr.status === 422) { e.detail.shouldSwap = true; e.detail.isError = false; }
+  });
+  document.body.addEventListener("htmx:beforeSwap", (e) => {
+    if (e.detail.target && e.detail.target.id === "panel" && !e.detail.serverResponse.trim()) root.dataset.openPanel = "";
+  });
+
+  // --- long stories: load earlier turns as the reader scrolls back ------------------------
+  // The page keeps its place while the earlier turns are put in above what is being read.
+  let keepPlace = null;
+  document.body.addEventListener("htmx:beforeRequest", (e) => {
+    if (e.detail.elt.classList && e.detail.elt.classList.contains("older")) {
+      keepPlace = { height: document.documentElement.scrollHeight, y: window.scrollY };
+    }
+  });
+  document.body.addEventListener("htmx:afterSwap", () => {
+    if (!keepPlace) return;
+    const grown = document.documentElement.scrollHeight - keepPlace.height;
+    programmaticScroll = true;
+    window.scrollTo(0, keepPlace.y + grown);
+    requestAnimationFrame(() => { programmaticScroll = false; });
+    keepPlace = null;
+  });
+  if ("IntersectionObserver" in window) {
+    const observer = new IntersectionObserver((entries) => {
+      for (const entry of entries) {
+        const button = entry.target;
+        if (entry.isIntersecting && !button.classList.contains("htmx-request") && !controller) {
+          observer.unobserve(button);
+          button.click();
+        }
+      }
+    }, { rootMargin: "300px 0px 0px 0px" });
+    const watchOlder = () => {
+      for (const b of document.querySelectorAll("#story .older")) observer.observe(b);
+    };
+    // Only once the reader scrolls: opening the page must not pull in the whole story.
+    const first = () => {
+      if (programmaticScroll) return;
+      window.removeEventListener("scroll", first);
+      watchOlder();
+      document.body.addEventListener("htmx:afterSettle", watchOlder);
+    };
+    window.addEventListener("scroll", first, { passive: true });
+  }
+
   scrollIfFollowing();
 })();

@@ -1,0 +1,127 @@
+"""Screenshots of the main screens for the README, taken in Chromium.
+
+    PYTHONPATH=. .venv/bin/python scripts/screenshots.py [--out docs/screenshots]
+
+Plays a short scripted story (no model needed) against a live server in a throwaway
+data directory, then photographs: home, play with change chips, the state panel, the
+story map, Save Points, Insights, settings, the scenario editor, the phone layout and
+the dark theme.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+from playwright.sync_api import expect, sync_playwright
+
+from talekeeper.core import Talekeeper
+from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.web.app import create_app
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, live_server
+
+
+def block(*events: dict) -> str:
+    return "\n```state\n" + json.dumps({"events": list(events)}) + "\n```"
+
+
+REPLIES = [
+    "Maren looks you over, from your patched coat to the satchel of tools. \"Lamp-mender,\" she says at last, "
+    "and the word is almost kind. \"Tobin won't thank you. But the boats might.\" The wind snatches at the rope in her hands."
+    + block(
+        {"type": "change_stat", "stat": "npc.maren.trust", "by": 5},
+        {"type": "set_flag", "flag": "ferry_hired", "value": True},
+        {"type": "change_stat", "stat": "world.storm", "by": 1},
+    ),
+    "The ferry bucks across the drowned causeway. Spray comes over the bow in sheets, and Maren leans on the pole "
+    "without a word until the keel grinds on the shingle of the headland."
+    + block(
+        {"type": "reach_milestone", "milestone": "reached_headland"},
+        {"type": "set_location", "entity": "player", "location": "lighthouse"},
+        {"type": "change_stat", "stat": "world.night", "by": -1},
+        {"type": "change_stat", "stat": "player.health", "by": 2},
+    ),
+    "The ferry spins in a rip of current; for a moment the headland swings away and back again.",
+    "You wade ashore at the cottage instead, and a light goes out behind its shutters.",
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="docs/screenshots", type=Path)
+    args = parser.parse_args()
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    home = Path(tempfile.mkdtemp(prefix="talekeeper-shots-"))
+    tk = Talekeeper(home, provider_override=ScriptedProvider(REPLIES, chunk_size=12))
+    with live_server(create_app(tk)) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1280, "height": 860})
+        page.set_default_timeout(10_000)
+        page.on("dialog", lambda d: d.accept())
+
+        page.goto(url + "/")
+        page.get_by_label("What is your name?").fill("Ada")
+        page.get_by_role("button", name="Start “The Lantern of Greywater”").click()
+        story = page.locator("#story")
+        page.get_by_label("Your action").fill("ask Maren to take me across to the lighthouse")
+        page.keyboard.press("Enter")
+        expect(story).to_contain_text("Lamp-mender")
+        page.get_by_label("Say").check()
+        page.get_by_label("Your action").fill("Take me across. Please.")
+        page.keyboard.press("Enter")
+        expect(story).to_contain_text("keel grinds")
+        page.get_by_role("button", name="Retry").click()
+        expect(story).to_contain_text("rip of current")
+        page.get_by_role("button", name="Previous take").click()
+        expect(story).to_contain_text("keel grinds")
+        adventure_url = page.url.split("?")[0]
+        page.screenshot(path=out / "play.png")
+
+        page.get_by_role("button", name="State").click()
+        expect(page.locator("#panel")).to_contain_text("Milestones")
+        page.screenshot(path=out / "state-panel.png")
+
+        page.get_by_role("button", name="Save Points").click()
+        page.get_by_label("Name", exact=True).fill("On the headland")
+        page.get_by_role("button", name="Save this moment").click()
+        expect(page.locator("#panel")).to_contain_text("you are here")
+        page.get_by_role("button", name="Undo").click()
+        page.get_by_role("button", name="Undo").click()
+        page.get_by_role("radio", name="Do").check()
+        page.get_by_label("Your action").fill("walk to the keeper's cottage")
+        page.keyboard.press("Enter")
+        expect(story).to_contain_text("light goes out")
+        page.screenshot(path=out / "save-points.png")
+        page.get_by_role("button", name="Lines").click()
+        expect(page.locator("#panel [data-line]")).to_have_count(3)
+        page.locator("#panel li.current").get_by_label("Name of this line").fill("The cottage")
+        page.locator("#panel li.current").get_by_role("button", name="Rename").click()
+        expect(page.locator("#panel")).to_contain_text("The cottage")
+        page.screenshot(path=out / "story-map.png")
+
+        page.goto(adventure_url + "/insights")
+        page.screenshot(path=out / "insights.png", full_page=False)
+        page.goto(url + "/settings")
+        page.screenshot(path=out / "settings.png")
+        page.goto(url + "/")
+        page.screenshot(path=out / "home.png")
+        if page.goto(url + "/scenarios/greywater-lantern").ok:
+            page.screenshot(path=out / "scenario-editor.png")
+
+        phone = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True)
+        phone.goto(adventure_url)
+        phone.screenshot(path=out / "phone.png")
+        dark = browser.new_page(viewport={"width": 1280, "height": 860}, color_scheme="dark")
+        dark.goto(adventure_url + "?panel=state")
+        expect(dark.locator("#panel")).to_contain_text("Milestones")
+        dark.screenshot(path=out / "dark.png")
+        browser.close()
+    tk.db.dispose()
+    print(f"Screenshots in {out}/")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""The state panel on the play page (HTMX fragments): the state at the moment being read,
+grouped for reading; the player's corrections; the audit trail.
+
+Corrections go through `api_state.post_correction`, the same validator and bookkeeping as
+the JSON API: a correction that changes something becomes a step of the story (Undo takes
+it back) and answers with the `story-changed` trigger; a refused one changes nothing and
+says why, in words.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import HTMLResponse
+from pydantic import ValidationError
+
+from talekeeper.core import Talekeeper
+from talekeeper.service import world
+from talekeeper.service.adventures import get_adventure
+from talekeeper.service.locks import AdventureBusy
+from talekeeper.story import tree
+from talekeeper.web import api_state
+from talekeeper.web.api import get_tk
+from talekeeper.web.pages import render
+
+router = APIRouter(prefix="/adventures/{adventure_id}/state", include_in_schema=False)
+GROUPS = {"person": "Characters", "place": "Places", "item": "Items"}
+MAX_JSON_CHARS = 20_000
+
+
+def _number(text: str) -> Any:
+    """A typed number as a number (5, -2.5); anything else as typed, for the validator to judge."""
+    try:
+        value = float(text)
+    except ValueError:
+        return text.strip()
+    return int(value) if value.is_integer() else value
+
+
+def panel_context(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+    """The grouped state at the moment being read, and the choices the correction form offers."""
+    with tk.db.session() as session:
+        adventure = get_adventure(session, adventure_id)
+        head = tree.head(session, adventure)
+        rules = world.rules_of(adventure)
+        document = world.document_of(head.state, rules)
+        view = world.state_view(document, rules)
+        has_rules = bool(adventure.rules)
+    names = {e.id: e.name for e in document.entities.values()}
+    holders = {p["item"]: p["holder_name"] for p in view["possessions"]}
+    groups: list[tuple[str, list[dict[str, Any]]]] = []
+    for kind in ("person", "place", "item"):
+        if view["entities"].get(kind):
+            groups.append((GROUPS[kind], view["entities"][kind]))
+    for kind, items in sorted(view["entities"].items()):
+        if kind not in GROUPS and kind != "player":
+            groups.append((kind.replace("_", " ").capitalize(), items))
+    stat_groups: dict[str, list[dict[str, Any]]] = {}
+    for stat in view["stats"]:
+        owner = {"world": "The world", "player": "You"}.get(stat["owner"], names.get(stat["owner"], stat["owner"]))
+        stat_groups.setdefault(owner, []).append(stat)
+    player = (view["entities"].get("player") or [None])[0]
+    scene = view["scene"]
+    return {
+        "adventure_id": adventure_id,
+        "has_rules": has_rules,
+        "view": view,
+        "player": player,
+        "scene": {
+            "location": names.get(scene["location"], scene["location"]) if scene["location"] else None,
+            "present": [names.get(p, p) for p in scene["present"]],
+            "time": scene["time"],
+            "summary": scene["summary"],
+        },
+        "names": names,
+        "holders": holders,
+        "groups": groups,
+        "stat_groups": stat_groups,
+        "open_threads": [t for t in view["threads"] if t["status"] == "open"],
+        "closed_threads": [t for t in view["threads"] if t["status"] != "open"],
+        "facts": [f for f in view["facts"] if f["status"] == "active"],
+        "relationships": [r for r in view["relationships"] if r["status"] == "active"],
+        "choices": {
+            "stats": [s for s in view["stats"]],
+            "flags": view["flags"],
+            "milestones": [m for m in view["milestones"] if m["reached_at"] is None],
+            "things": view["entities"].get("item", []),
+            "holders": (view["entities"].get("player", []) + view["entities"].get("person", [])),
+            "movers": (view["entities"].get("player", []) + view["entities"].get("person", []) + view["entities"].get("item", [])),
+            "places": view["entities"].get("place", []),
+            "entities": [e for kind in view["entities"].values() for e in kind],
+        },
+    }
+
+
+def _panel(request: Request, tk: Talekeeper, adventure_id: int, status_code: int = 200, **extra: Any) -> HTMLResponse:
+    return render(request, "_state.html", status_code=status_code, **panel_context(tk, adventure_id), **extra)
+
+
+@router.get("/panel", response_class=HTMLResponse)
+def state_panel(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    return _panel(request, tk, adventure_id)
+
+
+def events_from_form(form: Any) -> list[Any]:
+    """The correction form's fields as events from the model's own vocabulary."""
+    kind = str(form.get("kind", ""))
+    get = lambda name: str(form.get(name, "")).strip()  # noqa: E731
+    if kind == "set_stat":
+        return [{"type": "set_stat", "stat": get("stat"), "value": _number(get("value"))}]
+    if kind == "change_stat":
+        return [{"type": "change_stat", "stat": get("stat"), "by": _number(get("by"))}]
+    if kind == "set_flag":
+        return [{"type": "set_flag", "flag": get("flag"), "value": get("value") == "on"}]
+    if kind == "reach_milestone":
+        return [{"type": "reach_milestone", "milestone": get("milestone")}]
+    if kind == "set_possession":
+        return [{"type": "set_possession", "item": get("item"), "holder": get("holder")}]
+    if kind == "set_location":
+        return [{"type": "set_location", "entity": get("entity"), "location": get("location") or None}]
+    if kind == "set_status":
+        return [{"type": "set_status", "entity": get("entity"), "status": get("status")}]
+    if kind == "add_fact":
+        return [{"type": "add_fact", "subject": get("subject"), "predicate": get("predicate"), "object": get("object")}]
+    if kind == "json":
+        text = str(form.get("events", ""))
+        if len(text) > MAX_JSON_CHARS:
+            raise ValueError(f"That is too long for a correction (at most {MAX_JSON_CHARS:,} characters).")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"That is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from exc
+        if isinstance(data, dict) and "events" in data:
+            data = data["events"]
+        if isinstance(data, dict):
+            data = [data]
+        if not isinstance(data, list):
+            raise ValueError('Write a list of events, e.g. [{"type": "set_flag", "flag": "…", "value": true}].')
+        return data
+    raise ValueError("Choose what to correct.")
+
+
+@router.post("/correct", response_class=HTMLResponse)
+async def correct(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    form = await request.form()
+    try:
+        events = events_from_form(form)
+        answer = api_state.post_correction(adventure_id, api_state.Correction(events=events), tk)
+    except ValueError as exc:  # ValidationError is a ValueError too
+        message = str(exc).splitlines()[0] if not isinstance(exc, ValidationError) else "A correction holds at most 50 events."
+        return _panel(request, tk, adventure_id, result={"ok": False, "message": message, "changes": []})
+    except AdventureBusy as exc:
+        return _panel(request, tk, adventure_id, result={"ok": False, "message": str(exc), "changes": []})
+    except HTTPException as exc:
+        detail = exc.detail if isinstance(exc.detail, dict) else {"message": str(exc.detail)}
+        result = {"ok": False, "message": detail.get("message", "Nothing was changed."), "changes": detail.get("changes", [])}
+        return _panel(request, tk, adventure_id, result=result)
+    response = _panel(request, tk, adventure_id, result={"ok": True, "changes": answer["changes"]})
+    response.headers["HX-Trigger"] = "story-changed"
+    return response
+
+
+@router.get("/audit", response_class=HTMLResponse)
+def audit(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    """Every proposal on the line being read, newest first: raw text, parse errors, verdicts."""
+    trail = api_state.audit(adventure_id, limit=100, tk=tk)
+    return render(request, "_audit.html", adventure_id=adventure_id, trail=trail)
