@@ -346,9 +346,9 @@ def _labelled(label: str, text: Any) -> str:
 
 def _scene_why(found: Scan) -> str:
     if not found.in_scene:
-        return "always sent: the state at the head (no other character in scene)"
+        return "always sent: the state at the moment being read (no other character in scene)"
     named = ", ".join(f"{t.key} ('{t.trigger}' in {t.where})" for t in found.in_scene)
-    return f"always sent: the state at the head; in scene: {named}"
+    return f"always sent: the state at the moment being read; in scene: {named}"
 
 
 async def _turn_cost(turn: HistoryTurn, count_tokens: CountFn) -> int:

@@ -91,3 +91,256 @@ def placeholder_answers(data: dict[str, Any], given: dict[str, str] | None) -> d
             raise ScenarioError(f"The answer for {key!r} is too long (at most 200 characters).")
         answers[key] = answer
     return answers
+
+
+# --- authoring: create, update, duplicate, delete, import, export ------------------------
+#
+# A scenario document is checked whole before anything is written: every mistake is
+# reported with its path (`story_cards[2].entry: …`, `rules.stats.world.storm.max: …`),
+# and a refused document changes nothing. Built-in scenarios are read-only: duplicate one
+# to edit it.
+
+EXPORT_FORMAT = "talekeeper-scenario"
+MAX_SCENARIO_BYTES = 1024 * 1024
+_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,79}$")
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+TEXT_LIMITS = {
+    "title": 200,
+    "description": 2000,
+    "opening": 20000,
+    "narrator_instructions": 20000,
+    "ai_instructions": 20000,
+    "plot_essentials": 20000,
+    "story_summary": 20000,
+    "author_note": 2000,
+}
+SCENARIO_KEYS = ("id", *TEXT_LIMITS, "tags", "placeholders", "persona", "story_cards", "rules")
+
+
+class ScenarioInvalid(ScenarioError):
+    """A scenario document with mistakes; `errors` lists each with its path."""
+
+    def __init__(self, errors: list[str], intro: str = "This scenario has mistakes; nothing was saved."):
+        self.errors, self.intro = errors, intro
+        super().__init__(intro + " " + "; ".join(errors[:5]) + (f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""))
+
+
+def check_scenario(data: Any) -> list[str]:
+    """Every mistake in a scenario document, each starting with its path; [] when valid."""
+    from pydantic import ValidationError
+
+    from talekeeper.context.plot import Persona, StoryCard
+    from talekeeper.context.triggers import MAX_CARDS
+    from talekeeper.state import check_rules
+
+    if not isinstance(data, dict):
+        return ["(scenario): must be a JSON object"]
+    errors = [f"{key}: unknown field (known: {', '.join(SCENARIO_KEYS)})" for key in data if key not in SCENARIO_KEYS]
+    if not isinstance(data.get("id"), str) or not _ID.match(data["id"]):
+        errors.append("id: must be 1–80 lowercase letters, digits, '-' or '_', starting with a letter or digit")
+    for key, limit in TEXT_LIMITS.items():
+        value = data.get(key, "")
+        if not isinstance(value, str):
+            errors.append(f"{key}: must be text")
+        elif len(value) > limit:
+            errors.append(f"{key}: too long ({len(value):,} characters; at most {limit:,})")
+    if isinstance(data.get("title"), str) and not data["title"].strip():
+        errors.append("title: a scenario needs a title")
+    if "title" not in data:
+        errors.append("title: a scenario needs a title")
+    if isinstance(data.get("opening", ""), str) and not data.get("opening", "").strip():
+        errors.append("opening: the story needs an opening — the first thing the player reads")
+    tags = data.get("tags", [])
+    if not isinstance(tags, list) or len(tags) > 20 or not all(isinstance(t, str) and 0 < len(t) <= 40 for t in tags):
+        errors.append("tags: must be a list of at most 20 short labels")
+    declared: set[str] = set()
+    placeholders = data.get("placeholders", [])
+    if not isinstance(placeholders, list):
+        errors.append("placeholders: must be a list")
+        placeholders = []
+    for i, p in enumerate(placeholders):
+        where = f"placeholders[{i}]"
+        if not isinstance(p, dict):
+            errors.append(f"{where}: must be an object with key, question and default")
+            continue
+        errors += [f"{where}.{k}: unknown field" for k in p if k not in ("key", "question", "default")]
+        key = p.get("key")
+        if not isinstance(key, str) or not _KEY.match(key):
+            errors.append(f"{where}.key: must be a name like 'name' or 'home_town' (letters, digits, _)")
+        elif key in declared:
+            errors.append(f"{where}.key: '{key}' is declared twice")
+        else:
+            declared.add(key)
+        if not isinstance(p.get("question", ""), str) or not str(p.get("question", "")).strip():
+            errors.append(f"{where}.question: ask the player something, e.g. 'What is your name?'")
+        if not isinstance(p.get("default", ""), str) or len(str(p.get("default", ""))) > 200:
+            errors.append(f"{where}.default: must be text of at most 200 characters")
+    for section, model in (("persona", Persona),):
+        value = data.get(section)
+        if value is not None:
+            try:
+                model.model_validate(value)
+            except ValidationError as exc:
+                errors += _pydantic_errors(exc, section)
+    cards = data.get("story_cards", [])
+    if not isinstance(cards, list):
+        errors.append("story_cards: must be a list")
+        cards = []
+    if len(cards) > MAX_CARDS:
+        errors.append(f"story_cards: at most {MAX_CARDS} cards")
+    for i, card in enumerate(cards[:MAX_CARDS]):
+        try:
+            StoryCard.model_validate(card)
+        except ValidationError as exc:
+            errors += _pydantic_errors(exc, f"story_cards[{i}]")
+            continue
+        if not str(card.get("entry", "")).strip():
+            errors.append(f"story_cards[{i}].entry: a card needs an entry — it is the only part the model sees")
+        if not str(card.get("triggers", "")).strip():
+            errors.append(f"story_cards[{i}].triggers: a card needs at least one trigger word, or it can never appear")
+    rules = data.get("rules")
+    if rules is not None:
+        errors += [f"rules.{e}" if not e.startswith("(") else f"rules: {e.split(': ', 1)[-1]}" for e in check_rules(rules)]
+    used = set(_PLACEHOLDER.findall(json.dumps({k: v for k, v in data.items() if k != "placeholders"})))
+    for key in sorted(used - declared):
+        errors.append(f"placeholders: '${{{key}}}' is used but not declared (add a placeholder with key '{key}')")
+    return errors
+
+
+def _pydantic_errors(exc: Any, prefix: str) -> list[str]:
+    found = []
+    for error in exc.errors():
+        where = prefix + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
+        found.append(f"{where}: {error['msg']}")
+    return found
+
+
+def _store(session: Session, data: dict[str, Any], row: Scenario | None = None) -> Scenario:
+    errors = check_scenario(data)
+    if errors:
+        raise ScenarioInvalid(errors)
+    if row is None:
+        row = Scenario(id=data["id"], builtin=False)
+        session.add(row)
+    row.title, row.description, row.data = data["title"].strip(), data.get("description", ""), data
+    session.flush()
+    return row
+
+
+def _own(session: Session, scenario_id: str) -> Scenario:
+    row = get_scenario(session, scenario_id)
+    if row.builtin:
+        raise ScenarioError("Built-in scenarios are read-only. Duplicate it to make your own copy, and edit that.")
+    return row
+
+
+def free_id(session: Session, wanted: str) -> str:
+    """`wanted`, or `wanted-2`, `wanted-3`… — the first id no scenario has."""
+    base = re.sub(r"[^a-z0-9_-]+", "-", wanted.lower()).strip("-_")[:70] or "scenario"
+    candidate, n = base, 1
+    while session.get(Scenario, candidate) is not None:
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
+
+
+def new_scenario(title: str, scenario_id: str) -> dict[str, Any]:
+    """A small valid document to start from."""
+    return {
+        "id": scenario_id,
+        "title": title,
+        "description": "",
+        "tags": [],
+        "placeholders": [{"key": "name", "question": "What is your name?", "default": "Wren"}],
+        "persona": {"name": "${name}", "pronouns": "", "description": ""},
+        "opening": "You wake to the sound of rain, ${name}. Somewhere below, someone is calling your name.",
+        "narrator_instructions": (
+            "You are the narrator of an interactive story. Write in second person, present tense. "
+            "Describe what happens in response to the player's action in two to four vivid sentences, "
+            "then stop and let the player act. Never act or speak for the player."
+        ),
+        "ai_instructions": "",
+        "plot_essentials": "",
+        "author_note": "",
+        "story_cards": [],
+    }
+
+
+def create_scenario(session: Session, data: dict[str, Any]) -> Scenario:
+    if not isinstance(data, dict):
+        raise ScenarioInvalid(["(scenario): must be a JSON object"])
+    if isinstance(data.get("id"), str) and session.get(Scenario, data["id"]) is not None:
+        raise ScenarioInvalid([f"id: a scenario with id '{data['id']}' already exists"])
+    return _store(session, data)
+
+
+def update_scenario(session: Session, scenario_id: str, data: dict[str, Any]) -> Scenario:
+    """Replace one of the player's scenarios with `data` (its id cannot change)."""
+    row = _own(session, scenario_id)
+    if not isinstance(data, dict):
+        raise ScenarioInvalid(["(scenario): must be a JSON object"])
+    if data.get("id", scenario_id) != scenario_id:
+        raise ScenarioInvalid([f"id: a scenario's id cannot change (it is '{scenario_id}'); duplicate it for a new one"])
+    return _store(session, {**data, "id": scenario_id}, row)
+
+
+def duplicate_scenario(session: Session, scenario_id: str) -> Scenario:
+    source = get_scenario(session, scenario_id)
+    data = json.loads(json.dumps(source.data))
+    data["id"] = free_id(session, f"{source.id}-copy")
+    data["title"] = f"{source.title} (copy)"[:200]
+    return _store(session, data)
+
+
+def delete_scenario(session: Session, scenario_id: str) -> None:
+    """Adventures started from it keep their own copy of everything and play on."""
+    from talekeeper.store.models import Adventure
+
+    row = _own(session, scenario_id)
+    session.execute(Adventure.__table__.update().where(Adventure.scenario_id == row.id).values(scenario_id=None))
+    session.delete(row)
+
+
+def export_scenario(row: Scenario) -> dict[str, Any]:
+    """The document as a file: the scenario itself, marked with its format."""
+    return {"format": EXPORT_FORMAT, "version": 1, "scenario": row.data}
+
+
+def import_scenario(session: Session, raw: bytes) -> tuple[Scenario, list[str]]:
+    """Read an exported file (or a bare scenario document) and add it as the player's own.
+
+    Refused whole, with the reason, when it is too large, not JSON, or has mistakes. An id
+    already taken gets a fresh one. Returns the scenario and notes on what was adjusted.
+    """
+    if len(raw) > MAX_SCENARIO_BYTES:
+        raise ScenarioError(
+            f"That file is too large to be a scenario (at most {MAX_SCENARIO_BYTES // 1024 // 1024} MB). "
+            "Nothing was imported."
+        )
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise ScenarioError("That file is not text (UTF-8 JSON). Nothing was imported.") from None
+    except json.JSONDecodeError as exc:
+        raise ScenarioError(
+            f"That file is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}). Nothing was imported."
+        ) from None
+    if isinstance(data, dict) and "scenario" in data and "format" in data:
+        if data.get("format") != EXPORT_FORMAT:
+            raise ScenarioError(f"That file is a {data.get('format')!r} export, not a scenario. Nothing was imported.")
+        data = data["scenario"]
+    if not isinstance(data, dict):
+        raise ScenarioInvalid(["(scenario): must be a JSON object"], "That file is not a scenario; nothing was imported.")
+    notes = []
+    wanted = data.get("id") if isinstance(data.get("id"), str) and _ID.match(data["id"]) else None
+    if wanted is None:
+        wanted = free_id(session, str(data.get("title") or "imported"))
+    elif session.get(Scenario, wanted) is not None:
+        fresh = free_id(session, wanted)
+        notes.append(f"A scenario with id '{wanted}' already exists, so this one was imported as '{fresh}'.")
+        wanted = fresh
+    data = {**data, "id": wanted}
+    errors = check_scenario(data)
+    if errors:
+        raise ScenarioInvalid(errors, "That scenario has mistakes; nothing was imported.")
+    return _store(session, data), notes

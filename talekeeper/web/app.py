@@ -10,7 +10,19 @@ from fastapi.staticfiles import StaticFiles
 
 from talekeeper import __version__
 from talekeeper.core import Talekeeper
-from talekeeper.web import api, api_state, api_context, api_tree, errors, pages, pages_context, pages_state, pages_tree
+from talekeeper.web import (
+    api,
+    api_context,
+    api_scenarios,
+    api_state,
+    api_tree,
+    errors,
+    pages,
+    pages_context,
+    pages_scenarios,
+    pages_state,
+    pages_tree,
+)
 from talekeeper.web.security import LocalOnlyMiddleware
 
 STATIC = Path(__file__).parent / "static"
@@ -31,11 +43,13 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     app.state.tk = tk
     errors.install(app)
     app.include_router(api.router)
+    app.include_router(api_scenarios.router)
     app.include_router(api_tree.router)
     app.include_router(api_state.router)
     app.include_router(pages.router)
     app.include_router(pages_tree.router)
     app.include_router(pages_state.router)
+    app.include_router(pages_scenarios.router)
     app.include_router(api_context.router)
     app.include_router(pages_context.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -7,9 +7,9 @@ they never collide with the play page's `/adventures/{id}/{move}`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
@@ -18,9 +18,11 @@ from talekeeper.core import Talekeeper
 from talekeeper.memory import panel
 from talekeeper.service.adventures import get_adventure
 from talekeeper.service.locks import AdventureBusy
+from talekeeper.story.actions import ActionError
 from talekeeper.web.api import get_tk
 from talekeeper.web.api_context import next_insights, turn_insights
 from talekeeper.web.pages import render  # one template environment: shared filters
+from talekeeper.web.pages_state import turn_proposal
 
 router = APIRouter(include_in_schema=False)
 
@@ -38,14 +40,23 @@ def _back(path: str, message: str | None = None) -> RedirectResponse:
 
 @router.get("/adventures/{adventure_id}/insights", response_class=HTMLResponse)
 async def insights_page(
-    request: Request, adventure_id: int, turn: int | None = None, tk: Talekeeper = Depends(get_tk)
+    request: Request,
+    adventure_id: int,
+    turn: int | None = None,
+    kind: Literal["do", "say", "story", "continue"] = "continue",
+    text: str = Query("", max_length=4000),
+    tk: Talekeeper = Depends(get_tk),
 ) -> HTMLResponse:
-    """Insights for a past turn (?turn=<node id>), or for what would be sent next."""
-    error = None
+    """Insights for a past turn (?turn=<node id>), or for what would be sent next
+    (optionally for an action: ?kind=do&text=…)."""
+    error = proposal = None
     try:
-        data = turn_insights(tk, adventure_id, turn) if turn else await next_insights(tk, adventure_id, "continue", "")
+        data = turn_insights(tk, adventure_id, turn) if turn else await next_insights(tk, adventure_id, kind, text)
+        proposal = turn_proposal(tk, adventure_id, turn) if turn else None
     except HTTPException as exc:
         data, error = None, exc.detail
+    except ActionError as exc:
+        data, error = None, str(exc)
     return render(
         request,
         "insights.html",
@@ -56,6 +67,9 @@ async def insights_page(
         error=error,
         recent=_recent_turns(tk, adventure_id),
         current=turn,
+        proposal=proposal,
+        kind=kind,
+        text=text,
     )
 
 

@@ -167,3 +167,19 @@ def audit(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk))
     """Every proposal on the line being read, newest first: raw text, parse errors, verdicts."""
     trail = api_state.audit(adventure_id, limit=100, tk=tk)
     return render(request, "_audit.html", adventure_id=adventure_id, trail=trail)
+
+
+def turn_proposal(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, Any] | None:
+    """What was proposed with one turn (raw text, parse error, events) and what became of it."""
+    from talekeeper.service.adventures import get_turn
+
+    with tk.db.session() as session:
+        node = get_turn(session, get_adventure(session, adventure_id), node_id)
+        record = node.proposal or {}
+        return {
+            "source": record.get("source"),
+            "raw": record.get("raw"),
+            "parse_error": record.get("parse_error"),
+            "events": record.get("events"),
+            "changes": world.changes_of(node),
+        }
