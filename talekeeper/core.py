@@ -43,6 +43,7 @@ class Talekeeper:
         self.locks = AdventureLocks()
         self._provider: Provider | None = None
         self._provider_key: str | None = None
+        self._memory_worker = None  # created on first use by talekeeper.memory.worker
         with self.db.session() as session:
             scenarios.install_builtins(session)
 
@@ -82,6 +83,8 @@ class Talekeeper:
         """Release the model (the embedded child process too) and the database."""
         from talekeeper.llm.embedded_server import stop_embedded_server
 
+        if self._memory_worker is not None:
+            await self._memory_worker.drain()  # let a memory being written finish
         if self._provider is not None:
             await self._provider.aclose()
         stop_embedded_server()

@@ -169,8 +169,6 @@ class MemoryWorker:
 
 
 def worker_for(tk: Talekeeper) -> MemoryWorker:
-    worker = getattr(tk, "_memory_worker", None)
-    if worker is None:
-        worker = MemoryWorker(tk)
-        tk._memory_worker = worker  # type: ignore[attr-defined]
-    return worker
+    if tk._memory_worker is None:
+        tk._memory_worker = MemoryWorker(tk)
+    return tk._memory_worker
