@@ -185,6 +185,12 @@ class EmbeddedServer:
             # A second request (a token count, say) must wait its turn, not cut off the
             # answer being streamed: llama-cpp-python would end that stream with [DONE].
             "--interrupt_requests", "false",
+            # The structured state pass and the memory writer use prompts of their own; a RAM
+            # cache of evaluated prompts lets the story's long prefix be restored after them
+            # instead of being read again from scratch.
+            "--cache", "true",
+            "--cache_type", "ram",
+            "--cache_size", str(512 * 1024 * 1024),
         ]  # fmt: skip
         fd, log_name = tempfile.mkstemp(prefix="talekeeper-embedded-", suffix=".log")
         self._log_path = Path(log_name)
