@@ -43,7 +43,7 @@ test: install-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: install
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
