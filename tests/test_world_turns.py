@@ -166,3 +166,23 @@ def test_off_sends_no_vocabulary(client: TestClient, adventure_id: int, scripted
     play(client, adventure_id, "listen")
     sent = "\n".join(m.content for m in scripted.requests[-1].messages)
     assert "change_stat" not in sent and "```state" not in sent
+
+
+def test_origins_choose_where_the_story_starts(client: TestClient) -> None:
+    demo = next(s for s in client.get("/api/scenarios").json() if s["id"] == "greywater-lantern")
+    assert [o["id"] for o in demo["origins"]] == ["lamp-mender", "cousin"]
+    default = client.post("/api/adventures", json={"scenario_id": "greywater-lantern"}).json()
+    cousin = client.post(
+        "/api/adventures", json={"scenario_id": "greywater-lantern", "origin_id": "cousin", "answers": {"name": "Ada"}}
+    ).json()
+    assert "stranger" not in default["turns_shown"][0]["narration"]
+    assert cousin["turns_shown"][0]["narration"].startswith("Salt spray")
+    state = client.get(f"/api/adventures/{cousin['id']}/state").json()["view"]
+    trust = {s["path"]: s["value"] for s in state["stats"]}
+    assert trust["npc.maren.trust"] == 4 and trust["npc.tobin.trust"] == -7
+    assert {"name": "ferry_hired", "value": True, "desc": "Maren has agreed to take you across"} in state["flags"]
+    assert any(f["predicate"] == "is the cousin of" and f["object"] == "Ada" for f in state["facts"])
+    # the overlay extends the world; it does not replace it
+    assert any(f["predicate"] == "has been dark since" for f in state["facts"])
+    unknown = client.post("/api/adventures", json={"scenario_id": "greywater-lantern", "origin_id": "pirate"})
+    assert unknown.status_code == 422 and "lamp-mender, cousin" in unknown.json()["detail"]

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from talekeeper.state import RulesError, empty_rules, initial_document, load_rules
 from talekeeper.service import world
+from talekeeper.service.origins import with_origin
 from talekeeper.service.scenarios import ScenarioError, fill_placeholders, get_scenario, placeholder_answers
 from talekeeper.story import takes, tree
 from talekeeper.story.actions import format_action
@@ -35,9 +36,11 @@ def start_adventure(
     scenario_id: str,
     answers: dict[str, str] | None = None,
     title: str | None = None,
+    origin_id: str | None = None,
 ) -> Adventure:
     scenario = get_scenario(session, scenario_id)
-    filled = fill_placeholders(scenario.data, placeholder_answers(scenario.data, answers))
+    data = with_origin(scenario.data, origin_id)
+    filled = fill_placeholders(data, placeholder_answers(data, answers))
     plot = {key: filled.get(key) for key in PLOT_FIELDS if filled.get(key) is not None}
     raw_rules = filled.get("rules") or None
     try:

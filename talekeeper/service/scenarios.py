@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from talekeeper.service.origins import origin_summaries
 from talekeeper.store.models import Scenario
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -65,6 +66,7 @@ def scenario_summary(row: Scenario) -> dict[str, Any]:
         "builtin": row.builtin,
         "placeholders": row.data.get("placeholders", []),
         "tags": row.data.get("tags", []),
+        "origins": origin_summaries(row.data),
     }
 
 

@@ -30,6 +30,7 @@ class NewAdventure(BaseModel):
     scenario_id: str = Field(max_length=80)
     answers: dict[str, str] = Field(default_factory=dict, description="Answers to the scenario's ${placeholders}.")
     title: str | None = Field(None, max_length=200)
+    origin_id: str | None = Field(None, max_length=80, description="Where to start, when the scenario has several origins.")
 
 
 class TurnRequest(BaseModel):
@@ -66,7 +67,7 @@ def list_adventures(tk: Talekeeper = Depends(get_tk)) -> list[dict[str, Any]]:
 @router.post("/adventures", status_code=201)
 def start_adventure(body: NewAdventure, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     with tk.db.session() as session:
-        adventure = adventures.start_adventure(session, body.scenario_id, body.answers, body.title)
+        adventure = adventures.start_adventure(session, body.scenario_id, body.answers, body.title, body.origin_id)
         return adventures.story_view(session, adventure)
 
 

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from talekeeper.llm.errors import EndpointRefused, LLMError
 from talekeeper.service.adventures import AdventureNotFound
 from talekeeper.service.locks import AdventureBusy
+from talekeeper.service.origins import OriginError
 from talekeeper.service.scenarios import ScenarioError
 from talekeeper.service.settings import SettingsError
 from talekeeper.service.turns import TurnFailed
@@ -21,6 +22,7 @@ STATUS = [
     (TreeError, 409),
     (AdventureNotFound, 404),
     (ScenarioError, 422),
+    (OriginError, 422),
     (ActionError, 422),
     (SettingsError, 422),
     (EndpointRefused, 422),

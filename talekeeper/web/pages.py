@@ -17,6 +17,7 @@ from talekeeper.core import Talekeeper
 from talekeeper.llm.errors import EndpointRefused, LLMError
 from talekeeper.llm.settings import ModelSettings
 from talekeeper.service import adventures, scenarios
+from talekeeper.service.origins import OriginError
 from talekeeper.service import settings as settings_service
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.story import tree
@@ -76,14 +77,15 @@ async def start(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
     persona = {k: str(form.get(f"persona_{k}", "")).strip() for k in ("name", "pronouns", "description")}
     try:
         with tk.db.session() as session:
-            adventure = adventures.start_adventure(session, scenario_id, answers)
+            origin_id = str(form.get("origin_id") or "") or None
+            adventure = adventures.start_adventure(session, scenario_id, answers, origin_id=origin_id)
             if any(persona.values()):
                 current = (adventure.plot or {}).get("persona") or {}
                 filled = scenarios.fill_placeholders(persona, answers)
                 merged = {k: filled[k] or str(current.get(k) or "") for k in persona}
                 plot_service.update_plot(session, adventure, plot_service.PlotUpdate(persona=plot_service.Persona(**merged)))
             adventure_id = adventure.id
-    except scenarios.ScenarioError as exc:
+    except (scenarios.ScenarioError, OriginError) as exc:
         return _home(request, tk, status_code=422, start_error=str(exc), start_scenario=scenario_id)
     except ValidationError as exc:
         return _home(request, tk, status_code=422, start_error=_first_error(exc), start_scenario=scenario_id)
