@@ -116,7 +116,8 @@ TEXT_LIMITS = {
     "story_summary": 20000,
     "author_note": 2000,
 }
-SCENARIO_KEYS = ("id", *TEXT_LIMITS, "tags", "placeholders", "persona", "story_cards", "rules")
+SCENARIO_KEYS = ("id", *TEXT_LIMITS, "tags", "placeholders", "persona", "story_cards", "rules", "origins")
+ORIGIN_KEYS = ("id", "title", "description", "opening", "narrator_instructions", "ai_instructions", "plot_essentials", "author_note", "rules")
 
 
 class ScenarioInvalid(ScenarioError):
@@ -203,9 +204,53 @@ def check_scenario(data: Any) -> list[str]:
     rules = data.get("rules")
     if rules is not None:
         errors += [f"rules.{e}" if not e.startswith("(") else f"rules: {e.split(': ', 1)[-1]}" for e in check_rules(rules)]
+    errors += _origin_errors(data)
     used = set(_PLACEHOLDER.findall(json.dumps({k: v for k, v in data.items() if k != "placeholders"})))
     for key in sorted(used - declared):
         errors.append(f"placeholders: '${{{key}}}' is used but not declared (add a placeholder with key '{key}')")
+    return errors
+
+
+def _origin_errors(data: dict[str, Any]) -> list[str]:
+    """Origins: each a thin overlay whose rules, merged into the scenario's, must still be valid."""
+    from talekeeper.service.origins import OriginError, with_origin
+    from talekeeper.state import check_rules
+
+    origins = data.get("origins")
+    if origins is None:
+        return []
+    if not isinstance(origins, list) or len(origins) > 50:
+        return ["origins: must be a list of at most 50 origins"]
+    errors: list[str] = []
+    seen: set[str] = set()
+    base = set(check_rules(data["rules"])) if isinstance(data.get("rules"), dict) else set()  # reported already
+    for i, origin in enumerate(origins):
+        where = f"origins[{i}]"
+        if not isinstance(origin, dict):
+            errors.append(f"{where}: must be an object with an id and a title")
+            continue
+        errors += [f"{where}.{k}: unknown field (known: {', '.join(ORIGIN_KEYS)})" for k in origin if k not in ORIGIN_KEYS]
+        origin_id = origin.get("id")
+        if not isinstance(origin_id, str) or not _ID.match(origin_id):
+            errors.append(f"{where}.id: must be lowercase letters, digits, '-' or '_'")
+            continue
+        if origin_id in seen:
+            errors.append(f"{where}.id: '{origin_id}' is used by two origins")
+        seen.add(origin_id)
+        for key in ORIGIN_KEYS[1:-1]:
+            limit = TEXT_LIMITS.get(key, 2000)
+            if key in origin and (not isinstance(origin[key], str) or len(origin[key]) > limit):
+                errors.append(f"{where}.{key}: must be text of at most {limit:,} characters")
+        if "rules" in origin and not isinstance(origin["rules"], dict):
+            errors.append(f"{where}.rules: must be an object (added to the scenario's rules)")
+            continue
+        if "rules" in origin and isinstance(data.get("rules", {}), dict):
+            try:
+                merged = with_origin({k: v for k, v in data.items() if k in ("rules", "origins")}, origin_id).get("rules")
+            except (OriginError, TypeError, ValueError) as exc:
+                errors.append(f"{where}.rules: {exc}")
+                continue
+            errors += [f"{where}.rules (merged): {e}" for e in check_rules(merged) if e not in base]
     return errors
 
 

@@ -17,9 +17,9 @@ from talekeeper.core import Talekeeper
 from talekeeper.llm.errors import EndpointRefused, LLMError
 from talekeeper.llm.settings import ModelSettings
 from talekeeper.service import adventures, scenarios
-from talekeeper.service.origins import OriginError
 from talekeeper.service import settings as settings_service
 from talekeeper.service.locks import AdventureBusy
+from talekeeper.service.origins import OriginError
 from talekeeper.story import tree
 from talekeeper.web import present
 from talekeeper.web.api import get_tk

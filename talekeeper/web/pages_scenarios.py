@@ -29,6 +29,7 @@ SECTIONS = {
     "cards": "Story cards",
     "world": "World",
     "rules": "Stats and rules",
+    "origins": "Origins",
     "json": "Raw JSON",
 }
 ENTITY_TYPES = ("person", "place", "item", "group", "creature", "other")
@@ -38,15 +39,16 @@ STAT_FIELDS = ("kind", "min", "max", "initial", "max_change_per_turn", "cooldown
 # --- reading forms into a document ------------------------------------------------------------
 
 
-def _rows(form: Any, prefix: str, fields: tuple[str, ...]) -> list[dict[str, str]]:
-    """Repeated form rows (`<prefix>_<field>` lists), minus blank ones and those marked removed."""
+def _rows(form: Any, prefix: str, fields: tuple[str, ...], choices: tuple[str, ...] = ()) -> list[dict[str, str]]:
+    """Repeated form rows (`<prefix>_<field>` lists), minus blank ones and those marked removed.
+    `choices` are select boxes: always sent, so they do not make a row non-blank."""
     columns = {f: [str(v) for v in form.getlist(f"{prefix}_{f}")] for f in fields}
     count = max((len(v) for v in columns.values()), default=0)
     removed = {str(v) for v in form.getlist(f"{prefix}_remove")}
     rows = []
     for i in range(count):
         row = {f: (columns[f][i] if i < len(columns[f]) else "").strip() for f in fields}
-        if str(i) in removed or not any(row.values()):
+        if str(i) in removed or not any(v for f, v in row.items() if f not in choices):
             continue
         rows.append(row)
     return rows
@@ -152,7 +154,7 @@ def apply_rules(data: dict[str, Any], form: Any) -> dict[str, Any]:
     rules = dict(data.get("rules") or {"version": 1})
     old = {row["path"]: row["extra"] for row in stat_rows(rules)}  # fields the form does not show
     stats: dict[str, Any] = {}
-    for row in _rows(form, "stat", ("owner", "name", *STAT_FIELDS, "bands", "hidden")):
+    for row in _rows(form, "stat", ("owner", "name", *STAT_FIELDS, "bands", "hidden"), choices=("kind", "hidden")):
         owner = row["owner"] or "world"
         npc = owner.removeprefix("npc:").removeprefix("npc.")
         path = f"rules.stats.{owner}.{row['name']}" if owner in ("world", "player") else f"rules.stats.npcs.{npc}.{row['name']}"
@@ -178,7 +180,7 @@ def apply_rules(data: dict[str, Any], form: Any) -> dict[str, Any]:
     rules["stats"] = stats
     rules["flags"] = {
         row["name"]: {"initial": row["initial"] in ("1", "on", "true"), **({"desc": row["desc"]} if row["desc"] else {})}
-        for row in _rows(form, "flag", ("name", "desc", "initial"))
+        for row in _rows(form, "flag", ("name", "desc", "initial"), choices=("initial",))
         if row["name"] or row["desc"]
     }
     rules["milestones"] = {row["id"]: {"desc": row["desc"]} for row in _rows(form, "ms", ("id", "desc"))}
@@ -187,6 +189,26 @@ def apply_rules(data: dict[str, Any], form: Any) -> dict[str, Any]:
     rules["canon"] = canon
     data["rules"] = _tidy_rules(rules)
     return data
+
+
+def apply_origins(data: dict[str, Any], form: Any) -> tuple[dict[str, Any], list[str]]:
+    """Origins from the form; an overlay that is not JSON is reported by its path."""
+    data = copy.deepcopy(data)
+    origins, problems = [], []
+    for i, row in enumerate(_rows(form, "origin", ("id", "title", "description", "opening", "rules"))):
+        origin: dict[str, Any] = {k: row[k] for k in ("id", "title", "description", "opening") if row[k]}
+        if row["rules"]:
+            try:
+                origin["rules"] = json.loads(row["rules"])
+            except json.JSONDecodeError as exc:
+                problems.append(f"origins[{i}].rules: not valid JSON — line {exc.lineno}, column {exc.colno}: {exc.msg}")
+                origin["rules"] = row["rules"]
+        origins.append(origin)
+    if origins:
+        data["origins"] = origins
+    else:
+        data.pop("origins", None)
+    return data, problems
 
 
 def _tidy_rules(rules: dict[str, Any]) -> dict[str, Any] | None:
@@ -251,6 +273,10 @@ def editor_context(row_id: str, data: dict[str, Any], builtin: bool, section: st
         "errors": errors,
         "errors_at": lambda path: errors_at(errors, path),
         "json_text": json.dumps(data, indent=2, ensure_ascii=False),
+        "origins": [
+            {**o, "rules_text": o["rules"] if isinstance(o.get("rules"), str) else json.dumps(o["rules"], indent=2, ensure_ascii=False) if o.get("rules") else ""}
+            for o in (data.get("origins") or []) if isinstance(o, dict)
+        ],
     }
 
 
@@ -331,7 +357,7 @@ async def save(request: Request, scenario_id: str, part: str, tk: Talekeeper = D
         except scenarios.ScenarioError as exc:
             return _list_page(request, tk, 404, message=str(exc))
         current, builtin = copy.deepcopy(row.data), row.builtin
-    json_text = None
+    json_text, problems = None, []
     if part == "json":
         json_text = str(form.get("document", ""))
         try:
@@ -340,11 +366,15 @@ async def save(request: Request, scenario_id: str, part: str, tk: Talekeeper = D
             context = editor_context(scenario_id, current, builtin, part, [f"(JSON): not valid JSON — line {exc.lineno}, column {exc.colno}: {exc.msg}"])
             context["json_text"] = json_text
             return render(request, "scenario_editor.html", status_code=422, **context)
+    elif part == "origins":
+        candidate, problems = apply_origins(current, form)
     else:
         candidate = APPLY[part](current, form)
         if candidate.get("rules") is None:
             candidate.pop("rules", None)
     try:
+        if part == "origins" and problems:
+            raise scenarios.ScenarioInvalid(problems)
         with tk.db.session() as session:
             scenarios.update_scenario(session, scenario_id, candidate)
     except scenarios.ScenarioError as exc:

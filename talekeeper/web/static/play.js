@@ -239,7 +239,11 @@
     if (!id || controller) return;
     if (typing && (e.target !== input || input.value)) return;  // the text box's own undo wins
     const button = document.getElementById(id);
-    if (button && !button.disabled) { e.preventDefault(); button.click(); }
+    if (button && !button.disabled) {
+      // Ask htmx directly: a story swapped in a moment ago may not be wired up yet.
+      e.preventDefault();
+      htmx.ajax("POST", button.getAttribute("hx-post"), { source: button, target: "#story", swap: "outerHTML" });
+    }
   });
 
   // --- the side panel --------------------------------------------------------------------
@@ -267,9 +271,16 @@
       closePanel();
     }
   }, true);
+  // A change made in the panel answers with the panel itself and `story-changed`: the story
+  // reloads, and the panel must keep what it just said (not be reloaded over it).
+  let panelAnswered = false;
+  document.body.addEventListener("story-changed", () => { panelAnswered = true; });
   document.body.addEventListener("htmx:afterSettle", (e) => {
     const elt = e.detail.elt;
-    if (elt && elt.id === "story" && !controller) refreshPanel();  // undo, redo, takes, edits
+    if (elt && elt.id === "story" && !controller) {  // undo, redo, takes, edits
+      if (panelAnswered) panelAnswered = false;
+      else refreshPanel();
+    }
     if (elt && elt.id === "panel") {
       const body = panel.querySelector("[data-panel]");
       if (!body) return;
@@ -280,7 +291,8 @@
       url.searchParams.set("panel", body.dataset.panel);
       history.replaceState(null, "", url);
       // Move focus into a panel that was just opened (not when it merely refreshed).
-      if (opened && e.detail.requestConfig && e.detail.requestConfig.verb === "get") {
+      const opener = e.detail.requestConfig && e.detail.requestConfig.elt;
+      if (opened && opener && opener.classList.contains("panel-toggle")) {
         const heading = panel.querySelector("h2");
         if (heading) { heading.tabIndex = -1; heading.focus({ preventScroll: window.innerWidth >= 1000 }); }
       }
