@@ -185,6 +185,24 @@ async def build_context(
     return await prepare_context(tk, adventure_id, kind, text, render_state=render_state, at=at)
 
 
+async def warm_next_turn(tk: Talekeeper, adventure_id: int) -> None:
+    """Read the next turn's prompt into the embedded model's cache ahead of time.
+
+    The prompt for any action shares everything but its last lines with a Continue, so
+    evaluating that (one token, discarded) means the player's turn starts warm — the first
+    turn after a restart would otherwise wait for the whole prompt to be read (~25 s on two
+    cores). Only for the embedded model: a server of the player's own is left alone.
+    """
+    provider = tk.provider()
+    if provider.id != "embedded" or tk.locks.is_busy(adventure_id):
+        return
+    try:
+        prepared = await build_context(tk, adventure_id, "continue")
+        await provider.complete(prepared.request.model_copy(update={"max_tokens": 1}))
+    except Exception:  # noqa: BLE001 - a warm-up is a courtesy; the turn itself reports errors
+        log.info("warming the next turn of adventure %s failed", adventure_id, exc_info=True)
+
+
 def current_state_mode(tk: Talekeeper) -> state_updates.StateMode:
     return state_updates.state_mode(tk.generation().state_updates, tk.provider())
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, ValidationError
@@ -19,6 +19,7 @@ from talekeeper.llm.settings import ModelSettings
 from talekeeper.service import adventures, scenarios
 from talekeeper.service import settings as settings_service
 from talekeeper.service.locks import AdventureBusy
+from talekeeper.service.turns import warm_next_turn
 from talekeeper.service.origins import OriginError
 from talekeeper.story import tree
 from talekeeper.web import present
@@ -78,12 +79,8 @@ async def start(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
     try:
         with tk.db.session() as session:
             origin_id = str(form.get("origin_id") or "") or None
-            adventure = adventures.start_adventure(session, scenario_id, answers, origin_id=origin_id)
-            if any(persona.values()):
-                current = (adventure.plot or {}).get("persona") or {}
-                filled = scenarios.fill_placeholders(persona, answers)
-                merged = {k: filled[k] or str(current.get(k) or "") for k in persona}
-                plot_service.update_plot(session, adventure, plot_service.PlotUpdate(persona=plot_service.Persona(**merged)))
+            chosen = plot_service.Persona(**persona).model_dump() if any(persona.values()) else None
+            adventure = adventures.start_adventure(session, scenario_id, answers, origin_id=origin_id, persona=chosen)
             adventure_id = adventure.id
     except (scenarios.ScenarioError, OriginError) as exc:
         return _home(request, tk, status_code=422, start_error=str(exc), start_scenario=scenario_id)
@@ -110,11 +107,16 @@ def delete(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
 
 @router.get("/adventures/{adventure_id}", response_class=HTMLResponse)
 def play(
-    request: Request, adventure_id: int, panel: str | None = None, tk: Talekeeper = Depends(get_tk)
+    request: Request,
+    background: BackgroundTasks,
+    adventure_id: int,
+    panel: str | None = None,
+    tk: Talekeeper = Depends(get_tk),
 ) -> HTMLResponse:
     """The story; `?panel=state|lines|save-points` opens that side panel."""
     with tk.db.session() as session:
         view = adventures.story_view(session, adventures.get_adventure(session, adventure_id))
+    background.add_task(warm_next_turn, tk, adventure_id)  # while the player reads and types
     return render(
         request, "play.html", story=view, model=tk.model_description(), panel=panel if panel in PANELS else None
     )
