@@ -108,8 +108,16 @@ def main() -> None:
         page.screenshot(path=out / "settings.png")
         page.goto(url + "/")
         page.screenshot(path=out / "home.png")
-        if page.goto(url + "/scenarios/greywater-lantern").ok:
-            page.screenshot(path=out / "scenario-editor.png")
+        page.goto(url + "/scenarios/greywater-lantern")
+        page.get_by_role("button", name="Duplicate to edit").click()
+        page.get_by_role("link", name="Stats and rules").click()
+        page.locator('[data-stat="rules.stats.world.storm"]').get_by_label("Highest").fill("-5")
+        page.get_by_role("button", name="Save stats and rules").click()
+        expect(page.locator("#errors")).to_be_visible()
+        page.locator('[data-stat="rules.stats.world.storm"]').scroll_into_view_if_needed()
+        page.screenshot(path=out / "scenario-editor.png")
+        page.goto(url + "/scenarios")
+        page.screenshot(path=out / "scenarios.png")
 
         phone = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True)
         phone.goto(adventure_url)

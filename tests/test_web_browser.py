@@ -163,6 +163,40 @@ def test_play_stream_stop_chips_keys_takes_and_inert_markup(isolated_home) -> No
         expect(page.locator("#story .chip-milestone")).to_contain_text("Obtain the brass key")
 
 
+class HeldStatePass(ScriptedProvider):
+    """Narrates at once, then holds the structured state pass until the test releases it."""
+
+    release: asyncio.Event | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+
+    async def complete(self, request):
+        self.loop = asyncio.get_running_loop()
+        self.release = asyncio.Event()
+        await self.release.wait()
+        return await super().complete(request)
+
+
+def test_the_status_line_shows_while_the_state_updates(isolated_home) -> None:
+    from talekeeper.service import settings as settings_service
+
+    provider = HeldStatePass(["The wind rises.", json.dumps({"events": [{"type": "change_stat", "stat": "world.storm", "by": 1}]})])
+    tk = Talekeeper(isolated_home, provider_override=provider)
+    with tk.db.session() as session:
+        settings_service.update_settings(session, settings_service.SettingsUpdate(generation={"state_updates": "structured"}))
+    with live_server(create_app(tk)) as url, browser_page() as page:
+        w = Web(url, page, provider, tk)
+        w.start()
+        page.get_by_label("Your action").fill("watch the sea")
+        page.keyboard.press("Enter")
+        status = page.locator("#live .status-line")
+        expect(status).to_have_text("Updating the story's state…")
+        expect(page.locator("#live")).to_contain_text("The wind rises.")
+        provider.loop.call_soon_threadsafe(provider.release.set)
+        expect(page.locator("#story .chip-applied")).to_have_text("Storm 4 → 5")
+        expect(status).to_have_count(0)
+    tk.db.dispose()
+
+
 # --- the state panel ----------------------------------------------------------------------------
 
 

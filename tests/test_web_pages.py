@@ -167,6 +167,9 @@ def test_start_with_a_persona_and_an_origin(client: TestClient) -> None:
     }
     assert "Home, Ada" in client.get(f"/adventures/{adventure_id}").text
     assert "Maren&#39;s cousin" in client.get("/").text
+    api = client.post("/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Cy"}, "persona": {"pronouns": "he/him", "description": "${name} fixes clocks."}})
+    persona = client.get(f"/api/adventures/{api.json()['id']}/plot").json()["persona"]
+    assert persona == {"name": "Cy", "pronouns": "he/him", "description": "Cy fixes clocks."}
     bad = client.post("/adventures", data={"scenario_id": DEMO, "answer_name": "Ada", "origin_id": "nobody"})
     assert bad.status_code == 422 and "No origin" in bad.text
 

@@ -37,11 +37,16 @@ def start_adventure(
     answers: dict[str, str] | None = None,
     title: str | None = None,
     origin_id: str | None = None,
+    persona: dict[str, str] | None = None,
 ) -> Adventure:
     scenario = get_scenario(session, scenario_id)
     data = with_origin(scenario.data, origin_id)
-    filled = fill_placeholders(data, placeholder_answers(data, answers))
+    given = placeholder_answers(data, answers)
+    filled = fill_placeholders(data, given)
     plot = {key: filled.get(key) for key in PLOT_FIELDS if filled.get(key) is not None}
+    if persona:  # the player's own character; a field left blank keeps the scenario's
+        chosen = {k: v.strip() for k, v in fill_placeholders(persona, given).items() if v and v.strip()}
+        plot["persona"] = {**(plot.get("persona") or {}), **chosen}
     raw_rules = filled.get("rules") or None
     try:
         rules = load_rules(raw_rules) if raw_rules else empty_rules()

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse
 
 from talekeeper import __version__
+from talekeeper.context.plot import Persona
 from talekeeper.core import Talekeeper
 from talekeeper.service import adventures, scenarios
 from talekeeper.service import settings as settings_service
@@ -31,6 +32,7 @@ class NewAdventure(BaseModel):
     answers: dict[str, str] = Field(default_factory=dict, description="Answers to the scenario's ${placeholders}.")
     title: str | None = Field(None, max_length=200)
     origin_id: str | None = Field(None, max_length=80, description="Where to start, when the scenario has several origins.")
+    persona: Persona | None = Field(None, description="The player's character; blank fields keep the scenario's.")
 
 
 class TurnRequest(BaseModel):
@@ -67,7 +69,8 @@ def list_adventures(tk: Talekeeper = Depends(get_tk)) -> list[dict[str, Any]]:
 @router.post("/adventures", status_code=201)
 def start_adventure(body: NewAdventure, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     with tk.db.session() as session:
-        adventure = adventures.start_adventure(session, body.scenario_id, body.answers, body.title, body.origin_id)
+        persona = body.persona.model_dump() if body.persona else None
+        adventure = adventures.start_adventure(session, body.scenario_id, body.answers, body.title, body.origin_id, persona)
         return adventures.story_view(session, adventure)
 
 
