@@ -197,6 +197,42 @@ def test_the_status_line_shows_while_the_state_updates(isolated_home) -> None:
     tk.db.dispose()
 
 
+def test_a_long_story_loads_earlier_turns_as_the_reader_scrolls_back(isolated_home) -> None:
+    from talekeeper.service import adventures
+    from talekeeper.story import tree
+
+    tk = Talekeeper(isolated_home, provider_override=ScriptedProvider([]))
+    with tk.db.session() as session:
+        adventure = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"})
+        node = tree.head(session, adventure)
+        for n in range(1, 121):
+            node = tree.append_child(session, adventure, node, tree.NewTurn("do", f"step {n}", f"Page {n} of the long walk.", state=node.state))
+        adventure_id = adventure.id
+    with live_server(create_app(tk)) as url, browser_page() as page:
+        page.goto(f"{url}/adventures/{adventure_id}")
+        story = page.locator("#story")
+        expect(story).to_contain_text("Page 120 of the long walk.")
+        expect(story.locator(".turn")).to_have_count(adventures.PAGE_SIZE)
+        expect(story).not_to_contain_text("Ada, the letter")
+        # Scrolling back pulls in the earlier pages; what was on screen stays where it was.
+        first_shown = story.locator(".turn").first
+        first_id = first_shown.get_attribute("data-turn")
+        for _ in range(3):
+            top = page.evaluate(f"document.getElementById('turn-{first_id}').getBoundingClientRect().top")
+            page.mouse.wheel(0, top - 200)
+            page.wait_for_timeout(50)
+            page.mouse.wheel(0, -10)
+            expect(story.locator(".turn")).not_to_have_count(adventures.PAGE_SIZE)
+            moved = page.evaluate(f"document.getElementById('turn-{first_id}').getBoundingClientRect().top")
+            assert abs(moved - 200) < 60, moved  # kept its place on screen
+            if story.locator(".turn").count() == 121:
+                break
+            first_id = story.locator(".turn").first.get_attribute("data-turn")
+        expect(story.locator(".turn")).to_have_count(121)
+        expect(story).to_contain_text("Ada, the letter")
+    tk.db.dispose()
+
+
 # --- the state panel ----------------------------------------------------------------------------
 
 

@@ -50,6 +50,7 @@
     continueButton.disabled = busy;
     stopButton.hidden = !busy;
     root.classList.toggle("busy", busy);
+    live.setAttribute("aria-busy", String(busy));  // screen readers read the turn once, when it is written
     if (!busy) jumpButton.hidden = true;
   }
 
