@@ -19,8 +19,8 @@ from talekeeper.llm.settings import ModelSettings
 from talekeeper.service import adventures, scenarios
 from talekeeper.service import settings as settings_service
 from talekeeper.service.locks import AdventureBusy
-from talekeeper.service.turns import warm_next_turn
 from talekeeper.service.origins import OriginError
+from talekeeper.service.turns import warm_next_turn
 from talekeeper.story import tree
 from talekeeper.web import present
 from talekeeper.web.api import get_tk
