@@ -382,8 +382,7 @@ def test_story_card_edit_triggers_and_insights_show_why(isolated_home) -> None:
 
         page.goto(adventure)
         w.act("look for the albatross", "An albatross circles the mast.")
-        page.get_by_role("link", name="Insights").click()
-        page.get_by_role("link", name="turn 1").click()
+        page.get_by_role("link", name="What was sent for turn 1").click()
         expect(page.locator("#insights-summary")).to_contain_text("verified")
         expect(page.locator("#insights-summary meter")).to_be_visible()
         triggered = page.locator(".insights-table tr.item").filter(has_text="The albatross")
