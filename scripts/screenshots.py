@@ -110,6 +110,9 @@ def main() -> None:
         page.screenshot(path=out / "story-map.png")
 
         page.goto(url + "/settings")
+        page.get_by_label("Endpoint").fill("http://203.0.113.7/v1")
+        page.get_by_role("button", name="Save settings").click()  # refused: the network policy, explained
+        expect(page.get_by_role("alert").first).to_contain_text("private network")
         page.screenshot(path=out / "settings.png")
         page.goto(url + "/")
         page.screenshot(path=out / "home.png", full_page=True)
