@@ -32,6 +32,7 @@ from talekeeper.llm.errors import (
     StreamInterrupted,
 )
 from talekeeper.llm.policy import PolicyTransport, Resolver
+from talekeeper.llm.settings import ModelSettings
 
 _START_HINT = (
     "Is the model server running? Start it (for example `ollama serve`, or llama.cpp's "
@@ -154,6 +155,25 @@ class HTTPProvider(Provider):
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._default_model: str | None = None
+
+    # Where the server usually listens when the settings name no endpoint (None: required).
+    default_endpoint: str | None = None
+
+    @classmethod
+    def from_settings(cls, settings: ModelSettings, transport: httpx.AsyncBaseTransport | None = None):
+        endpoint = settings.endpoint or cls.default_endpoint
+        if not endpoint:
+            raise ValueError(f"the {cls.id} provider needs an endpoint")
+        return cls(
+            endpoint,
+            settings.model,
+            api_key=settings.api_key,
+            connect_timeout=settings.connect_timeout,
+            read_timeout=settings.read_timeout,
+            allow_remote=settings.allow_remote,
+            transport=transport,
+            mode=settings.mode,
+        )
 
     # --- what a concrete provider supplies -------------------------------------------
 

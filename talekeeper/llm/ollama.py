@@ -17,7 +17,7 @@ import httpx
 from talekeeper.llm.base import GenerationRequest, StreamEvent, Usage
 from talekeeper.llm.errors import ProviderHTTPError, StreamInterrupted
 from talekeeper.llm.httpbase import HTTPProvider, message_from_body, translate_transport_error
-from talekeeper.llm.settings import ModelSettings, server_root
+from talekeeper.llm.settings import server_root
 from talekeeper.llm.thinking import ThinkSplitter
 
 
@@ -29,20 +29,7 @@ class OllamaProvider(HTTPProvider):
     def __init__(self, endpoint: str, model: str | None = None, **options: Any) -> None:
         super().__init__(server_root(endpoint), model, **options)
 
-    @classmethod
-    def from_settings(
-        cls, settings: ModelSettings, transport: httpx.AsyncBaseTransport | None = None
-    ) -> OllamaProvider:
-        return cls(
-            settings.endpoint or "http://127.0.0.1:11434",
-            settings.model,
-            api_key=settings.api_key,
-            connect_timeout=settings.connect_timeout,
-            read_timeout=settings.read_timeout,
-            allow_remote=settings.allow_remote,
-            transport=transport,
-            mode=settings.mode,
-        )
+    default_endpoint = "http://127.0.0.1:11434"
 
     @property
     def description(self) -> str:

@@ -24,7 +24,7 @@ from talekeeper.llm.httpbase import (
     message_from_body,
     translate_transport_error,
 )
-from talekeeper.llm.settings import ModelSettings, openai_base
+from talekeeper.llm.settings import openai_base
 from talekeeper.llm.thinking import ThinkSplitter
 
 
@@ -77,23 +77,6 @@ class OpenAIProvider(HTTPProvider):
             self._stream_options = False
         async for event in super().stream(request):
             yield event
-
-    @classmethod
-    def from_settings(
-        cls, settings: ModelSettings, transport: httpx.AsyncBaseTransport | None = None
-    ) -> OpenAIProvider:
-        if not settings.endpoint:
-            raise ValueError("an OpenAI-compatible provider needs an endpoint")
-        return cls(
-            settings.endpoint,
-            settings.model,
-            api_key=settings.api_key,
-            connect_timeout=settings.connect_timeout,
-            read_timeout=settings.read_timeout,
-            allow_remote=settings.allow_remote,
-            transport=transport,
-            mode=settings.mode,
-        )
 
     @property
     def description(self) -> str:
