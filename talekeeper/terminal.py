@@ -12,10 +12,9 @@ from rich.table import Table
 from talekeeper import terminal_tree
 from talekeeper.core import Talekeeper
 from talekeeper.llm.errors import LLMError
-from talekeeper.service import adventures, scenarios
+from talekeeper.service import adventures, scenarios, state_updates
 from talekeeper.service.adventures import AdventureNotFound
 from talekeeper.service.locks import AdventureBusy
-from talekeeper.service import state_updates
 from talekeeper.service.turns import TurnEvent, current_state_mode, play_turn
 from talekeeper.story import tree
 from talekeeper.story.actions import ActionError

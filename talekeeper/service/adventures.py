@@ -7,13 +7,18 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from talekeeper.state import RulesError, empty_rules, initial_document, load_rules
 from talekeeper.service import world
 from talekeeper.service.origins import with_origin
-from talekeeper.service.scenarios import ScenarioError, fill_placeholders, get_scenario, placeholder_answers
+from talekeeper.service.scenarios import (
+    ScenarioError,
+    fill_placeholders,
+    get_scenario,
+    placeholder_answers,
+)
+from talekeeper.state import RulesError, empty_rules, initial_document, load_rules
+from talekeeper.store.models import Adventure, Node, Scenario
 from talekeeper.story import takes, tree
 from talekeeper.story.actions import format_action
-from talekeeper.store.models import Adventure, Node, Scenario
 
 PLOT_FIELDS = (
     "narrator_instructions",

@@ -13,7 +13,6 @@ import copy
 from typing import Any
 
 
-
 class OriginError(ValueError):
     """A bad origin choice or overlay; nothing is started."""
 

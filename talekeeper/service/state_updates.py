@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Literal
 
 from talekeeper.llm.base import GenerationRequest, Message, Provider
-from talekeeper.state import Document, Rules, proposal_schema, state_for_prompt, stat_guide
+from talekeeper.state import Document, Rules, proposal_schema, stat_guide, state_for_prompt
 
 StateMode = Literal["inline", "structured", "off"]
 STRUCTURED_BY_DEFAULT = {"embedded", "ollama"}

@@ -24,14 +24,14 @@ from talekeeper.context import insights
 from talekeeper.context.build import HeadView, PreparedContext, StateSections, prepare_context
 from talekeeper.core import Talekeeper
 from talekeeper.llm.errors import LLMError
-from talekeeper.service.adventures import get_adventure, get_turn, node_view, story_view
-from talekeeper.service import state_updates, world
-from talekeeper.state import visible_prefix
-from talekeeper.story import tree
-from talekeeper.story.actions import normalise_action
 from talekeeper.memory import bank
 from talekeeper.memory.worker import worker_for
+from talekeeper.service import state_updates, world
+from talekeeper.service.adventures import get_adventure, get_turn, node_view, story_view
+from talekeeper.state import visible_prefix
 from talekeeper.store.models import Node
+from talekeeper.story import tree
+from talekeeper.story.actions import normalise_action
 
 HISTORY_WINDOW = 200  # turns read from the store; the budget decides how many are sent
 INTERNAL_ERROR = (
