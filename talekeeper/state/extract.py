@@ -41,6 +41,9 @@ FENCE_INFO = "state"
 _STATE_OPEN = re.compile(r"(`{3,})[ \t]*state(?![\w-])", re.IGNORECASE)
 _FENCE_OPEN = re.compile(r"^[ \t]{0,3}(`{3,})[ \t]*([^\n`]*)", re.MULTILINE)
 _LINE_OBJECT = re.compile(r"^[ \t]*\{", re.MULTILINE)
+# Right where a removed block ended counts as a line start: once the block is gone, what
+# follows it on the same line starts a line of the prose.
+_AFTER_BLOCK_OBJECT = re.compile(r"[ \t]*\{")
 _EVENTS_KEY = re.compile(r"""^\{\s*["']?events["']?\s*:""")
 _LABEL_LINE = re.compile(
     r"^[ \t]*[*_#>]*[ \t]*(state|state block|state update|state changes|changes|events|json)[ \t]*[*_]*:?[ \t]*[*_]*[ \t]*$",
@@ -168,8 +171,9 @@ def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
     blocks: list[_Block] = []
     pos = 0
     while pos < len(text):
+        after_block = _AFTER_BLOCK_OBJECT.match(text, pos) if blocks and blocks[-1].end == pos else None
         candidates = [m for m in (_STATE_OPEN.search(text, pos), _FENCE_OPEN.search(text, pos),
-                                  _LINE_OBJECT.search(text, pos)) if m]
+                                  _LINE_OBJECT.search(text, pos), after_block) if m]
         if not candidates:
             break
         m = min(candidates, key=lambda x: (x.start(1) if x.re is _FENCE_OPEN else x.start(),

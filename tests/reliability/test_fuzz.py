@@ -31,7 +31,7 @@ from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.memory.worker import MemoryWorker
 from talekeeper.service.turns import INTERNAL_ERROR
-from talekeeper.state import FENCE_INFO, RulesError, load_rules
+from talekeeper.state import FENCE_INFO, RulesError, extract_reply, load_rules
 from talekeeper.web.app import create_app
 from tests.conftest import DEMO
 from tests.reliability.test_concurrency import minimal
@@ -303,6 +303,8 @@ def test_whatever_the_model_writes_the_story_stays_whole(isolated_home: Path, qu
         narration = done["turn"]["narration"]
         assert narration.strip()
         assert "```" + FENCE_INFO not in narration and "```" + FENCE_INFO.upper() not in narration
+        again = extract_reply(narration)  # what the extractor itself would still call protocol
+        assert again.raw_block is None, f"protocol left in the stored narration: {again.raw_block!r}"
         narration.encode("utf-8")  # storable as it was shown: no surrogate halves
         client.post(f"/api/adventures/{adventure}/undo")  # keep the story short
 
