@@ -189,7 +189,10 @@ def test_any_request_gets_a_clear_answer_and_a_refusal_changes_nothing(
     tk.db.dispose()
 
 
-# --- scenario rules ----------------------------------------------------------------------
+# --- scenarios and their rules -------------------------------------------------------------
+
+GREYWATER = json.loads((Path(__file__).parents[2] / "talekeeper" / "scenarios" / "greywater.json").read_text())
+
 
 def _demo_rules() -> dict[str, Any]:
     from tests.state.demo_scenario import DEMO_RULES as rules
@@ -198,13 +201,13 @@ def _demo_rules() -> dict[str, Any]:
 
 
 @st.composite
-def mutated_rules(draw) -> Any:
-    """The demo's rules with a few values anywhere in the tree replaced by anything."""
-    rules = _demo_rules()
+def mutated(draw, document: Any) -> Any:
+    """`document` with a few values anywhere in its tree replaced by anything (or removed)."""
+    document = copy.deepcopy(document)
     for _ in range(draw(st.integers(1, 4))):
-        node: Any = rules
+        node: Any = document
         parent, key = None, None
-        for _depth in range(draw(st.integers(0, 5))):
+        for _depth in range(draw(st.integers(0, 6))):
             if isinstance(node, dict) and node:
                 key = draw(st.sampled_from(sorted(node)))
             elif isinstance(node, list) and node:
@@ -212,13 +215,17 @@ def mutated_rules(draw) -> Any:
             else:
                 break
             parent, node = node, node[key]
-        if parent is not None:
+        if parent is None:
+            continue
+        if isinstance(parent, dict) and draw(st.integers(0, 4)) == 0:
+            del parent[key]
+        else:
             parent[key] = draw(json_values)
-    return rules
+    return document
 
 
 @FUZZ
-@given(st.one_of(json_values, mutated_rules()))
+@given(st.one_of(json_values, st.deferred(lambda: mutated(_demo_rules()))))
 def test_any_rules_declaration_is_loaded_or_refused_by_path(raw: Any) -> None:
     RUNS["rules"] += 1
     try:
@@ -227,6 +234,46 @@ def test_any_rules_declaration_is_loaded_or_refused_by_path(raw: Any) -> None:
         assert str(exc).strip(), "a refusal must say what is wrong"
         return
     assert rules is not None
+
+
+def test_any_scenario_file_is_imported_and_playable_or_refused_whole(isolated_home: Path, quiet_bank: None) -> None:
+    """An import either gives a scenario an adventure can start from and play, or a 422 that
+    names the mistakes and writes nothing."""
+    provider = ScriptedProvider(lambda request: "The fog lifts a little.", chunk_size=9)
+    tk = Talekeeper(isolated_home, provider_override=provider)
+    client = TestClient(create_app(tk), base_url="http://127.0.0.1:8000", raise_server_exceptions=False)
+    watch = CommitWatch(tk.db.path)
+    exported = client.get(f"/api/scenarios/{DEMO}/export").json()
+    files = st.one_of(
+        mutated(GREYWATER),
+        mutated(exported),
+        json_values,
+    ).map(lambda doc: json.dumps(doc).encode()) | st.binary(max_size=200)
+
+    @FUZZ
+    @given(files)
+    def check(raw: bytes) -> None:
+        RUNS["scenario import"] += 1
+        watch.changed()
+        response = client.post("/api/scenarios/import", content=raw)
+        assert response.status_code in (201, 413, 422), (response.status_code, response.text[:300])
+        if response.status_code != 201:
+            assert response.json()["detail"], response.text
+            assert not watch.changed(), "a refused import wrote to the database"
+            return
+        scenario = response.json()
+        answers = {p["key"]: "Ada" for p in scenario["data"].get("placeholders") or [] if isinstance(p, dict) and "key" in p}
+        started = client.post("/api/adventures", json={"scenario_id": scenario["id"], "answers": answers})
+        assert started.status_code in (201, 422), (started.status_code, started.text[:300])
+        if started.status_code == 201:
+            played = client.post(f"/api/adventures/{started.json()['id']}/turns", json={"kind": "continue"})
+            assert played.status_code == 200, (played.status_code, played.text[:300])
+        else:
+            assert started.json()["detail"], started.text
+
+    check()
+    watch.close()
+    tk.db.dispose()
 
 
 # --- what the model writes -----------------------------------------------------------------
