@@ -40,10 +40,11 @@ FENCE_INFO = "state"
 
 _STATE_OPEN = re.compile(r"(`{3,})[ \t]*state(?![\w-])", re.IGNORECASE)
 _FENCE_OPEN = re.compile(r"^[ \t]{0,3}(`{3,})[ \t]*([^\n`]*)", re.MULTILINE)
-_LINE_OBJECT = re.compile(r"^[ \t]*\{", re.MULTILINE)
+# Any whitespace but a newline may lead (what str.strip() takes off must not hide a block).
+_LINE_OBJECT = re.compile(r"^[^\S\n]*\{", re.MULTILINE)
 # Right where a removed block ended counts as a line start: once the block is gone, what
 # follows it on the same line starts a line of the prose.
-_AFTER_BLOCK_OBJECT = re.compile(r"[ \t]*\{")
+_AFTER_BLOCK_OBJECT = re.compile(r"[^\S\n]*\{")
 _EVENTS_KEY = re.compile(r"""^\{\s*["']?events["']?\s*:""")
 _LABEL_LINE = re.compile(
     r"^[ \t]*[*_#>]*[ \t]*(state|state block|state update|state changes|changes|events|json)[ \t]*[*_]*:?[ \t]*[*_]*[ \t]*$",
