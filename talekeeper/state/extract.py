@@ -369,8 +369,8 @@ def visible_prefix(streaming_text: str) -> str:
             shown = shown[:offset]
             break
         offset += len(line) + 1
-    tail = re.search(r"(`{3,}[ \t]*(s(t(a(t(e?)?)?)?)?)?|`+)\Z", shown, re.IGNORECASE)
-    if tail:  # backticks at the very end may be opening a state fence
+    tail = re.search(r"(?:`+[ \t]*)*(?:`{3,}[ \t]*(?:s(?:t(?:a(?:t(?:e)?)?)?)?)?|`+[ \t]*)\Z", shown, re.IGNORECASE)
+    if tail:  # backticks at the very end (runs of them, spaced) may be opening a state fence
         shown = shown[: tail.start()]
     body = shown.rstrip()
     if _LABEL_LINE.match(body[body.rfind("\n") + 1:]):  # a label line may introduce a block
