@@ -211,11 +211,20 @@ class HTTPProvider(Provider):
 
     async def _get_json(self, url: str) -> Any:
         """GET and decode JSON, with every failure translated."""
+        return await self._json("GET", url)
+
+    async def _json(self, method: str, url: str, body: Any = None, model: str | None = None) -> Any:
+        """Send a request and decode its JSON answer, with every failure translated.
+
+        With `model`, an error answer is read as being about that model (unknown model…).
+        """
         try:
-            response = await self.client().get(url)
+            response = await self.client().request(method, url, json=body)
         except httpx.HTTPError as exc:
             raise translate_transport_error(exc, self.endpoint, False, self.read_timeout) from exc
         if response.status_code >= 400:
+            if model is not None:
+                raise await self._status_error(response, model)
             raise ProviderHTTPError(
                 f"The model server at {self.endpoint} answered {response.status_code} to "
                 f"{url}: {error_message(response)}",

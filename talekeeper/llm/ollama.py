@@ -16,7 +16,7 @@ import httpx
 
 from talekeeper.llm.base import GenerationRequest, StreamEvent, Usage
 from talekeeper.llm.errors import ProviderHTTPError, StreamInterrupted
-from talekeeper.llm.httpbase import HTTPProvider, message_from_body, translate_transport_error
+from talekeeper.llm.httpbase import HTTPProvider, message_from_body
 from talekeeper.llm.settings import server_root
 from talekeeper.llm.thinking import ThinkSplitter
 
@@ -44,15 +44,9 @@ class OllamaProvider(HTTPProvider):
         """`POST /api/embed` with the named embedding model (None without one)."""
         if not model or not texts:
             return None
-        url = f"{self.endpoint}/api/embed"
+        body = await self._json("POST", f"{self.endpoint}/api/embed", {"model": model, "input": list(texts)}, model)
         try:
-            response = await self.client().post(url, json={"model": model, "input": list(texts)})
-        except httpx.HTTPError as exc:
-            raise translate_transport_error(exc, self.endpoint, False, self.read_timeout) from exc
-        if response.status_code >= 400:
-            raise await self._status_error(response, model)
-        try:
-            return [[float(x) for x in row] for row in response.json()["embeddings"]]
+            return [[float(x) for x in row] for row in body["embeddings"]]
         except (ValueError, KeyError, TypeError) as exc:
             raise ProviderHTTPError(
                 f"The Ollama server at {self.endpoint} sent unreadable embeddings."

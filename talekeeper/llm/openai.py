@@ -20,9 +20,7 @@ from talekeeper.llm.base import GenerationRequest, StreamEvent, Usage
 from talekeeper.llm.errors import ProviderHTTPError, StreamInterrupted
 from talekeeper.llm.httpbase import (
     HTTPProvider,
-    error_message,
     message_from_body,
-    translate_transport_error,
 )
 from talekeeper.llm.settings import openai_base
 from talekeeper.llm.thinking import ThinkSplitter
@@ -91,19 +89,9 @@ class OpenAIProvider(HTTPProvider):
         """`POST /v1/embeddings` with the named embedding model (None without one)."""
         if not model or not texts:
             return None
-        url = f"{self.endpoint}/embeddings"
+        body = await self._json("POST", f"{self.endpoint}/embeddings", {"model": model, "input": list(texts)})
         try:
-            response = await self.client().post(url, json={"model": model, "input": list(texts)})
-        except httpx.HTTPError as exc:
-            raise translate_transport_error(exc, self.endpoint, False, self.read_timeout) from exc
-        if response.status_code >= 400:
-            raise ProviderHTTPError(
-                f"The model server at {self.endpoint} answered {response.status_code} to {url}: "
-                f"{error_message(response)}",
-                response.status_code,
-            )
-        try:
-            rows = sorted(response.json()["data"], key=lambda row: row.get("index", 0))
+            rows = sorted(body["data"], key=lambda row: row.get("index", 0))
             return [[float(x) for x in row["embedding"]] for row in rows]
         except (ValueError, KeyError, TypeError) as exc:
             raise ProviderHTTPError(
