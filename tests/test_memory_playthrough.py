@@ -101,7 +101,7 @@ async def _play(tk: Talekeeper, model: StoryModel) -> None:
         adventure = adventures.start_adventure(session, DEMO, {"name": "Ada"})
         adventure_id = adventure.id
         # A card of the player's own, triggered by a word the narration says at turn 20.
-        from talekeeper.context.plot import StoryCard, add_card
+        from talekeeper.service.plot import StoryCard, add_card
 
         add_card(adventure, StoryCard(type="location", name="The drowned bell", entry="The drowned bell of old Greywater rings beneath the waves when a ship is doomed.", triggers="drowned bell, bell"))
     # Size the budget to what is always sent (the state engine's sections included) plus
@@ -128,7 +128,7 @@ async def _play(tk: Talekeeper, model: StoryModel) -> None:
         memory_counts[turn] = len(_memories(tk, adventure_id))
         if turn == 20:
             # The player rewrites the summary; it must be the base of the turn-30 update.
-            from talekeeper.context.plot import PlotUpdate, update_plot
+            from talekeeper.service.plot import PlotUpdate, update_plot
 
             with tk.db.session() as session:
                 update_plot(session, session.get(Adventure, adventure_id), PlotUpdate(story_summary="Ada's own notes: trust Maren, not Tobin."))

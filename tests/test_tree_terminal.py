@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from talekeeper import terminal
 from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import adventures, tree_ops
+from talekeeper.terminal import loop as terminal
 
 
 def run_play(tk: Talekeeper, aid: int, lines: list[str], monkeypatch: pytest.MonkeyPatch) -> str:

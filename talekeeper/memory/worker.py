@@ -22,7 +22,7 @@ from talekeeper.memory import bank, prompts
 from talekeeper.store.models import Adventure
 
 if TYPE_CHECKING:
-    from talekeeper.core import Talekeeper
+    from talekeeper.service.app import Talekeeper
 
 log = logging.getLogger(__name__)
 

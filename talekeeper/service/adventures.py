@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from talekeeper.service import world
+from talekeeper.service import state_engine
 from talekeeper.service.origins import with_origin
 from talekeeper.service.scenarios import (
     ScenarioError,
@@ -118,7 +118,7 @@ def node_view(node: Node) -> dict[str, Any]:
         "model": node.model,
         "created_at": node.created_at.isoformat() if node.created_at else None,
         # The state engine's verdicts on this turn: the change chips under it.
-        "changes": world.changes_of(node),
+        "changes": state_engine.changes_of(node),
     }
 
 

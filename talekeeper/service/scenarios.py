@@ -132,8 +132,8 @@ def check_scenario(data: Any) -> list[str]:
     """Every mistake in a scenario document, each starting with its path; [] when valid."""
     from pydantic import ValidationError
 
-    from talekeeper.context.plot import Persona, StoryCard
     from talekeeper.context.triggers import MAX_CARDS
+    from talekeeper.service.plot import Persona, StoryCard
     from talekeeper.state import check_rules
 
     if not isinstance(data, dict):

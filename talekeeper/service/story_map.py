@@ -13,9 +13,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from talekeeper.core import Talekeeper
 from talekeeper.service import tree_ops
 from talekeeper.service.adventures import get_adventure
+from talekeeper.service.app import Talekeeper
 from talekeeper.store.models import Node
 
 

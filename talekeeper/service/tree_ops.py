@@ -18,9 +18,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from talekeeper.core import Talekeeper
-from talekeeper.service import world
+from talekeeper.service import state_engine
 from talekeeper.service.adventures import AdventureNotFound, get_adventure, get_turn, story_view
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import TurnEvent, clean_narration, play_turn
 from talekeeper.store.models import Adventure
 from talekeeper.story import branches, savepoints, takes, tree
@@ -98,7 +98,7 @@ def edit_narration(tk: Talekeeper, adventure_id: int, node_id: int, narration: s
     """A new take of turn `node_id` carrying the player's text; the original is kept.
 
     No model is called. The state is re-derived from the parent's snapshot plus what the
-    edited text implies (`world.rederive_for_edit`), never taken from the edited take.
+    edited text implies (`state_engine.rederive_for_edit`), never taken from the edited take.
     """
     narration = clean_narration(narration or "")
     if not narration:
@@ -108,7 +108,7 @@ def edit_narration(tk: Talekeeper, adventure_id: int, node_id: int, narration: s
     with _writing(tk, adventure_id) as (session, adventure):
         original = get_turn(session, adventure, node_id)
         parent = tree.parent_for_take(session, original)
-        prose, state, proposal = world.rederive_for_edit(parent, original, narration, world.rules_of(adventure))
+        prose, state, proposal = state_engine.rederive_for_edit(parent, original, narration, state_engine.rules_of(adventure))
         tree.append_child(
             session,
             adventure,

@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from talekeeper.context import insights
-from talekeeper.context.build import HeadView, PreparedContext, StateSections, prepare_context
-from talekeeper.core import Talekeeper
 from talekeeper.llm.errors import LLMError
 from talekeeper.memory import bank
 from talekeeper.memory.worker import worker_for
-from talekeeper.service import state_updates, world
+from talekeeper.service import state_engine, state_updates
 from talekeeper.service.adventures import get_adventure, get_turn, node_view, story_view
+from talekeeper.service.app import Talekeeper
+from talekeeper.service.context import HeadView, PreparedContext, StateSections, prepare_context
 from talekeeper.state import visible_prefix
 from talekeeper.store.models import Node
 from talekeeper.story import tree
@@ -71,8 +71,8 @@ async def play_turn(
             else:
                 below = tree.parent_for_take(session, get_turn(session, adventure, take_of))
             below_id = below.id
-            rules = world.rules_of(adventure)
-            before = world.document_of(below.state, rules)
+            rules = state_engine.rules_of(adventure)
+            before = state_engine.document_of(below.state, rules)
             turn_number = below.depth + 1
         prepared = await build_context(tk, adventure_id, kind, text, at=below_id)
         assembly, request = prepared.assembly, prepared.request
@@ -102,7 +102,7 @@ async def play_turn(
         if current_state_mode(tk) == "structured":
             # A second short request under the proposal's schema (see state_updates).
             yield TurnEvent("status", data={"message": "Updating the story's state…"})
-            prose = world.extract_prose(raw)
+            prose = state_engine.extract_prose(raw)
             try:
                 answer = await provider.complete(
                     state_updates.structured_request(prose, before, rules, prepared.scan.in_scene_ids)
@@ -110,7 +110,7 @@ async def play_turn(
                 raw = prose + state_updates.as_block(answer)
             except LLMError as exc:
                 state_error = f"The state update could not be made ({exc}); the state is unchanged."
-        settled = world.settle_reply(raw, before, rules, turn_number)
+        settled = state_engine.settle_reply(raw, before, rules, turn_number)
         if state_error:
             settled.proposal["parse_error"] = state_error
         narration = clean_narration(settled.prose)
@@ -168,16 +168,16 @@ async def build_context(
 ) -> PreparedContext:
     """Step 3, also the Insights dry run: the prompt for this action at the head (or `at`)."""
     with tk.db.session() as session:
-        rules = world.rules_of(get_adventure(session, adventure_id))
+        rules = state_engine.rules_of(get_adventure(session, adventure_id))
 
     mode = current_state_mode(tk)
 
     def render_state(head: HeadView, in_scene_ids: list[str]) -> StateSections:
-        document = world.document_of(head.state, rules)
-        sections = world.prompt_sections(rules, document, head.proposal, in_scene_ids)
+        document = state_engine.document_of(head.state, rules)
+        sections = state_engine.prompt_sections(rules, document, head.proposal, in_scene_ids)
         if mode != "inline":
             # The narrator is not asked for a block: a structured pass (or nothing) follows.
-            sections.update(event_vocabulary=world.canon_only(rules), emit_reminder=None)
+            sections.update(event_vocabulary=state_engine.canon_only(rules), emit_reminder=None)
         if mode == "off":
             sections.update(refusals=None)
         return StateSections(**sections)

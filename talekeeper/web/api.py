@@ -11,10 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse
 
 from talekeeper import __version__
-from talekeeper.context.plot import Persona
 from talekeeper.core import Talekeeper
 from talekeeper.service import adventures, scenarios
 from talekeeper.service import settings as settings_service
+from talekeeper.service.plot import Persona
 from talekeeper.service.turns import TurnEvent, TurnFailed, play_turn
 from talekeeper.story import tree
 

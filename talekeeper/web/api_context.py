@@ -22,10 +22,10 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import ValidationError
 
 from talekeeper.context import insights
-from talekeeper.context import plot as plot_service
 from talekeeper.context.settings import context_settings, update_context_settings
 from talekeeper.core import Talekeeper
 from talekeeper.memory import panel
+from talekeeper.service import plot as plot_service
 from talekeeper.service.adventures import get_adventure
 from talekeeper.store.models import Node
 from talekeeper.story.actions import normalise_action

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from talekeeper.core import Talekeeper
-from talekeeper.service import world
+from talekeeper.service import state_engine
 from talekeeper.service.adventures import get_adventure, story_view
 from talekeeper.state import document_schema, proposal_schema, rules_schema
 from talekeeper.story import tree
@@ -31,13 +31,13 @@ def get_state(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, 
     with tk.db.session() as session:
         adventure = get_adventure(session, adventure_id)
         head = tree.head(session, adventure)
-        rules = world.rules_of(adventure)
-        document = world.document_of(head.state, rules)
+        rules = state_engine.rules_of(adventure)
+        document = state_engine.document_of(head.state, rules)
         return {
             "head_id": head.id,
-            "view": world.state_view(document, rules),
+            "view": state_engine.state_view(document, rules),
             "document": document.to_json(),
-            "changes": world.changes_of(head),
+            "changes": state_engine.changes_of(head),
         }
 
 
@@ -49,10 +49,10 @@ def post_correction(adventure_id: int, body: Correction, tk: Talekeeper = Depend
     with tk.locks.hold(adventure_id), tk.db.session() as session:
         adventure = get_adventure(session, adventure_id)
         head = tree.head(session, adventure)
-        rules = world.rules_of(adventure)
-        before = world.document_of(head.state, rules)
-        state, record, report = world.correct(before, body.events, rules, head.depth + 1)
-        outcomes = world.outcome_views(report)
+        rules = state_engine.rules_of(adventure)
+        before = state_engine.document_of(head.state, rules)
+        state, record, report = state_engine.correct(before, body.events, rules, head.depth + 1)
+        outcomes = state_engine.outcome_views(report)
         if not any(o["status"] in ("applied", "limited") for o in outcomes):
             raise HTTPException(422, {"message": "Nothing was changed.", "changes": outcomes})
         tree.append_child(
@@ -61,7 +61,7 @@ def post_correction(adventure_id: int, body: Correction, tk: Talekeeper = Depend
             head,
             tree.NewTurn(
                 action_kind="correction",
-                action_text=world.correction_summary(report),
+                action_text=state_engine.correction_summary(report),
                 narration="",
                 state=state,
                 proposal=record,
@@ -92,7 +92,7 @@ def audit(
                     "raw": record.get("raw"),
                     "parse_error": record.get("parse_error"),
                     "events": record.get("events"),
-                    "changes": world.changes_of(node),
+                    "changes": state_engine.changes_of(node),
                 }
             )
         return trail

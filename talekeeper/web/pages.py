@@ -11,12 +11,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, ValidationError
 
-from talekeeper.context import plot as plot_service
 from talekeeper.context.settings import ContextSettings, context_settings, update_context_settings
 from talekeeper.core import Talekeeper
 from talekeeper.llm.errors import EndpointRefused, LLMError
 from talekeeper.llm.settings import ModelSettings
 from talekeeper.service import adventures, scenarios
+from talekeeper.service import plot as plot_service
 from talekeeper.service import settings as settings_service
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.service.origins import OriginError

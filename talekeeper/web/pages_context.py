@@ -13,9 +13,9 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
-from talekeeper.context import plot as plot_service
 from talekeeper.core import Talekeeper
 from talekeeper.memory import panel
+from talekeeper.service import plot as plot_service
 from talekeeper.service.adventures import get_adventure
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.story.actions import ActionError

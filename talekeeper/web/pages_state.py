@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
 from talekeeper.core import Talekeeper
-from talekeeper.service import world
+from talekeeper.service import state_engine
 from talekeeper.service.adventures import get_adventure
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.story import tree
@@ -44,9 +44,9 @@ def panel_context(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
     with tk.db.session() as session:
         adventure = get_adventure(session, adventure_id)
         head = tree.head(session, adventure)
-        rules = world.rules_of(adventure)
-        document = world.document_of(head.state, rules)
-        view = world.state_view(document, rules)
+        rules = state_engine.rules_of(adventure)
+        document = state_engine.document_of(head.state, rules)
+        view = state_engine.state_view(document, rules)
         has_rules = bool(adventure.rules)
     names = {e.id: e.name for e in document.entities.values()}
     holders = {p["item"]: p["holder_name"] for p in view["possessions"]}
@@ -181,5 +181,5 @@ def turn_proposal(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, 
             "raw": record.get("raw"),
             "parse_error": record.get("parse_error"),
             "events": record.get("events"),
-            "changes": world.changes_of(node),
+            "changes": state_engine.changes_of(node),
         }

@@ -34,7 +34,7 @@ from talekeeper.store.models import Adventure, Node
 from talekeeper.story.actions import format_action
 
 if TYPE_CHECKING:
-    from talekeeper.core import Talekeeper
+    from talekeeper.service.app import Talekeeper
 
 HISTORY_WINDOW = 200  # turns read from the store; the budget decides how many are sent
 

@@ -9,15 +9,15 @@ from rich.console import Console
 from rich.prompt import IntPrompt, Prompt
 from rich.table import Table
 
-from talekeeper import terminal_tree
-from talekeeper.core import Talekeeper
 from talekeeper.llm.errors import LLMError
 from talekeeper.service import adventures, scenarios, state_updates
 from talekeeper.service.adventures import AdventureNotFound
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.service.turns import TurnEvent, current_state_mode, play_turn
 from talekeeper.story import tree
 from talekeeper.story.actions import ActionError
+from talekeeper.terminal import tree as terminal_tree
 
 console = Console()
 

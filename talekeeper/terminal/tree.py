@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from talekeeper.core import Talekeeper
 from talekeeper.service import tree_ops
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import TurnEvent
 from talekeeper.story.tree import TreeError
 
