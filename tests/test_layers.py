@@ -25,6 +25,7 @@ LAYERS: list[set[str]] = [
     {"context"},
     {"story"},
     {"state", "store", "llm"},
+    {"errors"},  # the exception tree every layer's refusals hang from; imports nothing
 ]
 RANK = {name: i for i, row in enumerate(LAYERS) for name in row}
 

@@ -27,6 +27,7 @@ from talekeeper.context.prompt import (
     build_request,
     prompt_digest,
 )
+from talekeeper.errors import NotFound
 from talekeeper.llm.base import GenerationRequest
 from talekeeper.store.models import ContextText, Node, TurnInsight
 from talekeeper.story import tree
@@ -35,7 +36,7 @@ FORMAT = 1
 NOT_STORED = frozenset({"history", "action"})  # rebuilt from the nodes
 
 
-class InsightsMissing(LookupError):
+class InsightsMissing(NotFound):
     """The turn has no stored Insights (the opening, or a turn written before they existed)."""
 
 

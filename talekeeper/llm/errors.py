@@ -1,7 +1,7 @@
 """One exception tree for everything a model provider can go wrong with.
 
-    LLMError
-     ├── EndpointRefused        the endpoint policy forbids this address
+    LLMError (talekeeper.errors.Upstream: 502)
+     ├── EndpointRefused        the endpoint policy forbids this address (also Invalid: 422)
      ├── ServerUnavailable      nothing answers (connection refused, DNS, timeout)
      ├── ModelNotFound          the server answers but does not know the model
      ├── ProviderHTTPError      any other 4xx/5xx, with the server's own message
@@ -12,13 +12,15 @@ Providers translate foreign errors (httpx, subprocess) into these at the boundar
 nothing above `talekeeper.llm` ever catches an httpx error.
 """
 
+from talekeeper.errors import Invalid, Upstream
 
-class LLMError(Exception):
+
+class LLMError(Upstream):
     """Base class; `str(error)` is a message fit to show a player."""
 
 
-class EndpointRefused(LLMError):
-    pass
+class EndpointRefused(Invalid, LLMError):
+    """A setting or request the policy refuses: the request is wrong, not the server."""
 
 
 class ServerUnavailable(LLMError):

@@ -16,11 +16,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from talekeeper.context.settings import context_settings
+from talekeeper.errors import NotFound
 from talekeeper.memory import bank
 from talekeeper.store.models import Adventure, Memory, MemoryStatus, TurnInsight
 
 
-class MemoryNotFound(LookupError):
+class MemoryNotFound(NotFound):
     pass
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from talekeeper.errors import NotFound
 from talekeeper.service import state_engine
 from talekeeper.service.origins import with_origin
 from talekeeper.service.scenarios import (
@@ -32,7 +33,7 @@ PLOT_FIELDS = (
 PAGE_SIZE = 50
 
 
-class AdventureNotFound(LookupError):
+class AdventureNotFound(NotFound):
     pass
 
 

@@ -11,8 +11,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from talekeeper.errors import Conflict
 
-class AdventureBusy(Exception):
+
+class AdventureBusy(Conflict):
     def __init__(self, adventure_id: int):
         super().__init__(
             "This adventure is busy: another turn or change is still in progress. "

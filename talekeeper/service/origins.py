@@ -12,8 +12,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from talekeeper.errors import Invalid
 
-class OriginError(ValueError):
+
+class OriginError(Invalid):
     """A bad origin choice or overlay; nothing is started."""
 
 ORIGIN_TEXT_FIELDS = ("opening", "narrator_instructions", "ai_instructions", "plot_essentials", "author_note")

@@ -16,14 +16,19 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from talekeeper.context.triggers import MAX_CARDS, split_triggers
+from talekeeper.errors import Invalid, NotFound
 from talekeeper.memory import bank
 from talekeeper.store.models import Adventure, Node
 
 TEXT_FIELDS = ("narrator_instructions", "ai_instructions", "plot_essentials", "author_note")
 
 
-class ContextError(ValueError):
+class ContextError(Invalid):
     """A request the context engine refuses; the message says why."""
+
+
+class CardNotFound(NotFound):
+    pass
 
 
 class Persona(BaseModel):
@@ -128,7 +133,7 @@ def replace_card(adventure: Adventure, index: int, card: StoryCard) -> dict[str,
     _check(card)
     items = _card_list(adventure)
     if not 0 <= index < len(items):
-        raise LookupError(f"No story card {index} in this adventure.")
+        raise CardNotFound(f"No story card {index} in this adventure.")
     items[index] = card.model_dump()
     adventure.plot = {**(adventure.plot or {}), "story_cards": items}
     return card_view(index, items[index])
@@ -137,6 +142,6 @@ def replace_card(adventure: Adventure, index: int, card: StoryCard) -> dict[str,
 def delete_card(adventure: Adventure, index: int) -> None:
     items = _card_list(adventure)
     if not 0 <= index < len(items):
-        raise LookupError(f"No story card {index} in this adventure.")
+        raise CardNotFound(f"No story card {index} in this adventure.")
     del items[index]
     adventure.plot = {**(adventure.plot or {}), "story_cards": items}

@@ -10,13 +10,18 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from talekeeper.errors import Invalid, NotFound
 from talekeeper.service.origins import origin_summaries
 from talekeeper.store.models import Scenario
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class ScenarioError(ValueError):
+class ScenarioError(Invalid):
+    pass
+
+
+class ScenarioNotFound(NotFound):
     pass
 
 
@@ -54,7 +59,7 @@ def list_scenarios(session: Session) -> list[Scenario]:
 def get_scenario(session: Session, scenario_id: str) -> Scenario:
     row = session.get(Scenario, scenario_id)
     if row is None:
-        raise ScenarioError(f"No scenario with id {scenario_id!r}.")
+        raise ScenarioNotFound(f"No scenario with id {scenario_id!r}.")
     return row
 
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy.orm import Session
 
+from talekeeper.errors import Invalid
 from talekeeper.llm.settings import ModelSettings
 from talekeeper.store.models import Setting
 
@@ -56,7 +57,7 @@ class SettingsUpdate(BaseModel):
     generation: dict[str, Any] | None = None
 
 
-class SettingsError(ValueError):
+class SettingsError(Invalid):
     pass
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from talekeeper.context import insights
+from talekeeper.errors import Upstream
 from talekeeper.llm.errors import LLMError
 from talekeeper.memory import bank
 from talekeeper.memory.worker import worker_for
@@ -226,5 +227,5 @@ async def collect_turn(tk: Talekeeper, adventure_id: int, kind: str, text: str =
     raise TurnFailed("The turn ended without a result.")
 
 
-class TurnFailed(Exception):
+class TurnFailed(Upstream):
     pass

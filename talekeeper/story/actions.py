@@ -8,12 +8,14 @@ Continue                -> ""                    (the narrator simply goes on)
 
 from typing import Literal
 
+from talekeeper.errors import Invalid
+
 ActionKind = Literal["do", "say", "story", "continue"]
 ACTION_KINDS: tuple[str, ...] = ("do", "say", "story", "continue")
 MAX_ACTION_CHARS = 4000
 
 
-class ActionError(ValueError):
+class ActionError(Invalid):
     pass
 
 

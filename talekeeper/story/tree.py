@@ -17,10 +17,11 @@ from typing import Any
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session, defer
 
+from talekeeper.errors import Conflict
 from talekeeper.store.models import Adventure, Node, utcnow
 
 
-class TreeError(Exception):
+class TreeError(Conflict):
     """An operation the tree refuses; the message says why and what to do instead."""
 
 

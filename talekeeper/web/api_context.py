@@ -101,15 +101,8 @@ def list_cards(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> list[dict
 
 
 def _card_write(tk: Talekeeper, adventure_id: int, change) -> Any:
-    try:
-        with tk.locks.hold(adventure_id), tk.db.session() as session:
-            return change(get_adventure(session, adventure_id))
-    except plot_service.ContextError as exc:
-        raise HTTPException(422, str(exc)) from exc
-    except LookupError as exc:
-        if type(exc).__name__ == "AdventureNotFound":
-            raise
-        raise HTTPException(404, str(exc)) from exc
+    with tk.locks.hold(adventure_id), tk.db.session() as session:
+        return change(get_adventure(session, adventure_id))
 
 
 @router.post("/adventures/{adventure_id}/story-cards", status_code=201)

@@ -1,51 +1,79 @@
-"""Translate the services' refusals into HTTP answers with messages a player can read."""
+"""Translate refusals into HTTP answers with one body shape and messages a player can read.
+
+Every error answer is an `ErrorBody`: `detail` (a sentence for the player), `error` (the
+refusal's name, stable for clients) and `errors` (itemised mistakes, when there are some:
+a scenario's by path, a request's fields, a correction's outcomes). The status follows
+the branch of `talekeeper.errors` the refusal sits under, so a new error class needs no
+entry here.
+"""
+
+from __future__ import annotations
 
 import math
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException
 
-from talekeeper.llm.errors import EndpointRefused, LLMError
-from talekeeper.service.adventures import AdventureNotFound
-from talekeeper.service.locks import AdventureBusy
-from talekeeper.service.origins import OriginError
-from talekeeper.service.scenarios import ScenarioError
-from talekeeper.service.settings import SettingsError
-from talekeeper.service.turns import TurnFailed
-from talekeeper.story.actions import ActionError
-from talekeeper.story.tree import TreeError
+from talekeeper.errors import TalekeeperError, status_of
 
-STATUS = [
-    (AdventureBusy, 409),
-    (TreeError, 409),
-    (AdventureNotFound, 404),
-    (ScenarioError, 422),
-    (OriginError, 422),
-    (ActionError, 422),
-    (SettingsError, 422),
-    (EndpointRefused, 422),
-    (TurnFailed, 502),
-    (LLMError, 502),
-]
+
+class ErrorBody(BaseModel):
+    """The body of every error answer."""
+
+    detail: str = Field(description="What went wrong, in words fit to show the player.")
+    error: str = Field(description="The refusal's name, e.g. `AdventureNotFound`, `AdventureBusy`, `RequestInvalid`.")
+    errors: list[Any] = Field(default_factory=list, description="Itemised mistakes, when there are several.")
+
+
+def error_body(detail: str, error: str, errors: list[Any] | None = None) -> dict[str, Any]:
+    return {"detail": detail, "error": error, "errors": errors or []}
+
+
+def error_response(status: int, detail: str, error: str, errors: list[Any] | None = None, **kw: Any) -> JSONResponse:
+    return JSONResponse(error_body(detail, error, errors), status_code=status, **kw)
+
+
+# For routes' `responses=`: OpenAPI documents the error body once, under every status used.
+ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "Something named in the path does not exist."},
+    409: {"model": ErrorBody, "description": "Not now: busy, or the story cannot do that from here."},
+    422: {"model": ErrorBody, "description": "The request is not valid; nothing was changed."},
+}
 
 
 def install(app: FastAPI) -> None:
-    for exc_type, status in STATUS:
-
-        async def handler(request: Request, exc: Exception, status: int = status) -> JSONResponse:
-            return JSONResponse({"detail": str(exc), "error": type(exc).__name__}, status_code=status)
-
-        app.add_exception_handler(exc_type, handler)
+    app.add_exception_handler(TalekeeperError, refused)
+    app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(OverflowError, number_out_of_range)
     app.add_exception_handler(RequestValidationError, invalid_request)
+
+
+async def refused(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, TalekeeperError)
+    return error_response(status_of(exc), str(exc), type(exc).__name__, list(getattr(exc, "errors", None) or []))
+
+
+async def http_error(request: Request, exc: Exception) -> JSONResponse:
+    # Starlette's own refusals (unknown path, wrong method) and the body-size guard.
+    assert isinstance(exc, HTTPException)
+    detail = exc.detail if isinstance(exc.detail, str) else "The request was refused."
+    name = {404: "NotFound", 405: "MethodNotAllowed", 413: "RequestTooLarge"}.get(exc.status_code, "HTTPError")
+    return error_response(exc.status_code, detail, name, headers=getattr(exc, "headers", None))
 
 
 async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
     # FastAPI's own answer echoes the input, and a body holding NaN or Infinity (which
     # Python's JSON reader accepts) cannot be written back as JSON: that was a 500.
-    return JSONResponse({"detail": _json_safe(jsonable_encoder(exc.errors()))}, status_code=422)
+    errors = _json_safe(jsonable_encoder(exc.errors()))
+    first = errors[0] if errors else {}
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+    message = f"{where}: {first.get('msg', '')}" if where else str(first.get("msg", "The request is not valid."))
+    return error_response(422, f"The request is not valid ({message}). Nothing was changed.", "RequestInvalid", errors)
 
 
 def _json_safe(value):
@@ -61,10 +89,8 @@ def _json_safe(value):
 async def number_out_of_range(request: Request, exc: Exception) -> JSONResponse:
     # An id or number past SQLite's 64-bit integers (a path like /api/adventures/9e20 or a
     # body field): the database cannot even look it up, so nothing was read or changed.
-    return JSONResponse(
-        {
-            "detail": "A number in this request is too large (ids and numbers must fit in 64 bits). Nothing was changed.",
-            "error": "NumberOutOfRange",
-        },
-        status_code=422,
+    return error_response(
+        422,
+        "A number in this request is too large (ids and numbers must fit in 64 bits). Nothing was changed.",
+        "NumberOutOfRange",
     )

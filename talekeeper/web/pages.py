@@ -82,7 +82,7 @@ async def start(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
             chosen = plot_service.Persona(**persona).model_dump() if any(persona.values()) else None
             adventure = adventures.start_adventure(session, scenario_id, answers, origin_id=origin_id, persona=chosen)
             adventure_id = adventure.id
-    except (scenarios.ScenarioError, OriginError) as exc:
+    except (scenarios.ScenarioError, scenarios.ScenarioNotFound, OriginError) as exc:
         return _home(request, tk, status_code=422, start_error=str(exc), start_scenario=scenario_id)
     except ValidationError as exc:
         return _home(request, tk, status_code=422, start_error=_first_error(exc), start_scenario=scenario_id)

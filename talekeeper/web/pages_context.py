@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from talekeeper.core import Talekeeper
 from talekeeper.memory import panel
 from talekeeper.service import plot as plot_service
-from talekeeper.service.adventures import get_adventure
+from talekeeper.service.adventures import AdventureNotFound, get_adventure
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.story.actions import ActionError
 from talekeeper.web.api import get_tk
@@ -145,9 +145,9 @@ async def card_action(request: Request, adventure_id: int, index: str, tk: Talek
                 plot_service.delete_card(adventure, int(index))
             else:
                 plot_service.replace_card(adventure, int(index), _card_from(form))
-    except (plot_service.ContextError, ValidationError, LookupError, ValueError, AdventureBusy) as exc:
-        if type(exc).__name__ == "AdventureNotFound":
-            raise
+    except AdventureNotFound:
+        raise
+    except (plot_service.ContextError, plot_service.CardNotFound, ValidationError, ValueError, AdventureBusy) as exc:
         return _back(back, str(exc).splitlines()[0])
     return _back(back, "Saved.")
 

@@ -340,7 +340,7 @@ def editor(
         with tk.db.session() as session:
             row = scenarios.get_scenario(session, scenario_id)
             context = editor_context(row.id, row.data, row.builtin, part, [])
-    except scenarios.ScenarioError as exc:
+    except scenarios.ScenarioNotFound as exc:
         return _list_page(request, tk, 404, message=str(exc))
     return render(request, "scenario_editor.html", message=message, **context)
 
@@ -354,7 +354,7 @@ async def save(request: Request, scenario_id: str, part: str, tk: Talekeeper = D
     with tk.db.session() as session:
         try:
             row = scenarios.get_scenario(session, scenario_id)
-        except scenarios.ScenarioError as exc:
+        except scenarios.ScenarioNotFound as exc:
             return _list_page(request, tk, 404, message=str(exc))
         current, builtin = copy.deepcopy(row.data), row.builtin
     json_text, problems = None, []
@@ -392,6 +392,8 @@ def duplicate(request: Request, scenario_id: str, tk: Talekeeper = Depends(get_t
     try:
         with tk.db.session() as session:
             copy_id = scenarios.duplicate_scenario(session, scenario_id).id
+    except scenarios.ScenarioNotFound as exc:
+        return _list_page(request, tk, 404, message=str(exc))
     except scenarios.ScenarioError as exc:
         return _list_page(request, tk, 422, message=str(exc))
     return RedirectResponse(f"/scenarios/{copy_id}?message={quote('This is your own copy: edit away.')}", status_code=303)
@@ -402,6 +404,8 @@ def delete(request: Request, scenario_id: str, tk: Talekeeper = Depends(get_tk))
     try:
         with tk.db.session() as session:
             scenarios.delete_scenario(session, scenario_id)
+    except scenarios.ScenarioNotFound as exc:
+        return _list_page(request, tk, 404, message=str(exc))
     except scenarios.ScenarioError as exc:
         return _list_page(request, tk, 422, message=str(exc))
     return RedirectResponse(f"/scenarios?message={quote('Deleted. Adventures started from it play on.')}", status_code=303)

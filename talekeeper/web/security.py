@@ -34,6 +34,8 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from talekeeper.web.errors import error_body
+
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -181,7 +183,7 @@ class LocalOnlyMiddleware:
             return
         send = _with_headers(send)
         if message is not None:
-            await JSONResponse({"detail": message}, status_code=403)(scope, receive, send)
+            await JSONResponse(error_body(message, "RequestRefused"), status_code=403)(scope, receive, send)
             return
         await self._limited(scope, receive, send)
 
@@ -231,7 +233,7 @@ def _content_length(scope: Scope) -> int | None:
 def _too_large(limit: int, size: int | None = None) -> JSONResponse:
     # Connection: close — the rest of an unread body must not be taken for a next request.
     return JSONResponse(
-        {"detail": too_large_message(limit, size), "error": "RequestTooLarge"},
+        error_body(too_large_message(limit, size), "RequestTooLarge"),
         status_code=413,
         headers={"Connection": "close"},
     )
