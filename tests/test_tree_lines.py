@@ -224,3 +224,52 @@ def test_a_line_read_from_an_earlier_moment_cannot_be_deleted(
     client.post(f"{base}/undo")  # reading "one", which both lines share: still reading it
     assert client.delete(f"{base}/branches/{ids['three']}").status_code == 409
     assert node_ids(tk, adventure_id) == before
+
+
+def test_retries_and_edits_are_takes_of_a_turn_not_lines(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
+    """One retry, two edits and one real branch: two lines, the takes in their turn's ‹ 4/4 ›."""
+    aid = adventure_id
+    play(client, aid, scripted, "One.", "one")
+    two = play(client, aid, scripted, "Two.", "two")["turn"]["id"]
+    scripted.queue("Two, again.")
+    client.post(f"/api/adventures/{aid}/retry")
+    client.post(f"/api/adventures/{aid}/turns/{two}/edit", json={"narration": "Two, edited."})
+    head = story(client, aid)["turns_shown"][-1]
+    client.post(f"/api/adventures/{aid}/turns/{head['id']}/edit", json={"narration": "Two, edited again."})
+    view = story(client, aid)
+    assert view["turns_shown"][-1]["takes"]["count"] == 4
+    assert len(lines(client, aid)) == 1
+    # A different action written after going back is a line; its takes are not.
+    client.post(f"/api/adventures/{aid}/undo")
+    play(client, aid, scripted, "Elsewhere.", "go elsewhere")
+    play(client, aid, scripted, "Further.", "go on")
+    scripted.queue("Further, again.")
+    client.post(f"/api/adventures/{aid}/retry")
+    found = lines(client, aid)
+    assert len(found) == 2
+    assert [line["last_narration"] for line in found] == ["Two, edited again.", "Further, again."]
+    assert found[1]["parent_line"] == found[0]["id"]
+    # A take that goes on ends a line of its own; its bare sibling takes still do not.
+    client.post(f"/api/adventures/{aid}/turns/{two}/choose")
+    play(client, aid, scripted, "Three.", "three")
+    assert [line["last_narration"] for line in lines(client, aid)] == ["Further, again.", "Three."]
+
+
+def test_an_undone_correction_is_neither_a_take_nor_a_line(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
+    aid = adventure_id
+    play(client, aid, scripted, "One.", "one")
+    fix = client.post(
+        f"/api/adventures/{aid}/state/corrections", json={"events": [{"type": "set_stat", "stat": "player.health", "value": 6}]}
+    )
+    assert fix.status_code == 200, fix.text
+    client.post(f"/api/adventures/{aid}/undo")
+    nxt = play(client, aid, scripted, "Two.", "two")["turn"]
+    shown = story(client, aid)["turns_shown"][-1]
+    assert shown["id"] == nxt["id"] and shown["takes"]["count"] == 1  # not "take 2/2"
+    assert client.get(f"/api/adventures/{aid}/turns/{nxt['id']}/takes").json()["count"] == 1
+    found = lines(client, aid)
+    assert [line["id"] for line in found] == [nxt["id"]]  # switching lines cannot bring it back

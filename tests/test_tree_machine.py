@@ -90,7 +90,23 @@ class TreeModel:
         return out[::-1]
 
     def leaves(self) -> list[int]:
-        return sorted(n for n in self.parent if not self.children(n))
+        """The lines: leaves, less the bare takes of a turn read through its `‹ i/n ›`: of
+        those with one action, only the one read (else Redo's, else the newest) ends a line,
+        and none does if a take with that action goes on — unless saved or named."""
+
+        def is_line_end(leaf: int) -> bool:
+            if leaf in (self.root, self.head) or leaf in self.saves.values() or self.name[leaf]:
+                return True
+            parent = self.parent[leaf]
+            same = [k for k in self.children(parent) if self.action[k] == self.action[leaf]]
+            if any(self.children(k) for k in same):
+                return False
+            for rep in (self.head, self.active[parent]):
+                if rep in same:
+                    return leaf == rep
+            return leaf == max(same)
+
+        return sorted(n for n in self.parent if not self.children(n) and is_line_end(n))
 
     def add(self, node: int, parent: int, action: tuple[str, str], narration: str) -> None:
         trail = self.state[parent].get("trail", []) if isinstance(self.state[parent], dict) else []
@@ -104,14 +120,26 @@ class TreeModel:
         self.head = node
 
     def own_turns(self, leaf: int) -> list[int]:
-        """What deleting `leaf`'s line would remove (empty: the only line)."""
+        """The turns only `leaf`'s line has, last first (empty: the only line); a bare take
+        that is no line is just itself."""
+        lines = self.leaves()
+        if leaf not in lines:
+            return [leaf]
+
+        def count(node: int) -> int:
+            return sum(1 for end in lines if node in self.path(end))
+
         own, node = [], leaf
-        while self.parent[node] is not None and len(self.children(node)) <= 1:
+        while self.parent[node] is not None and count(node) <= 1:
             own.append(node)
-            if len(self.children(self.parent[node])) > 1:
+            if count(self.parent[node]) > 1:
                 return own
             node = self.parent[node]
         return []
+
+    def hanging(self, own: list[int]) -> list[int]:
+        """The bare takes below a line's own turns: deleting the line takes them too."""
+        return [k for n in own for k in self.children(n) if k not in own]
 
 
 class TreeMachine(RuleBasedStateMachine):
@@ -268,19 +296,20 @@ class TreeMachine(RuleBasedStateMachine):
         leaves = self.model.leaves()
         leaf = leaves[i % len(leaves)]
         own = self.model.own_turns(leaf)
+        gone = own + self.model.hanging(own)
         holds_head = self.model.head in self.model.path(leaf)
         holds_save = any(node in own for node in self.model.saves.values())
         if holds_head or not own or holds_save:
             self.refused(lambda: tree_ops.delete_branch(self.tk, self.aid, leaf))
             return
-        assert tree_ops.delete_branch(self.tk, self.aid, leaf) == {"deleted_turns": len(own)}
+        assert tree_ops.delete_branch(self.tk, self.aid, leaf) == {"deleted_turns": len(gone)}
         fork = self.model.parent[own[-1]]
-        for node in own:
+        for node in gone:
             for table in (self.model.parent, self.model.action, self.model.state, self.model.active, self.model.name):
                 del table[node]
         if self.model.active[fork] in own:
             self.model.active[fork] = max(self.model.children(fork))
-        self.all_ever -= set(own)
+        self.all_ever -= set(gone)
 
     @rule(name=WORDS)
     def save(self, name: str) -> None:
@@ -367,7 +396,8 @@ class TreeMachine(RuleBasedStateMachine):
         for line in lines:
             assert line["length"] == len(m.path(line["id"])) - 1
             assert line["has_head"] == (m.head in m.path(line["id"]))
-            assert line["own_turns"] == len(m.own_turns(line["id"]))
+            own = m.own_turns(line["id"])
+            assert line["own_turns"] == len(own + m.hanging(own))
         listed = tree_ops.list_save_points(self.tk, self.aid)["save_points"]
         assert [sp["id"] for sp in listed] == sorted(m.saves, reverse=True)  # newest first
         reachable, node = set(m.path()), m.active[m.head]

@@ -49,10 +49,10 @@ def test_editing_narration_from_the_page(client: TestClient, adventure_id: int, 
 
 
 def test_lines_panel_switch_rename_and_refused_delete(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
-    play(client, adventure_id, scripted, "One.")
-    two = play(client, adventure_id, scripted, "Two.")["turn"]["id"]
+    play(client, adventure_id, scripted, "One.", "one")
+    two = play(client, adventure_id, scripted, "Two.", "two")["turn"]["id"]
     client.post(f"/api/adventures/{adventure_id}/undo")
-    other = play(client, adventure_id, scripted, "Other.")["turn"]["id"]
+    other = play(client, adventure_id, scripted, "Other.", "other")["turn"]["id"]
     panel = client.get(f"/adventures/{adventure_id}/tree/lines").text
     assert panel.count('data-line=') == 2 and "you are reading this line" in panel
     assert "left its parent line after turn 1" in panel and "the first line" in panel

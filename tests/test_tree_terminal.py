@@ -41,9 +41,9 @@ def test_the_tree_commands_in_the_terminal(tk: Talekeeper, scripted: ScriptedPro
             "/undo",
             "/continue",
             "/lines",
-            "/name-line 3 Quiet way",
-            "/delete-line 5",
-            "/delete-line 2",
+            "/name-line 2 Quiet way",
+            "/delete-line 3",
+            "/delete-line 1",
             "/restore 1",
             "/rename-save 1 The harbour",
             "/delete-save 1",
@@ -67,13 +67,13 @@ def test_the_tree_commands_in_the_terminal(tk: Talekeeper, scripted: ScriptedPro
     takes = tree_ops.list_takes(tk, aid)["takes"]
     assert [(t["action"], t["narration"]) for t in takes] == [
         ("look around", "The fog is thick."),
-        ("look around", "The fog lifts at once."),
+        ("look around", "The fog thins."),
         ("Hello there", "A gull cries."),
         ("", "The ferrywoman nods."),
     ]
     assert [t["on_line"] for t in takes] == [False, False, True, False]  # restored to “Harbour”
     assert tree_ops.list_save_points(tk, aid)["save_points"] == []
-    assert [line["name"] for line in tree_ops.list_branches(tk, aid)["branches"]] == [None, "Quiet way", None, None]
+    assert [line["name"] for line in tree_ops.list_branches(tk, aid)["branches"]] == [None, "Quiet way", None]
 
 def test_terminal_undo_takes_the_writer_lock(tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
     with tk.db.session() as session:

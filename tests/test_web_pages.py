@@ -109,13 +109,13 @@ def test_a_correction_from_the_panel_is_a_step_of_the_story(client: TestClient, 
 def test_the_story_map_nests_each_line_under_the_one_it_left(
     client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider
 ) -> None:
-    play(client, adventure_id, scripted, "One.")
-    play(client, adventure_id, scripted, "Two.")
+    play(client, adventure_id, scripted, "One.", "one")
+    play(client, adventure_id, scripted, "Two.", "two")
     client.post(f"/api/adventures/{adventure_id}/undo")
-    play(client, adventure_id, scripted, "Other two.")
+    play(client, adventure_id, scripted, "Other two.", "other two")
     for _ in range(2):
         client.post(f"/api/adventures/{adventure_id}/undo")
-    play(client, adventure_id, scripted, "Other one.")
+    play(client, adventure_id, scripted, "Other one.", "other one")
     lines = story_map.line_tree(tk, adventure_id)["branches"]
     assert [(line["last_narration"], line["level"]) for line in lines] == [("Two.", 0), ("Other one.", 1), ("Other two.", 1)]
     panel = client.get(f"/adventures/{adventure_id}/tree/lines").text

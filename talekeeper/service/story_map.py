@@ -1,37 +1,16 @@
 """The story map: every line of the story arranged as a tree of lines.
 
-`tree_ops.list_branches` gives the lines and where each left its parent line (the turn it
-forked after). Which line that parent is follows from the tree: from the fork turn, the
-oldest continuation leads down to the parent line's end. This module reads one narrow row
-(id, parent) per turn to work that out and orders the lines parent-first (depth-first),
-each with its nesting level — what the Lines panel draws.
+`tree_ops.list_branches` gives the lines, where each left its parent line (the turn it
+forked after) and which line that was. This module orders the lines parent-first
+(depth-first), each with its nesting level — what the Lines panel draws.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
-
 from talekeeper.service import tree_ops
-from talekeeper.service.adventures import get_adventure
 from talekeeper.service.app import Talekeeper
-from talekeeper.store.models import Node
-
-
-def _first_children(tk: Talekeeper, adventure_id: int) -> dict[int, int]:
-    """Each turn's oldest continuation (by id)."""
-    with tk.db.session() as session:
-        get_adventure(session, adventure_id)
-        nodes = Node.__table__.c
-        rows = session.connection().execute(
-            select(nodes.id, nodes.parent_id).where(nodes.adventure_id == adventure_id).order_by(nodes.id)
-        )
-        first: dict[int, int] = {}
-        for node_id, parent_id in rows:
-            if parent_id is not None and parent_id not in first:
-                first[parent_id] = node_id
-        return first
 
 
 def line_tree(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
@@ -39,18 +18,11 @@ def line_tree(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
     (the line it left, None for the first) and `longest` (for drawing lengths)."""
     data = tree_ops.list_branches(tk, adventure_id)
     lines = data["branches"]
-    first = _first_children(tk, adventure_id)
-
-    def end_of(node_id: int) -> int:
-        while node_id in first:
-            node_id = first[node_id]
-        return node_id
-
     ids = {line["id"] for line in lines}
     children: dict[int | None, list[dict[str, Any]]] = {}
     for line in lines:
-        parent = end_of(line["fork_id"]) if line["fork_id"] is not None else None
-        if parent not in ids or parent == line["id"]:
+        parent = line["parent_line"]
+        if parent not in ids:
             parent = None
         children.setdefault(parent, []).append({**line, "parent_line": parent})
 

@@ -183,6 +183,7 @@ def line_view(line: branches.Line) -> dict[str, Any]:
         "length": line.length,
         "fork_id": line.fork_id,
         "fork_depth": line.fork_depth,
+        "parent_line": line.parent_line,
         "own_turns": line.own_turns,
         "has_head": line.has_head,
         "ends_at_head": line.ends_at_head,

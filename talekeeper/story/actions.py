@@ -6,6 +6,7 @@ Story "The sky darkens" -> "The sky darkens."   (the player writes the story dir
 Continue                -> ""                    (the narrator simply goes on)
 """
 
+import re
 from typing import Literal
 
 from talekeeper.errors import Invalid
@@ -23,6 +24,82 @@ def _sentence(text: str) -> str:
     text = text.strip()
     if text and text[-1] not in ".!?\"'…":
         text += "."
+    return text
+
+
+def _capitalise(text: str) -> str:
+    """Upper-case the first letter (after any opening quote), leave the rest as written."""
+    for i, ch in enumerate(text):
+        if ch.isalpha():
+            return text[:i] + ch.upper() + text[i + 1 :]
+        if ch not in "\"'“‘(*_ ":
+            break
+    return text
+
+
+# The player writes "I"; the story says "you". Only whole words outside quoted speech change,
+# so `say "I'm fine" to Maren` keeps her own words. Apostrophes may be straight or curly.
+_FIRST_TO_SECOND = {
+    "i": "you",
+    "me": "you",
+    "my": "your",
+    "mine": "yours",
+    "myself": "yourself",
+    "i'm": "you're",
+    "i've": "you've",
+    "i'll": "you'll",
+    "i'd": "you'd",
+}
+# After "I", these verbs change with the person ("I am" -> "you are", "I was" -> "you were").
+_AFTER_I = {"am": "are", "was": "were"}
+_WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)?")
+_QUOTED = re.compile(r'("[^"]*"?|“[^”]*”?)')
+
+
+def _match_case(original: str, replacement: str) -> str:
+    return replacement.capitalize() if original[:1].isupper() and original != "I" else replacement
+
+
+def _second_person(text: str) -> str:
+    """Turn the player's first person into the story's second person, outside quoted speech."""
+    out: list[str] = []
+    for part in _QUOTED.split(text):
+        if part[:1] in "\"“":
+            out.append(part)  # quoted speech is the player's own words
+            continue
+        pieces: list[str] = []
+        last = 0
+        previous = ""
+        for match in _WORD.finditer(part):
+            word = match.group(0)
+            key = word.lower().replace("’", "'")
+            new = _FIRST_TO_SECOND.get(key)
+            if key == "mine" and not part[: match.start()].strip():
+                new = None  # "mine the vein" leads with the verb
+            if new is None and previous == "i":
+                new = _AFTER_I.get(key)
+            if new is not None:
+                new = _match_case(word, new)
+                if "’" in word:
+                    new = new.replace("'", "’")
+            pieces.append(part[last : match.start()] + (new if new is not None else word))
+            last = match.end()
+            previous = key
+        pieces.append(part[last:])
+        out.append("".join(pieces))
+    return "".join(out)
+
+
+def _lower_first_word(text: str) -> str:
+    """`Look around` -> `look around`: a capital only starts the player's sentence. Words in
+    capitals (`NPC`) and mixed case (`McGuire`) keep theirs; a name leading an action
+    (`Maren, wait`) cannot be told from a verb and is lowered too — a known limit."""
+    match = _WORD.match(text)
+    if not match:
+        return text
+    word = match.group(0)
+    if len(word) > 1 and word[0].isupper() and word[1:] == word[1:].lower():
+        return word.lower() + text[match.end() :]
     return text
 
 
@@ -44,18 +121,19 @@ def format_action(kind: str, text: str) -> str:
     if kind not in ("do", "say", "story") or not text:
         return ""  # continue, and the opening, add no line of their own
     if kind == "story":
-        return _sentence(text)
+        return _capitalise(_sentence(text))
     if kind == "say":
-        spoken = text.strip().strip('"“”').strip()
+        spoken = _capitalise(text.strip().strip('"“”').strip())
         if spoken and spoken[-1] not in ".!?…":
             spoken += "."
         return f'> You say "{spoken}"'
-    # do: "You ..." unless the player already wrote it in the first person of the story.
-    words = text.strip()
-    lower = words.lower()
+    # do: "You ..." — the player's "I" becomes the story's "you", and a "you" or "I" they
+    # already wrote to begin with is not doubled.
+    words = _second_person(text.strip())
+    lower = words.lower().replace("’", "'")
+    if lower.startswith(("you're", "you've", "you'll", "you'd")):
+        return f"> {_capitalise(_sentence(words))}"
     if lower.startswith("you ") or lower == "you":
         words = words[4:]
-    elif lower.startswith("i "):
-        words = words[2:]
-    words = words.strip()
+    words = _lower_first_word(words.strip())
     return f"> You {_sentence(words)}" if words else ""

@@ -1,13 +1,18 @@
-"""Lines (branches): every end of the story tree, and the path that leads to it.
+"""Lines (branches): the continuations the player wrote, and the path that leads to each.
 
 A line is named by its last turn (a leaf). It may carry a name, kept on that last turn;
-when the line grows the name moves down with it (`tree.append_child`).
+when the line grows the name moves down with it (`tree.append_child`). Not every leaf is a
+line: the other takes of a turn (a retry or a narration edit: the same action told again)
+are read through that turn's `‹ 2/3 ›`, and an undone correction is not a line at all. A
+different action written after going back is a line, and so is any take that goes on, or
+one being read, saved or named (`_Skeleton._is_line_end`).
 
 - **Where it left its parent line**: walking up from the end, the first turn that is not
-  the oldest child of its parent is where this line forked off; above it the line shares
+  the oldest child (that leads to a line) of its parent is where this line forked off; above it the line shares
   its parent line's story. The line with no such turn is the first line of the story.
 - **Its own turns**: the turns no other line passes through — exactly what deleting the
-  line removes. Everything above them is shared with another line and stays.
+  line removes (with the bare takes hanging off them). Everything above them is shared with
+  another line and stays.
 
 Listing reads one narrow row (id, parent, depth) per node of the adventure and works out
 everything in one pass each way, so it costs O(story size) however many lines there are;
@@ -26,6 +31,7 @@ from talekeeper.store.models import Adventure, Node, SavePoint
 from talekeeper.story import tree
 from talekeeper.story.tree import TreeError
 
+CORRECTION = "correction"
 MAX_NAME = 80
 NAMED_IN_REFUSAL = 3
 _CHUNK = 500
@@ -38,6 +44,7 @@ class Line:
     length: int  # turns after the opening
     fork_id: int | None  # the turn it left its parent line after (None: the first line)
     fork_depth: int | None
+    parent_line: int | None  # the line it left (None: the first line)
     own_turns: int  # turns only this line has: what deleting it removes (0: cannot)
     has_head: bool  # the moment being read is on this line
     ends_at_head: bool
@@ -55,41 +62,62 @@ class _Skeleton:
         nodes = Node.__table__.c  # Core, not ORM rows: 10,000 narrow tuples, no per-row objects
         rows = list(
             session.connection().execute(
-                select(nodes.id, nodes.parent_id, nodes.depth).where(nodes.adventure_id == adventure.id)
+                select(
+                    nodes.id, nodes.parent_id, nodes.depth, nodes.active_child_id, nodes.branch_name.is_not(None)
+                ).where(nodes.adventure_id == adventure.id)
             )
         )
         rows.sort(key=lambda r: (r[2], r[0]))  # parents before children, oldest child first
         self.root = adventure.root_node_id
         self.head = adventure.head_node_id
-        self.depth: dict[int, int] = {node_id: depth for node_id, _, depth in rows}
-        self.parent: dict[int, int | None] = {node_id: parent for node_id, parent, _ in rows}
+        self.depth: dict[int, int] = {r[0]: r[2] for r in rows}
+        self.parent: dict[int, int | None] = {r[0]: r[1] for r in rows}
+        self.active: dict[int, int | None] = {r[0]: r[3] for r in rows}
+        named = {r[0] for r in rows if r[4]}
+        self.saved = set(
+            session.scalars(select(SavePoint.node_id).where(SavePoint.adventure_id == adventure.id))
+        )
         self.children: dict[int, list[int]] = {}
-        for node_id, parent, _ in rows:
+        for node_id, parent, *_ in rows:
             if parent is not None:
                 self.children.setdefault(parent, []).append(node_id)
         order = [r[0] for r in rows]
+        # Actions only where a turn has several takes and one is bare: all _is_line_end reads.
+        forks = [p for p, kids in self.children.items() if len(kids) > 1 and any(k not in self.children for k in kids)]
+        self.action: dict[int, tuple[str, str]] = {}
+        for i in range(0, len(forks), _CHUNK):
+            query = select(nodes.id, nodes.action_kind, nodes.action_text).where(
+                nodes.adventure_id == adventure.id, nodes.parent_id.in_(forks[i : i + _CHUNK])
+            )
+            self.action.update({r[0]: (r[1], r[2]) for r in session.connection().execute(query)})
+        self.visible = {leaf for leaf in self.leaves if leaf in named or self._is_line_end(leaf)}
+        # Bottom-up: how many lines pass through each node, and which one if only one.
+        self.leaf_count: dict[int, int] = {}
+        self.only_leaf: dict[int, int | None] = {}
+        for node_id in reversed(order):
+            kids = [k for k in self.children.get(node_id, []) if self.leaf_count[k]]
+            if node_id not in self.children:
+                seen = node_id in self.visible
+                self.leaf_count[node_id], self.only_leaf[node_id] = int(seen), node_id if seen else None
+            else:
+                self.leaf_count[node_id] = sum(self.leaf_count[k] for k in kids)
+                self.only_leaf[node_id] = self.only_leaf[kids[0]] if len(kids) == 1 else None
         # Top-down: where each node's line starts, and whether the head is at or above it.
         self.line_start: dict[int, int] = {}
         self.under_head: dict[int, bool] = {}
+        self.first_child: dict[int, int] = {}  # the oldest continuation that leads to a line
         for node_id in order:
+            kids = [k for k in self.children.get(node_id, []) if self.leaf_count[k]]
+            if kids:
+                self.first_child[node_id] = kids[0]
             p = self.parent[node_id]
             if p is None:
                 self.line_start[node_id] = node_id
                 self.under_head[node_id] = node_id == self.head
                 continue
-            first_child = self.children[p][0] == node_id
-            self.line_start[node_id] = self.line_start[p] if first_child else node_id
+            first = self.first_child.get(p) == node_id
+            self.line_start[node_id] = self.line_start[p] if first else node_id
             self.under_head[node_id] = node_id == self.head or self.under_head[p]
-        # Bottom-up: how many lines pass through each node, and which one if only one.
-        self.leaf_count: dict[int, int] = {}
-        self.only_leaf: dict[int, int | None] = {}
-        for node_id in reversed(order):
-            kids = self.children.get(node_id, [])
-            if not kids:
-                self.leaf_count[node_id], self.only_leaf[node_id] = 1, node_id
-            else:
-                self.leaf_count[node_id] = sum(self.leaf_count[k] for k in kids)
-                self.only_leaf[node_id] = self.only_leaf[kids[0]] if len(kids) == 1 else None
         # Top-down again: the first of a run of nodes that only one line passes through.
         self.own_top: dict[int, int] = {}
         for node_id in order:
@@ -97,12 +125,42 @@ class _Skeleton:
             shared_parent = p is None or self.leaf_count[p] > 1
             self.own_top[node_id] = node_id if shared_parent else self.own_top[p]
 
+    def _is_line_end(self, leaf: int) -> bool:
+        """A line is a continuation the player wrote; the other takes of a turn (retries,
+        narration edits: the same action told again) are read through that turn's `‹ 2/3 ›`,
+        and an undone correction is no line at all. So of the bare takes of one turn that
+        share an action, only one ends a line (the one read, else the one Redo follows, else
+        the newest), and none does when a take with that action goes on. A take being read,
+        saved or named always ends a line."""
+        if leaf == self.root or leaf in self.saved:
+            return True
+        parent = self.parent[leaf]
+        assert parent is not None
+        if len(self.children[parent]) == 1:
+            return True
+        kind, text = self.action[leaf]
+        if kind == CORRECTION and leaf not in (self.head, self.active[parent]):
+            return False  # undone, and something else was written in its place
+        if leaf == self.head:
+            return True
+        same = [k for k in self.children[parent] if self.action.get(k) == (kind, text)]
+        if any(k in self.children for k in same):
+            return False
+        for rep in (self.head, self.active[parent]):
+            if rep in same:
+                return leaf == rep
+        return leaf == max(same)
+
     @property
     def leaves(self) -> list[int]:
         return [i for i in self.parent if i not in self.children]
 
     def own_ids(self, leaf: int) -> list[int]:
-        """The turns only `leaf`'s line has, last first; empty if it is the only line."""
+        """The turns only `leaf`'s line has, last first, and then the bare takes hanging off
+        them (they go with it); empty if it is the only line. A bare take that is not a line
+        of its own is just itself."""
+        if not self.leaf_count[leaf]:
+            return [leaf]
         top = self.own_top[leaf]
         if top == self.root:
             return []
@@ -110,8 +168,10 @@ class _Skeleton:
         while True:
             ids.append(node)
             if node == top:
-                return ids
+                break
             node = self.parent[node]  # type: ignore[assignment]
+        on_line = set(ids)
+        return ids + [k for n in ids for k in self.children.get(n, []) if k not in on_line]
 
     def owner(self, node_id: int) -> int | None:
         """The one line whose own turns include `node_id`, if only one line passes it."""
@@ -119,11 +179,17 @@ class _Skeleton:
             return None
         return self.only_leaf[node_id]
 
+    def end_of(self, node_id: int) -> int:
+        """The line a turn is on when every later turn is the oldest continuation."""
+        while node_id in self.first_child:
+            node_id = self.first_child[node_id]
+        return node_id
+
 
 def list_lines(session: Session, adventure: Adventure) -> list[Line]:
     """Every line of the story, oldest first."""
     sk = _Skeleton(session, adventure)
-    leaves = sk.leaves
+    leaves = sorted(sk.visible)
     saved: dict[int, list[str]] = {}
     for node_id, name in session.execute(
         select(SavePoint.node_id, SavePoint.name)
@@ -147,6 +213,7 @@ def list_lines(session: Session, adventure: Adventure) -> list[Line]:
         fork = sk.parent[start]
         own = sk.own_ids(leaf)
         end = ends[leaf]
+        parent_line = sk.end_of(fork) if fork is not None else None
         lines.append(
             Line(
                 id=leaf,
@@ -154,6 +221,7 @@ def list_lines(session: Session, adventure: Adventure) -> list[Line]:
                 length=sk.depth[leaf],
                 fork_id=fork,
                 fork_depth=sk.depth[fork] if fork is not None else None,
+                parent_line=parent_line if parent_line != leaf else None,
                 own_turns=len(own),
                 has_head=sk.under_head[leaf],
                 ends_at_head=leaf == sk.head,
@@ -232,7 +300,7 @@ def delete_line(session: Session, adventure: Adventure, leaf: Node) -> int:
             "longer need them (deleting a Save Point deletes none of the story), then delete "
             "the line."
         )
-    top = own[-1]
+    top = sk.own_top[leaf.id] if sk.leaf_count[leaf.id] else leaf.id
     fork = session.get(Node, sk.parent[top])
     assert fork is not None
     if fork.active_child_id == top:

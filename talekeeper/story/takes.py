@@ -4,6 +4,10 @@ The takes of a turn are the children of its parent, oldest first; `‹ 2/3 ›` 
 1-based position of a turn among them. Choosing a take moves the head onto it, so the
 transcript, the state and the next prompt are that take's. Nothing is deleted: the other
 takes, and whatever was written below them, stay where they are.
+
+A state correction is a step of the story (Undo takes it back), but not a take of the turn
+it sits beside: an undone correction next to the turn written after it is not "take 1/2"
+of that turn. So a correction is its own only take, and a turn's takes skip corrections.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from sqlalchemy.orm import Session
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story import tree
 from talekeeper.story.tree import TreeError
+
+CORRECTION = "correction"
 
 
 @dataclass(frozen=True)
@@ -49,15 +55,17 @@ class Take:
 
 def sibling_ids(session: Session, node: Node) -> list[int]:
     """The ids of `node`'s takes, oldest first (the opening is its own only take)."""
-    if node.parent_id is None:
+    if node.parent_id is None or node.action_kind == CORRECTION:
         return [node.id]
-    query = select(Node.id).where(Node.adventure_id == node.adventure_id, Node.parent_id == node.parent_id)
+    query = select(Node.id).where(
+        Node.adventure_id == node.adventure_id, Node.parent_id == node.parent_id, Node.action_kind != CORRECTION
+    )
     return sorted(session.scalars(query))
 
 
 def takes_of(session: Session, node: Node) -> list[Take]:
     """Every take of `node`'s turn, oldest first, without their state snapshots."""
-    if node.parent_id is None:
+    if node.parent_id is None or node.action_kind == CORRECTION:
         rows = [node]
     else:
         rows = sorted(
@@ -71,7 +79,11 @@ def takes_of(session: Session, node: Node) -> list[Take]:
                     Node.created_at,
                     Node.active_child_id,
                 )
-                .where(Node.adventure_id == node.adventure_id, Node.parent_id == node.parent_id)
+                .where(
+                    Node.adventure_id == node.adventure_id,
+                    Node.parent_id == node.parent_id,
+                    Node.action_kind != CORRECTION,
+                )
             ),
             key=lambda row: row.id,
         )
@@ -102,13 +114,17 @@ def take_positions(session: Session, nodes: list[Node]) -> dict[int, TakePositio
     siblings: dict[int, list[int]] = {}
     if parent_ids:
         query = select(Node.parent_id, Node.id).where(
-            Node.adventure_id == nodes[0].adventure_id, Node.parent_id.in_(parent_ids)
+            Node.adventure_id == nodes[0].adventure_id,
+            Node.parent_id.in_(parent_ids),
+            Node.action_kind != CORRECTION,
         )
         for parent_id, node_id in sorted(session.execute(query), key=lambda row: row.id):
             siblings.setdefault(parent_id, []).append(node_id)
     positions = {}
     for node in nodes:
-        ids = siblings.get(node.parent_id, [node.id]) if node.parent_id is not None else [node.id]
+        ids = [node.id]
+        if node.parent_id is not None and node.action_kind != CORRECTION:
+            ids = siblings.get(node.parent_id, [node.id])
         i = ids.index(node.id)
         positions[node.id] = TakePosition(
             index=i + 1,
