@@ -36,7 +36,7 @@ def test_insights_for_a_turn_and_dry_run(client: TestClient, scripted: ScriptedP
     nxt = client.get(f"/api/adventures/{adventure_id}/insights/next", params={"kind": "say", "text": "Hello"}).json()
     assert nxt["dry_run"] is True and nxt["turn"] == 2
     maren = next(i for i in nxt["triggered_cards"] if i["key"] == "Maren")
-    assert maren["why"] == "trigger 'maren' in turn 1 (narration)"
+    assert maren["why"] == "trigger 'Maren' in turn 1 (narration)"
     # ... and so is Maren the character: in scene, named to the state engine.
     assert nxt["in_scene"] == ["maren"]
     state = next(s for s in nxt["sections"] if s["name"] == "current_state")

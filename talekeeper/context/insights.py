@@ -94,6 +94,10 @@ def compact(assembly: Assembly, request: GenerationRequest) -> tuple[dict[str, A
         "pd": prompt_digest(request),
         "opts": {k: v for k, v in request.model_dump().items() if k in ("max_tokens", "temperature", "top_p")},
     }
+    if assembly.inserts:
+        record["ins"] = [[at, ref(text)] for at, text in assembly.inserts]
+    if assembly.cards_fired:
+        record["wi"] = assembly.cards_fired  # story-card timers (sticky, cooldown) read these
     return record, texts
 
 
@@ -138,6 +142,7 @@ def load(session: Session, node: Node) -> tuple[Assembly, dict[str, Any]]:
     record = row.data
     digests = {s["h"] for s in record["sections"] if s.get("h")}
     digests |= {i["h"] for s in record["sections"] for i in s.get("items", []) if i.get("h")}
+    digests |= {h for _, h in record.get("ins", []) if h}
     texts = _texts(session, node.adventure_id, digests)
     first, count, available = record["hist"]
     history: list[HistoryTurn] = []
@@ -168,14 +173,35 @@ def load(session: Session, node: Node) -> tuple[Assembly, dict[str, Any]]:
         author_note_at=record["note_at"],
         in_scene=record["scene"],
         notes=record["notes"],
+        inserts=[(at, texts.get(h, "")) for at, h in record.get("ins", [])],
+        cards_fired=list(record.get("wi", [])),
     )
     for section in assembly.sections:
         if section.name == "history":
             note = assembly.section("author_note")
-            section.text = render_history(history, note.text if note else None, assembly.author_note_at, chat=False)
+            section.text = render_history(
+                history, note.text if note else None, assembly.author_note_at, chat=False, inserts=assembly.inserts
+            )
         elif section.name == "action":
             section.text = record["action"]
     return assembly, record
+
+
+def card_timers(session: Session, path: list[int], lookback: int) -> dict[int, int]:
+    """Story card index → the turn it last fired by its own rules, over the last `lookback`
+    turns on the path (from each turn's stored record), for sticky and cooldown. Read from
+    the path, so undo, redo and other lines each see their own timers."""
+    if lookback <= 0 or not path:
+        return {}
+    ids = path[-lookback:]
+    rows = session.execute(
+        select(Node.depth, TurnInsight.data).join(Node, Node.id == TurnInsight.node_id).where(TurnInsight.node_id.in_(ids))
+    )
+    last: dict[int, int] = {}
+    for depth, data in sorted(rows, key=lambda r: r[0]):
+        for index in (data or {}).get("wi", []):
+            last[int(index)] = depth
+    return last
 
 
 def view(assembly: Assembly, request: GenerationRequest, record: dict[str, Any] | None = None) -> dict[str, Any]:

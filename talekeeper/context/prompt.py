@@ -29,13 +29,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from talekeeper.context import worldinfo
+from talekeeper.context.cardspec import load_card
 from talekeeper.context.tokens import CountFn
 from talekeeper.context.triggers import (
     DEFAULT_WINDOW_TURNS,
+    MAX_CARDS,
     Triggered,
     TriggerWindow,
     characters_in,
-    match_cards,
     match_characters,
     recent_window,
 )
@@ -56,13 +58,14 @@ ORDER = (
     "story_cards",
     "history",
     "author_note",
+    "story_cards_after",
     "current_state",
     "refusals",
     "action",
     "emit_reminder",
 )
 HEAD = frozenset(ORDER[: ORDER.index("history")])
-TAIL = ("current_state", "refusals", "action", "emit_reminder")
+TAIL = ("story_cards_after", "current_state", "refusals", "action", "emit_reminder")
 
 
 @dataclass
@@ -74,6 +77,7 @@ class ContextOptions:
     memory_share: float = 0.15  # ... and this to retrieved memories
     window_turns: int = DEFAULT_WINDOW_TURNS
     history_step: int = 4  # history starts on a multiple of this depth (cache stability)
+    recursion_depth: int = 2  # how many times fired cards' text may trigger more cards
 
 
 @dataclass
@@ -125,6 +129,12 @@ class ContextInput:
     refusals: str | None = None
     emit_reminder: str | None = None
     options: ContextOptions = field(default_factory=ContextOptions)
+    # Story-card timing: the turn being written, its seed (the head it is written below,
+    # so a retry rolls the same) and, per card index, the turn it last fired on this path.
+    turn: int = 0
+    seed: str = ""
+    rules: dict[str, Any] | None = None  # the adventure's state rules (stat bands for gates)
+    card_last_fired: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -155,7 +165,7 @@ class Scan:
     """What the recent window triggered: story cards and characters now in scene."""
 
     window: TriggerWindow
-    cards: list[Triggered]
+    cards: worldinfo.Selection
     in_scene: list[Triggered]
 
     @property
@@ -174,6 +184,9 @@ class Assembly:
     author_note_at: int | None = None  # line index within the history where the note goes
     in_scene: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Story cards placed inside the history ("at depth"): (line index, text), like the note.
+    inserts: list[tuple[int, str]] = field(default_factory=list)
+    cards_fired: list[int] = field(default_factory=list)  # fired by their own rules and sent (timers)
 
     @property
     def history_included(self) -> int:
@@ -202,10 +215,43 @@ class Assembly:
             "author_note_at": self.author_note_at,
             "in_scene": self.in_scene,
             "notes": self.notes,
+            "inserts": self.inserts,
+            "cards_fired": self.cards_fired,
         }
 
 
 # ---------------------------------------------------------------------------- scanning
+
+
+def scan_parts(inputs: ContextInput, turns: int) -> list[worldinfo.Part]:
+    """The text story cards are matched against, newest first: the action (age 0), then
+    each past turn's narration and action (age 1 for the last turn, …)."""
+    action_line = format_action(inputs.action_kind, inputs.action_text)
+    parts = [worldinfo.Part.of("your action", action_line, 0)] if action_line else []
+    recent = list(inputs.history)[-turns:] if turns > 0 else []
+    for age, turn in enumerate(reversed(recent), start=1):
+        if turn.narration:
+            parts.append(worldinfo.Part.of(f"turn {turn.depth} (narration)", turn.narration, age))
+        if turn.action_line:
+            parts.append(worldinfo.Part.of(f"turn {turn.depth} (action)", turn.action_line, age))
+    return parts
+
+
+def select_cards(inputs: ContextInput) -> worldinfo.Selection:
+    """Story cards with their World Info rules and gates (see `worldinfo`)."""
+    cards = [load_card(c) for c in (inputs.plot.get("story_cards") or [])[:MAX_CARDS] if isinstance(c, dict)]
+    deepest = max([inputs.options.window_turns, *(c.scan_depth or 0 for c in cards)])
+    return worldinfo.select(
+        cards,
+        scan_parts(inputs, deepest),
+        turn=inputs.turn,
+        seed=inputs.seed,
+        state=inputs.state,
+        rules=inputs.rules,
+        last_fired=inputs.card_last_fired,
+        window_turns=inputs.options.window_turns,
+        recursion_depth=inputs.options.recursion_depth,
+    )
 
 
 def scan(inputs: ContextInput) -> Scan:
@@ -216,7 +262,7 @@ def scan(inputs: ContextInput) -> Scan:
         action_line,
         inputs.options.window_turns,
     )
-    cards = match_cards(inputs.plot.get("story_cards") or [], window)
+    cards = select_cards(inputs)
     protagonist = "player"
     in_scene = match_characters(characters_in(inputs.state, protagonist), window)
     return Scan(window, cards, in_scene)
@@ -300,7 +346,17 @@ async def assemble(inputs: ContextInput, count_tokens: CountFn, found: Scan | No
 
     # Memories, then cards, each within its share; both leave room for the newest turn.
     memory_section, spent = await _fit_memories(inputs, options, count_tokens, usable, spent, newest_cost)
-    card_section, spent = await _fit_cards(plot, found.cards, options, count_tokens, usable, spent, newest_cost)
+    placed, spent = await _fit_cards(plot, found.cards, options, count_tokens, usable, spent, newest_cost)
+    card_section = placed.section
+    note_text = author_note_line(note) if note else ""
+    if placed.with_note:  # cards placed "beside the author's note" share its line
+        note_text = "\n".join([note_text, *placed.with_note] if note_text else placed.with_note)
+        author = fixed.get("author_note")
+        if author is None:
+            why = f"story cards placed beside the author's note, {depth} lines before the end of history"
+            fixed["author_note"] = author = Section("author_note", note_text, why, 0, "story cards")
+        author.text = note_text
+        author.tokens = await count_tokens(note_text)  # the cards' share was counted by _fit_cards
 
     kept, history_notes = await _fit_history(history, count_tokens, usable - spent, options.history_step)
     notes.extend(history_notes)
@@ -310,17 +366,26 @@ async def assemble(inputs: ContextInput, count_tokens: CountFn, found: Scan | No
     note_at = None
     if kept:
         total_lines = sum(len(t.lines) for t in kept)
-        note_at = max(0, total_lines - depth) if note else None
-        text = render_history(kept, author_note_line(note) if note else None, note_at, chat=False)
+        note_at = max(0, total_lines - depth) if note_text else None
+        inserts = [(max(0, total_lines - d), line) for d, line in placed.at_depth]
+        text = render_history(kept, note_text or None, note_at, chat=False, inserts=inserts)
         cost = sum([await _turn_cost(t, count_tokens) for t in kept])
         why = f"the last {len(kept)} of {len(history)} turns fit the budget"
         if len(kept) < len(history):
             why += f"; {len(history) - len(kept)} older turns were cut (from turn {kept[0].depth - 1} back)"
         history_section = Section("history", text, why, cost, "story")
-    elif note:
+    elif note_text:
         note_at = 0
+    if not kept:
+        inserts = [(0, line) for _, line in placed.at_depth]
 
-    by_name = {**fixed, "memories": memory_section, "story_cards": card_section, "history": history_section}
+    by_name = {
+        **fixed,
+        "memories": memory_section,
+        "story_cards": card_section,
+        "story_cards_after": placed.after,
+        "history": history_section,
+    }
     sections = [s for name in ORDER if (s := by_name.get(name)) is not None]
     if note and history_section is not None and by_name.get("author_note"):
         author = by_name["author_note"]
@@ -335,7 +400,9 @@ async def assemble(inputs: ContextInput, count_tokens: CountFn, found: Scan | No
         history_available=len(history),
         author_note_at=note_at,
         in_scene=found.in_scene_ids,
-        notes=notes,
+        notes=notes + found.cards.notes,
+        inserts=inserts,
+        cards_fired=placed.fired,
     )
 
 
@@ -408,37 +475,98 @@ async def _drop_covered(
     return section, spent + section.tokens
 
 
+@dataclass
+class PlacedCards:
+    """The cards that fit, by where they go."""
+
+    section: Section | None = None  # before the history (with every card's item for Insights)
+    after: Section | None = None  # after the history
+    with_note: list[str] = field(default_factory=list)  # beside the author's note
+    at_depth: list[tuple[int, str]] = field(default_factory=list)  # (lines from the end, text)
+    fired: list[int] = field(default_factory=list)  # fired by their own rules and sent
+
+
 async def _fit_cards(
     plot: dict[str, Any],
-    fired: list[Triggered],
+    selection: worldinfo.Selection,
     options: ContextOptions,
     count_tokens: CountFn,
     usable: int,
     spent: int,
     newest: int,
-) -> tuple[Section | None, int]:
-    if not fired:
-        return None, spent
-    cards = plot.get("story_cards") or []
+) -> tuple[PlacedCards, int]:
+    """Fired cards in priority order (constant, then higher order) while the story-card
+    share of the budget lasts; each card first cut to its own `max_tokens`. Within a
+    place, cards are written in ascending order, so the highest order comes last."""
+    placed = PlacedCards()
+    decisions = selection.decisions
+    if not decisions:
+        return placed, spent
+    raw_cards = plot.get("story_cards") or []
     cap = min(int(usable * options.card_share), usable - spent - newest)
-    items, chosen, used = [], [], 0
-    for hit in fired:  # most recently mentioned first
-        line = card_line(str(cards[hit.index].get("entry") or ""))
+    items: list[Item] = []
+    chosen: list[tuple[int, int, str, Any]] = []  # (order, index, line, card)
+    used = 0
+    for hit in selection.fired:
+        card = load_card(raw_cards[hit.index])
+        line = card_line(card.entry)
         cost = await count_tokens(line)
+        why = hit.why + "".join(f"; {step}" for step in hit.steps)
+        if card.max_tokens and cost > card.max_tokens:
+            line = await _cut(line, card.max_tokens, count_tokens)
+            why += f"; cut to its own budget of {card.max_tokens} tokens (was {cost})"
+            cost = await count_tokens(line)
         fits = used + cost <= cap
-        why = f"trigger '{hit.trigger}' in {hit.where}"
         if not fits:
             why += "; dropped: over the story-card share of the budget"
-        items.append(Item(hit.key, line, cost, why, fits, hit.index))
+        elif card.position != "before_history":
+            why += f"; placed {_placement(card)}"
+        items.append(Item(hit.name, line, cost, why, fits, hit.index))
         if fits:
             used += cost
-            chosen.append((hit.index, line))
-    if not chosen:
-        return Section("story_cards", "", "triggered cards did not fit the budget", 0, "story cards", items), spent
-    text = "\n".join(line for _, line in sorted(chosen))
-    tokens = await count_tokens(text)
-    why = f"{len(chosen)} of {len(fired)} triggered cards"
-    return Section("story_cards", text, why, tokens, "story cards", items), spent + tokens
+            chosen.append((card.order, hit.index, line, card))
+            if hit.fresh:
+                placed.fired.append(hit.index)
+    for d in sorted(decisions.values(), key=lambda d: d.index):
+        if not d.fired and d.stopped:
+            items.append(Item(d.name, "", 0, f"not sent: {d.why}", False, d.index))
+    chosen.sort(key=lambda c: (c[0], c[1]))
+    before = [line for _, _, line, card in chosen if card.position == "before_history"]
+    after = [line for _, _, line, card in chosen if card.position == "after_history"]
+    placed.with_note = [line for _, _, line, card in chosen if card.position == "author_note"]
+    placed.at_depth = [(card.depth, line) for _, _, line, card in chosen if card.position == "at_depth"]
+    placed.fired.sort()
+    total = len(selection.fired)
+    why = f"{len(chosen)} of {total} fired cards" + (f" ({selection.unmatched} others had no key in the window)" if selection.unmatched else "")
+    if before:
+        text = "\n".join(before)
+        tokens = await count_tokens(text)
+        placed.section = Section("story_cards", text, why, tokens, "story cards", items)
+    else:
+        placed.section = Section("story_cards", "", why if chosen else "no card fired or fit the budget", 0, "story cards", items)
+    if after:
+        text = "\n".join(after)
+        placed.after = Section("story_cards_after", text, "story cards placed after the history", await count_tokens(text), "story cards")
+    return placed, spent + used
+
+
+def _placement(card: Any) -> str:
+    if card.position == "at_depth":
+        return f"{card.depth} lines before the end of history"
+    return {"before_history": "before the history", "after_history": "after the history", "author_note": "beside the author's note"}[card.position]
+
+
+async def _cut(line: str, limit: int, count_tokens: CountFn) -> str:
+    """The longest prefix of whole words within `limit` tokens (binary search on words)."""
+    words = line.split(" ")
+    lo, hi = 1, len(words)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if await count_tokens(" ".join(words[:mid]) + "…") <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(words[:lo]) + "…"
 
 
 async def _fit_history(
@@ -466,21 +594,39 @@ async def _fit_history(
     return history[start:], notes
 
 
-def render_history(turns: Sequence[HistoryTurn], note: str | None, note_at: int | None, chat: bool) -> str:
-    """The history as text, the author's note inserted before line `note_at`."""
+def render_history(
+    turns: Sequence[HistoryTurn],
+    note: str | None,
+    note_at: int | None,
+    chat: bool,
+    inserts: Sequence[tuple[int, str]] = (),
+) -> str:
+    """The history as text, the author's note inserted before line `note_at` and each
+    insert (story cards at a depth) before its line."""
+    placed = _all_inserts(note, note_at, inserts)
     blocks, line_no = [], 0
     for turn in turns:
         lines = []
         for line in turn.lines:
-            if note and note_at == line_no:
-                lines.append(note)
+            lines.extend(placed.pop(line_no, []))
             lines.append(line)
             line_no += 1
         blocks.append("\n".join(lines))
     text = SEPARATOR.join(blocks)
-    if note and note_at is not None and note_at >= line_no:
-        text = f"{text}\n{note}" if text else note
+    rest = [t for at in sorted(placed) for t in placed[at]]
+    if rest:
+        text = "\n".join([text, *rest]) if text else "\n".join(rest)
     return text
+
+
+def _all_inserts(note: str | None, note_at: int | None, inserts: Sequence[tuple[int, str]]) -> dict[int, list[str]]:
+    """Line index → texts to put before it: cards at a depth first, then the note."""
+    placed: dict[int, list[str]] = {}
+    for at, text in inserts:
+        placed.setdefault(at, []).append(text)
+    if note and note_at is not None:
+        placed.setdefault(note_at, []).append(note)
+    return placed
 
 
 def prompt_digest(request: GenerationRequest) -> str:
@@ -516,25 +662,22 @@ def chat_request(assembly: Assembly, **options: Any) -> GenerationRequest:
     put in its own mouth.
     """
     messages = [Message(role="system", content=_head_text(assembly))]
-    note, note_at = _note(assembly), assembly.author_note_at
-    line_no, pending = 0, False
+    placed = _all_inserts(_note(assembly), assembly.author_note_at, assembly.inserts)
+    pending = [(at, text) for at in sorted(placed) for text in placed[at]]
+    line_no = 0
     for turn in assembly.history:
         cue = BEGIN_CUE if turn.action_kind == "opening" else CONTINUE_CUE
         user = turn.action_line or cue
-        if note and note_at is not None and (pending or note_at == line_no):
-            user = f"{note}\n\n{user}"
-            pending, note = False, None
-        if turn.action_line:
-            line_no += 1
-        narration_lines = len(turn.lines) - (1 if turn.action_line else 0)
-        if note and note_at is not None and line_no <= note_at < line_no + narration_lines:
-            pending = True
-        line_no += narration_lines
+        due = [text for at, text in pending if at <= line_no]
+        if due:
+            user = "\n".join(due) + f"\n\n{user}"
+            pending = [(at, text) for at, text in pending if at > line_no]
+        line_no += len(turn.lines)
         messages.append(Message(role="user", content=user))
         messages.append(Message(role="assistant", content=turn.narration))
     last = _tail_text(assembly) or assembly.action_line
-    if note and note_at is not None:
-        last = f"{note}\n\n{last}"
+    if pending:
+        last = "\n".join(text for _, text in pending) + f"\n\n{last}"
     messages.append(Message(role="user", content=last))
     return GenerationRequest(mode="chat", messages=_merge_same_roles(messages), **options)
 
@@ -542,9 +685,7 @@ def chat_request(assembly: Assembly, **options: Any) -> GenerationRequest:
 def completion_request(assembly: Assembly, **options: Any) -> GenerationRequest:
     """Completion form: a plain transcript the model continues (base models, Gemma)."""
     head = _head_text(assembly)
-    story = render_history(assembly.history, _note(assembly), assembly.author_note_at, chat=False)
-    if not assembly.history and _note(assembly):
-        story = _note(assembly) or ""
+    story = render_history(assembly.history, _note(assembly), assembly.author_note_at, chat=False, inserts=assembly.inserts)
     tail = _tail_text(assembly) or assembly.action_line
     prompt = SEPARATOR.join(part for part in (head, "---", story, tail) if part) + "\n"
     stop = ["\n>", "\n\n\n", "---"]

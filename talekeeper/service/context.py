@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
+from talekeeper.context.insights import card_timers
 from talekeeper.context.prompt import (
     Assembly,
     ContextInput,
@@ -89,6 +90,18 @@ def options_from(settings: ContextSettings, budget: int, reserve: int) -> Contex
     )
 
 
+def _timer_lookback(plot: dict[str, Any]) -> int:
+    """How far back story-card timers can reach: the longest sticky + cooldown."""
+    longest = 0
+    for card in plot.get("story_cards") or []:
+        if isinstance(card, dict):
+            try:
+                longest = max(longest, int(card.get("sticky") or 0) + int(card.get("cooldown") or 0))
+            except (TypeError, ValueError):
+                continue
+    return min(longest + 1, 2000) if longest else 0
+
+
 def history_turns(session, path: list[int], limit: int = HISTORY_WINDOW) -> list[HistoryTurn]:
     """The last `limit` turns on the path, reading only the columns a prompt needs."""
     ids = path[-limit:]
@@ -158,6 +171,8 @@ async def prepare_context(
         summary = bank.summary_at(session, adventure_id, path, str(plot.get("story_summary") or ""))
         pool = bank.candidates(session, adventure_id, path, with_vectors=bool(settings.embedding_model))
         head_view = HeadView(head.id, head.depth, head.state, head.proposal)
+        rules = adventure.rules
+        card_last_fired = card_timers(session, path, _timer_lookback(plot))
         previous = frozenset(used_in_last_prompt(session, head.id)) if pool else frozenset()
     generation = tk.generation()
     provider = tk.provider()
@@ -174,6 +189,10 @@ async def prepare_context(
         memory_note=retrieval.note,
         state=head_view.state,
         options=options_from(settings, generation.context_budget, generation.max_tokens),
+        turn=head.depth + 1,
+        seed=f"{adventure_id}:{head.id}",  # a retry is written below the same head: same rolls
+        rules=rules,
+        card_last_fired=card_last_fired,
     )
     found = scan(inputs)
     if render_state is not None:

@@ -15,7 +15,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
-from talekeeper.context.triggers import MAX_CARDS, split_triggers
+from talekeeper.context.cardspec import StoryCard, card_errors, load_card, rules_in_words
+from talekeeper.context.keys import split_keys
+from talekeeper.context.triggers import MAX_CARDS
 from talekeeper.errors import Invalid, NotFound
 from talekeeper.memory import bank
 from talekeeper.store.models import Adventure, Node
@@ -50,18 +52,6 @@ class PlotUpdate(BaseModel):
     story_summary: str | None = Field(None, max_length=20000, description="The running summary; your edit is the base of the next automatic update.")
     author_note: str | None = Field(None, max_length=2000, description="Steering text placed a few lines before the end of history as [Author's note: …].")
     persona: Persona | None = None
-
-
-class StoryCard(BaseModel):
-    """World info. Only `entry` is sent to the model, when a trigger appears in recent text."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    type: str = Field("other", max_length=40, description="character, location, item, faction, … (for you; not sent).")
-    name: str = Field("", max_length=200, description="A label for you (not sent).")
-    entry: str = Field("", max_length=4000, description="What the model is told when the card triggers.")
-    triggers: str = Field("", max_length=1000, description="Comma-separated words or phrases; case-insensitive, partial-word.")
-    notes: str = Field("", max_length=4000, description="Your notes (not sent).")
 
 
 def plot_view(session: Session, adventure: Adventure) -> dict[str, Any]:
@@ -104,37 +94,50 @@ def cards(adventure: Adventure) -> list[dict[str, Any]]:
 
 
 def card_view(index: int, card: dict[str, Any]) -> dict[str, Any]:
-    clean = StoryCard(**{k: str(card.get(k) or "") for k in StoryCard.model_fields}).model_dump()
-    return {"index": index, **clean, "trigger_list": split_triggers(clean["triggers"])}
+    model = load_card(card)
+    return {
+        "index": index,
+        **model.dump(),
+        "trigger_list": split_keys(model.triggers),
+        "rules_in_words": rules_in_words(model),
+    }
 
 
 def _card_list(adventure: Adventure) -> list[dict[str, Any]]:
     return [dict(c) for c in (adventure.plot or {}).get("story_cards") or []]
 
 
-def _check(card: StoryCard) -> None:
-    if not card.entry.strip():
-        raise ContextError("A story card needs an entry: it is the only part the model sees.")
-    if not split_triggers(card.triggers):
-        raise ContextError("A story card needs at least one trigger word, or it can never appear.")
+class CardInvalid(ContextError):
+    """A story card with mistakes; `errors` lists each with its field path."""
+
+    def __init__(self, errors: list[str]):
+        self.errors = errors
+        super().__init__("This story card has mistakes; nothing was saved. " + "; ".join(errors))
+
+
+def _check(adventure: Adventure, card: StoryCard) -> None:
+    """The card's own mistakes and its gates' against the adventure's rules."""
+    errors = card_errors(card.dump(), adventure.rules)
+    if errors:
+        raise CardInvalid(errors)
 
 
 def add_card(adventure: Adventure, card: StoryCard) -> dict[str, Any]:
-    _check(card)
+    _check(adventure, card)
     items = _card_list(adventure)
     if len(items) >= MAX_CARDS:
         raise ContextError(f"An adventure holds at most {MAX_CARDS} story cards.")
-    items.append(card.model_dump())
+    items.append(card.dump())
     adventure.plot = {**(adventure.plot or {}), "story_cards": items}
     return card_view(len(items) - 1, items[-1])
 
 
 def replace_card(adventure: Adventure, index: int, card: StoryCard) -> dict[str, Any]:
-    _check(card)
+    _check(adventure, card)
     items = _card_list(adventure)
     if not 0 <= index < len(items):
         raise CardNotFound(f"No story card {index} in this adventure.")
-    items[index] = card.model_dump()
+    items[index] = card.dump()
     adventure.plot = {**(adventure.plot or {}), "story_cards": items}
     return card_view(index, items[index])
 

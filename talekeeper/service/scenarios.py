@@ -137,8 +137,9 @@ def check_scenario(data: Any) -> list[str]:
     """Every mistake in a scenario document, each starting with its path; [] when valid."""
     from pydantic import ValidationError
 
+    from talekeeper.context.cardspec import card_errors
     from talekeeper.context.triggers import MAX_CARDS
-    from talekeeper.service.plot import Persona, StoryCard
+    from talekeeper.service.plot import Persona
     from talekeeper.state import check_rules
 
     if not isinstance(data, dict):
@@ -196,16 +197,9 @@ def check_scenario(data: Any) -> list[str]:
         cards = []
     if len(cards) > MAX_CARDS:
         errors.append(f"story_cards: at most {MAX_CARDS} cards")
+    rules_raw = data.get("rules") if isinstance(data.get("rules"), dict) else None
     for i, card in enumerate(cards[:MAX_CARDS]):
-        try:
-            StoryCard.model_validate(card)
-        except ValidationError as exc:
-            errors += _pydantic_errors(exc, f"story_cards[{i}]")
-            continue
-        if not str(card.get("entry", "")).strip():
-            errors.append(f"story_cards[{i}].entry: a card needs an entry — it is the only part the model sees")
-        if not str(card.get("triggers", "")).strip():
-            errors.append(f"story_cards[{i}].triggers: a card needs at least one trigger word, or it can never appear")
+        errors += [f"story_cards[{i}]" + ("" if e.startswith((":", "[")) else ".") + e for e in card_errors(card, rules_raw)]
     rules = data.get("rules")
     if rules is not None:
         errors += [f"rules.{e}" if not e.startswith("(") else f"rules: {e.split(': ', 1)[-1]}" for e in check_rules(rules)]

@@ -21,6 +21,7 @@ from talekeeper.service.locks import AdventureBusy
 from talekeeper.story.actions import ActionError
 from talekeeper.web.api import get_tk
 from talekeeper.web.api_context import next_insights, turn_insights
+from talekeeper.web.card_form import card_from_form
 from talekeeper.web.pages import render  # one template environment: shared filters
 from talekeeper.web.pages_state import turn_proposal
 
@@ -128,7 +129,7 @@ def cards_page(request: Request, adventure_id: int, message: str | None = None, 
 
 
 def _card_from(form: Any) -> plot_service.StoryCard:
-    return plot_service.StoryCard(**{k: str(form.get(k, "")) for k in plot_service.StoryCard.model_fields})
+    return plot_service.StoryCard.model_validate(card_from_form(form))
 
 
 @router.post("/adventures/{adventure_id}/cards/{index}")

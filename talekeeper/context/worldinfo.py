@@ -1,0 +1,358 @@
+"""Which story cards fire this turn, and why each one did or did not (no I/O).
+
+One pass over the cards, in this order, each step able to stop a card and say so:
+
+  enabled → delay (not before turn N) → sticky (still on from an earlier turn: keys and
+  probability skipped) → cooldown → keys (primary, then secondary by logic, within the
+  card's scan depth; or constant; or gates only) → gates (on the state at the head) →
+  probability (rolled from the turn's seed, so a retry of the same turn rolls the same)
+
+then recursion (the text of cards that fired is scanned for the keys of those that did
+not, up to `recursion_depth` times), then inclusion groups (one card per group: sticky
+first, then by order with group_override, else a weighted draw from the turn's seed).
+The token budget is applied by the prompt assembly, which knows token counts; it takes
+`Selection.fired` in priority order (constant first, then higher order, then card order).
+
+Every roll is a pure function of (seed, card index), so the decision is reproducible: the
+same head, state and cards always give the same cards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from talekeeper.context import gates as gate_engine
+from talekeeper.context.cardspec import StoryCard
+from talekeeper.context.keys import BadKey, Key, RegexTimeout, parse_keys
+
+REGEX_TURN_BUDGET = 40
+"""Regex keys cut off in one turn before the rest are skipped (each cut costs its timeout)."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """A piece of scanned text: `age` 0 is the player's action, 1 the last turn, …;
+    cards' own text (recursion) has age -1 and is scanned by every card."""
+
+    where: str
+    text: str
+    age: int
+    lowered: str = ""
+
+    @staticmethod
+    def of(where: str, text: str, age: int) -> Part:
+        return Part(where, text, age, text.lower())
+
+
+@dataclass
+class Decision:
+    """What became of one card this turn (Insights shows these)."""
+
+    index: int
+    name: str
+    fired: bool = False
+    how: str = ""  # key | constant | gates | sticky | recursion
+    why: str = ""  # the reason it fired, or the step that stopped it
+    steps: list[str] = field(default_factory=list)  # each check passed, in order
+    stopped: str = ""  # the step that stopped it: delay, cooldown, gate, chance, group, …
+    order: int = 100
+    constant: bool = False
+    fresh: bool = False  # fired this turn by its own rules (not held on by sticky)
+
+
+@dataclass
+class Selection:
+    fired: list[Decision]  # in priority order
+    decisions: dict[int, Decision]  # every card that got past "no key matched"
+    unmatched: int = 0  # cards whose keys were nowhere in the window
+    notes: list[str] = field(default_factory=list)
+
+
+def roll(seed: str, *salt: object) -> int:
+    """0..99 from the turn's seed: the same turn rolls the same, a new turn rolls anew."""
+    digest = hashlib.blake2b(("\x1f".join(map(str, (seed, *salt)))).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % 100
+
+
+def _fraction(seed: str, *salt: object) -> float:
+    digest = hashlib.blake2b(("\x1f".join(map(str, (seed, *salt)))).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+class _Scanner:
+    """The window joined per scan depth, so each key is one substring search, and a regex
+    cut-off is counted against the turn's allowance."""
+
+    def __init__(self, parts: Sequence[Part]):
+        self.parts = list(parts)
+        self._joined: dict[int, tuple[str, str]] = {}
+        self.cut: list[str] = []
+
+    def text(self, depth: int) -> tuple[str, str]:
+        found = self._joined.get(depth)
+        if found is None:
+            chosen = [p for p in self.parts if 0 <= p.age <= depth]
+            found = ("\n\x00".join(p.text for p in chosen), "\n\x00".join(p.lowered for p in chosen))
+            self._joined[depth] = found
+        return found
+
+    def first(self, keys: Sequence[Key], depth: int) -> tuple[Key, str] | None:
+        """The first key that occurs within `depth`, and the newest part it is in."""
+        text, lowered = self.text(depth)
+        for key in keys:
+            if self._find(key, text, lowered):
+                for part in self.parts:
+                    if 0 <= part.age <= depth and self._find(key, part.text, part.lowered):
+                        return key, part.where
+        return None
+
+    def present(self, keys: Sequence[Key], depth: int) -> list[bool]:
+        text, lowered = self.text(depth)
+        return [self._find(key, text, lowered) for key in keys]
+
+    def _find(self, key: Key, text: str, lowered: str) -> bool:
+        if key.is_regex and len(self.cut) >= REGEX_TURN_BUDGET:
+            return False
+        try:
+            return key.find(text, lowered)
+        except RegexTimeout:
+            self.cut.append(key.text)
+            return False
+
+
+def _secondary(card: StoryCard, keys: list[Key], present: list[bool]) -> tuple[bool, str]:
+    if not keys:
+        return True, ""
+    found = [k.text for k, p in zip(keys, present, strict=True) if p]
+    logic = card.logic
+    ok = {
+        "and_any": bool(found),
+        "and_all": len(found) == len(keys),
+        "not_any": not found,
+        "not_all": len(found) < len(keys),
+    }[logic]
+    said = {
+        "and_any": "any of the secondary keys",
+        "and_all": "all of the secondary keys",
+        "not_any": "none of the secondary keys",
+        "not_all": "not all of the secondary keys",
+    }[logic]
+    have = ", ".join(f"'{f}'" for f in found) or "none"
+    return ok, f"needs {said} (found: {have})"
+
+
+def select(
+    cards: Sequence[StoryCard],
+    parts: Sequence[Part],
+    *,
+    turn: int,
+    seed: str,
+    state: Mapping[str, Any] | None = None,
+    rules: Mapping[str, Any] | None = None,
+    last_fired: Mapping[int, int] | None = None,
+    window_turns: int = 4,
+    recursion_depth: int = 2,
+) -> Selection:
+    """Decide every card for the turn numbered `turn` (the one being written).
+
+    last_fired: card index → the turn it last fired by its own rules (for sticky and
+    cooldown); read from earlier turns' records on the path to the head, so undo and
+    branches see exactly the timers of the story they are in.
+    """
+    last_fired = last_fired or {}
+    scanner = _Scanner(parts)
+    decisions: dict[int, Decision] = {}
+    fired: list[Decision] = []
+    pending: list[tuple[int, StoryCard, list[Key], list[Key]]] = []  # may still fire by recursion
+    unmatched = 0
+
+    for index, card in enumerate(cards):
+        if not card.enabled or not card.entry.strip():
+            continue
+        d = Decision(index, card.name or f"card {index + 1}", order=card.order, constant=card.constant)
+        if turn < card.delay:
+            d.stopped, d.why = "delay", f"waits until turn {card.delay} (this is turn {turn})"
+            decisions[index] = d
+            continue
+        last = last_fired.get(index)
+        if last is not None and card.sticky and last < turn <= last + card.sticky:
+            ok, why = _gates(card, state, rules, d)
+            if ok:
+                d.fired, d.how = True, "sticky"
+                d.why = f"sticky: fired at turn {last}, stays until turn {last + card.sticky}"
+                fired.append(d)
+            else:
+                d.stopped, d.why = "gate", f"sticky, but {why}"
+            decisions[index] = d
+            continue
+        if last is not None and card.cooldown and last + card.sticky < turn <= last + card.sticky + card.cooldown:
+            d.stopped = "cooldown"
+            d.why = f"cooling down: fired at turn {last}, can fire again at turn {last + card.sticky + card.cooldown + 1}"
+            decisions[index] = d
+            continue
+        try:
+            keys = parse_keys(card.triggers, card.case_sensitive, card.whole_words)
+            secondary = parse_keys(card.secondary_triggers, card.case_sensitive, card.whole_words)
+        except BadKey as exc:
+            d.stopped, d.why = "key", str(exc)
+            decisions[index] = d
+            continue
+        depth = window_turns if card.scan_depth is None else card.scan_depth
+        if card.constant:
+            d.how, d.why = "constant", "constant"
+        elif not keys and card.gates:
+            d.how, d.why = "gates", "no keys: fires while its gates hold"
+        elif card.delay_until_recursion:
+            pending.append((index, card, keys, secondary))
+            continue
+        else:
+            before = len(scanner.cut)
+            hit = scanner.first(keys, depth)
+            if hit is None:
+                if len(scanner.cut) > before:
+                    d.stopped = "regex"
+                    d.why = f"regex key {scanner.cut[-1]} was cut off (ran past its time limit); no other key matched"
+                    decisions[index] = d
+                elif card.exclude_recursion:
+                    unmatched += 1
+                else:
+                    pending.append((index, card, keys, secondary))
+                continue
+            ok, why = _secondary(card, secondary, scanner.present(secondary, depth))
+            d.how, d.why = "key", f"trigger '{hit[0].text}' in {hit[1]}"
+            if not ok:
+                d.stopped, d.why = "secondary", f"{d.why}, but it {why}"
+                decisions[index] = d
+                continue
+            if secondary:
+                d.steps.append(why.replace("needs", "has"))
+        decisions[index] = d
+        if _rest(card, d, state, rules, seed):
+            fired.append(d)
+
+    # Recursion: fired cards' text can trigger cards that did not fire.
+    level = 0
+    source = [d for d in fired]
+    while pending and source and level < recursion_depth:
+        level += 1
+        texts = [
+            Part.of(f"card '{d.name}'", cards[d.index].entry, 0)
+            for d in source
+            if not cards[d.index].prevent_recursion
+        ]
+        if not texts:
+            break
+        sub = _Scanner(texts)
+        source, still = [], []
+        for index, card, keys, secondary in pending:
+            if card.exclude_recursion:
+                still.append((index, card, keys, secondary))
+                continue
+            hit = sub.first(keys, 0)
+            if hit is None:
+                still.append((index, card, keys, secondary))
+                continue
+            d = Decision(index, card.name or f"card {index + 1}", order=card.order, constant=card.constant)
+            d.how, d.why = "recursion", f"trigger '{hit[0].text}' in {hit[1]}'s text (recursion level {level})"
+            ok, why = _secondary(card, secondary, sub.present(secondary, 0))
+            decisions[index] = d
+            if not ok:
+                d.stopped, d.why = "secondary", f"{d.why}, but it {why}"
+                continue
+            if _rest(card, d, state, rules, seed):
+                fired.append(d)
+                source.append(d)
+        scanner.cut += sub.cut
+        if len(still) == len(pending) and not source:
+            break
+        pending = still
+    unmatched += len(pending)
+    notes = []
+    if scanner.cut:
+        cut = ", ".join(sorted(set(scanner.cut)))
+        notes.append(f"Regex key(s) cut off after {int(1000 * _timeout())} ms on a text: {cut}.")
+    if pending and level >= recursion_depth and recursion_depth > 0 and source:
+        notes.append(f"Recursion stopped at its depth limit ({recursion_depth}).")
+
+    fired = _groups(cards, fired, seed)
+    fired.sort(key=lambda d: (not d.constant, -d.order, d.index))
+    for d in fired:
+        d.fresh = d.how != "sticky"
+    return Selection(fired, decisions, unmatched, notes)
+
+
+def _timeout() -> float:
+    from talekeeper.context.keys import REGEX_TIMEOUT
+
+    return REGEX_TIMEOUT
+
+
+def _gates(card: StoryCard, state: Mapping[str, Any] | None, rules: Mapping[str, Any] | None, d: Decision) -> tuple[bool, str]:
+    for gate in card.gates:
+        held, why = gate_engine.check(gate, state, rules)
+        if not held:
+            return False, f"gate failed: {why}"
+        d.steps.append(f"gate held: {why}")
+    return True, ""
+
+
+def _rest(card: StoryCard, d: Decision, state: Any, rules: Any, seed: str) -> bool:
+    """Gates, then the probability roll; True when the card fires."""
+    ok, why = _gates(card, state, rules, d)
+    if not ok:
+        d.stopped, d.why = "gate", f"{d.why}; {why}" if d.how != "gates" else why
+        return False
+    if card.probability < 100:
+        rolled = roll(seed, d.index)
+        if rolled >= card.probability:
+            d.stopped = "chance"
+            d.why += f"; chance {card.probability}%: rolled {rolled} (needs under {card.probability})"
+            return False
+        d.steps.append(f"chance {card.probability}%: rolled {rolled}")
+    d.fired = True
+    return True
+
+
+def _groups(cards: Sequence[StoryCard], fired: list[Decision], seed: str) -> list[Decision]:
+    """One card per inclusion group: sticky ones first, then group_override by order,
+    then a weighted draw from the seed. A card in several groups must win each."""
+    members: dict[str, list[Decision]] = {}
+    for d in fired:
+        for group in {g.strip() for g in cards[d.index].group.split(",") if g.strip()}:
+            members.setdefault(group, []).append(d)
+    losers: dict[int, str] = {}
+    for group, ds in sorted(members.items()):
+        if len(ds) < 2:
+            continue
+        sticky = [d for d in ds if d.how == "sticky"]
+        override = [d for d in ds if cards[d.index].group_override]
+        if sticky:
+            winner, way = min(sticky, key=lambda d: d.index), "it is sticky"
+        elif override:
+            winner = max(override, key=lambda d: (d.order, -d.index))
+            way = f"group override, highest order ({winner.order})"
+        else:
+            total = sum(cards[d.index].group_weight for d in ds)
+            point = _fraction(seed, "group", group) * total
+            winner = ds[-1]
+            for d in ds:
+                point -= cards[d.index].group_weight
+                if point < 0:
+                    winner = d
+                    break
+            way = f"weighted draw, weight {cards[winner.index].group_weight} of {total}"
+        winner.steps.append(f"won group '{group}' ({way})")
+        for d in ds:
+            if d is not winner and d.index not in losers:
+                losers[d.index] = f"lost group '{group}' to '{winner.name}' ({way})"
+    kept = []
+    for d in fired:
+        if d.index in losers:
+            d.fired, d.stopped = False, "group"
+            d.why += f"; {losers[d.index]}"
+        else:
+            kept.append(d)
+    return kept
