@@ -48,8 +48,8 @@ class Key:
         if self.pattern is None:
             return self.needle in (lowered if self.folded else text)
         target = lowered if (self.folded and not self.is_regex) else text
-        if not self.is_regex:
-            return self.pattern.search(target) is not None  # type: ignore[attr-defined]
+        if not self.is_regex:  # whole words: the plain search first rules out most texts fast
+            return self.needle in target and self.pattern.search(target) is not None  # type: ignore[attr-defined]
         try:
             return self.pattern.search(target, timeout=REGEX_TIMEOUT) is not None  # type: ignore[attr-defined]
         except TimeoutError as exc:
