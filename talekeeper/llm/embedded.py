@@ -234,7 +234,15 @@ class EmbeddedProvider(Provider):
             crashed = await self._crashed(exc)
             if crashed is not None:
                 raise crashed from exc
-            raise
+            if isinstance(exc, StreamInterrupted):
+                raise
+            # Alive but not answering: the advice for a server the player runs (`ollama
+            # serve`) is wrong here; start ours afresh on the next turn instead.
+            await asyncio.to_thread(self.server.stop)
+            raise EmbeddedModelError(
+                "The embedded model did not answer. It will be started again on your next "
+                "turn; try again."
+            ) from exc
 
     async def count_tokens(self, text: str) -> int:
         """Exact: the model's own tokenizer, through the server's /extras/tokenize/count."""

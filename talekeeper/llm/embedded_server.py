@@ -204,6 +204,10 @@ class EmbeddedServer:
                 stderr=subprocess.STDOUT,
                 env=child_environment(api_key),
                 close_fds=True,
+                # Its own session: Ctrl+C at the terminal stops the turn being told, and must
+                # not reach (and shut down) the model serving every later turn. The stdin
+                # pipe still ends it with talekeeper.
+                start_new_session=True,
             )
         self._config = config
         self.starts += 1

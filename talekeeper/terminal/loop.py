@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.prompt import IntPrompt, Prompt
 from rich.table import Table
 
@@ -14,6 +16,7 @@ from talekeeper.service import adventures, scenarios, state_updates
 from talekeeper.service.adventures import AdventureNotFound
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.locks import AdventureBusy
+from talekeeper.service.origins import origin_summaries
 from talekeeper.service.turns import TurnEvent, current_state_mode, play_turn
 from talekeeper.story import tree
 from talekeeper.story.actions import ActionError
@@ -27,6 +30,9 @@ HELP = (
     "[bold]/takes[/], [bold]/edit[/], [bold]/lines[/], [bold]/save[/], [bold]/saves[/], "
     "[bold]/restore[/], [bold]/quit[/]; [bold]/help[/] lists them all."
 )
+QUIT = ("/quit", "/q", "/exit")
+# The chip colours of the web page, in Rich's words (see web/templates/_chips.html).
+CHIP_STYLE = {"applied": "green", "limited": "yellow", "unchanged": "dim", "rejected": "red", "milestone": "bold green"}
 
 
 def warm_up(tk: Talekeeper) -> None:
@@ -75,7 +81,7 @@ def _choose_adventure(tk: Talekeeper, scenario_id: str | None, adventure_id: int
                 options.append(("scenario", s.id))
                 table.add_row(str(len(options)), f"New: {s.title}", "")
             console.print(table)
-            choice = IntPrompt.ask("Choose", default=1)
+            choice = IntPrompt.ask("Choose", default=1, console=console)
             if not 1 <= choice <= len(options):
                 raise SystemExit("No such choice.")
             kind, value = options[choice - 1]
@@ -83,11 +89,28 @@ def _choose_adventure(tk: Talekeeper, scenario_id: str | None, adventure_id: int
                 return int(value)
             scenario_id = str(value)
         scenario = scenarios.get_scenario(session, scenario_id)
+        origin_id = _ask_origin(scenario.data)
         answers = {
-            p["key"]: Prompt.ask(p.get("question", p["key"]), default=p.get("default") or None)
+            p["key"]: Prompt.ask(p.get("question", p["key"]), default=p.get("default") or None, console=console)
             for p in scenario.data.get("placeholders", [])
         }
-        return adventures.start_adventure(session, scenario_id, answers).id
+        return adventures.start_adventure(session, scenario_id, answers, origin_id=origin_id).id
+
+
+def _ask_origin(data: dict[str, Any]) -> str | None:
+    """Where to begin, as the web's start form asks, when the scenario offers a choice."""
+    choices = origin_summaries(data)
+    if len(choices) < 2:
+        return None
+    table = Table("#", "Where you begin", "")
+    for i, origin in enumerate(choices, 1):
+        table.add_row(str(i), origin["title"], origin["description"])
+    console.print(table)
+    while True:
+        choice = IntPrompt.ask("Begin where", default=1, console=console)
+        if 1 <= choice <= len(choices):
+            return choices[choice - 1]["id"]
+        console.print(f"[red]Choose a number from 1 to {len(choices)}.[/]")
 
 
 def _print_story(tk: Talekeeper, adventure_id: int, last: int = 6) -> None:
@@ -125,6 +148,37 @@ async def _show_stream(events: AsyncIterator[TurnEvent], echo_action: bool = Tru
             console.print(f"\n[red]{event.data['message']}[/]")
         elif event.kind == "done":
             console.print("\n")
+            show_changes(event.data.get("changes") or [])
+
+
+def _chip(change: dict[str, Any]) -> tuple[str, str]:
+    """(kind, words) for one outcome: the web's chip (`web/present.chip`) in short — the
+    terminal may not import the web layer. A hidden stat shows no number here either."""
+    status, target = change.get("status", "applied"), str(change.get("target") or change.get("type") or "change")
+    reason = str(change.get("reason") or "")
+    if status == "rejected":
+        return "rejected", f"✗ refused: {reason or 'not allowed'}"
+    if status == "unchanged":
+        return "unchanged", f"no change — {target} at its limit"
+    if change.get("type") == "reach_milestone":
+        return "milestone", f"✓ Milestone reached: {reason.split(':', 1)[-1].strip() or target}"
+    before, after = change.get("before"), change.get("after")
+    if change.get("type") in ("set_stat", "change_stat") and not change.get("hidden") and after is not None:
+        owner, _, name = target.partition(".")
+        label = name.replace("_", " ").capitalize() if owner in ("world", "player") and name else target
+        text = f"{label} {before} → {after}"
+    else:
+        text = reason or target
+    return ("limited", f"{text} (limited)") if status == "limited" else ("applied", text)
+
+
+def show_changes(changes: list[dict[str, Any]]) -> None:
+    """What the state engine made of the turn, one chip a line, as the web shows them."""
+    for change in changes:
+        kind, text = _chip(change)
+        console.print(f"  [{CHIP_STYLE[kind]}]● {escape(text)}[/]", highlight=False)
+    if changes:
+        console.print()
 
 
 def play(tk: Talekeeper, scenario_id: str | None = None, adventure_id: int | None = None) -> None:
@@ -140,8 +194,12 @@ def play(tk: Talekeeper, scenario_id: str | None = None, adventure_id: int | Non
             break
         if not line:
             continue
-        if line in ("/quit", "/q", "/exit"):
+        if line in QUIT:
             break
+        if line.startswith("/") and not (terminal_tree.handles(line) or line == "/continue"):
+            command = line.split(" ", 1)[0]
+            console.print(f"[red]There is no command {escape(command)}.[/] Type [bold]/help[/] for the list; nothing was sent to the story.")
+            continue
         try:
             if terminal_tree.handles(line):
                 outcome = terminal_tree.run(tk, adventure_id, line, console)

@@ -76,9 +76,17 @@ def _preview(text: str, width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+# The play loop's own commands, listed by /help with the tree's.
+LOOP_COMMANDS: dict[str, str] = {
+    "TEXT": "do something (prefix say or story to speak or to write the story)",
+    "/continue": "let the story go on without an action",
+}
+LAST_COMMANDS: dict[str, str] = {"/help": "list these commands", "/quit": "leave (the story is saved as you go)"}
+
+
 def _help(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
     table = Table("Command", "What it does", box=None)
-    for command, what in COMMANDS.items():
+    for command, what in {**LOOP_COMMANDS, **COMMANDS, **LAST_COMMANDS}.items():
         table.add_row(escape(command), what)
     console.print(table)
     return Outcome()

@@ -1,0 +1,123 @@
+"""`talekeeper play` as a newcomer meets it: commands it does not know, /help, the change
+chips after a turn, the origin question, and Ctrl+C that must not break the next turn."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from rich.console import Console
+
+from talekeeper.core import Talekeeper
+from talekeeper.llm import embedded
+from talekeeper.llm.base import GenerationRequest, Message
+from talekeeper.llm.errors import EmbeddedModelError, ServerUnavailable
+from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service import adventures
+from talekeeper.terminal import loop as terminal
+
+
+def run_play(tk: Talekeeper, lines: list[str], monkeypatch: pytest.MonkeyPatch, **where) -> str:
+    console = Console(record=True, width=160, color_system=None)
+    typed = iter([*lines, "/quit"])
+    monkeypatch.setattr(console, "input", lambda prompt="", **_: next(typed))
+    monkeypatch.setattr(terminal, "console", console)
+    monkeypatch.setattr(terminal, "warm_up", lambda tk: None)
+    terminal.play(tk, **where)
+    return console.export_text()
+
+
+def start(tk: Talekeeper) -> int:
+    with tk.db.session() as session:
+        return adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"}).id
+
+
+def test_an_unknown_command_is_refused_and_nothing_is_sent(
+    tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aid = start(tk)
+    out = run_play(tk, ["/bogus", "/Undo now"], monkeypatch, adventure_id=aid)
+    assert "There is no command /bogus." in out and "There is no command /Undo." in out
+    assert scripted.requests == []
+    with tk.db.session() as session:
+        assert adventures.get_adventure(session, aid).turn_count == 0
+
+
+def test_help_lists_every_command_the_loop_accepts(tk: Talekeeper, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = run_play(tk, ["/help"], monkeypatch, adventure_id=start(tk))
+    for command in ("/continue", "/quit", "/help", "/undo", "/retry", "/lines", "/save NAME"):
+        assert f" {command} " in out or f"\n{command} " in out, command
+
+
+def test_a_turn_shows_its_change_chips(tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+    events = [{"type": "change_stat", "stat": "world.storm", "by": 1}, {"type": "teleport", "to": "moon"}]
+    scripted.queue("The wind rises.\n```state\n" + json.dumps({"events": events}) + "\n```")
+    out = run_play(tk, ["wait"], monkeypatch, adventure_id=start(tk))
+    assert "The wind rises." in out and "```" not in out
+    assert "● Storm 4 → 5" in out
+    assert "● ✗ refused: 'teleport' is not an event type" in out
+
+
+def test_a_new_adventure_asks_where_to_begin(tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Choose "New: The Lantern of Greywater" (the only row), then the second origin, then a name.
+    run_play(tk, ["1", "2", "Bea"], monkeypatch)
+    with tk.db.session() as session:
+        (adventure,) = adventures.list_adventures(session)
+        view = adventures.story_view(session, adventure, limit=1)
+    assert view["turns_shown"][0]["narration"].startswith("Salt spray stings your face")
+    assert '"Home, Bea," your cousin says' in view["turns_shown"][0]["narration"]
+
+
+class _AliveServer:
+    """An embedded server that is running but does not answer (what Ctrl+C used to leave)."""
+
+    def __init__(self) -> None:
+        self.stopped = 0
+
+    def alive(self) -> bool:
+        return True
+
+    def stop(self) -> None:
+        self.stopped += 1
+
+
+class _Refusing:
+    async def stream(self, request):
+        raise ServerUnavailable("Could not connect to the model server at http://127.0.0.1:1. Is the model server running? Start it (for example `ollama serve`)")
+        yield  # pragma: no cover
+
+
+def test_an_embedded_model_that_does_not_answer_is_restarted_not_blamed_on_ollama(monkeypatch: pytest.MonkeyPatch) -> None:
+    server = _AliveServer()
+    provider = embedded.EmbeddedProvider(server=server)  # type: ignore[arg-type]
+
+    async def fake_start(progress=None):
+        return None
+
+    monkeypatch.setattr(provider, "start", fake_start)
+    monkeypatch.setattr(provider, "_delegate_for", lambda running: _Refusing())
+    monkeypatch.setattr(embedded.EmbeddedProvider, "supports_chat", property(lambda self: True))
+    request = GenerationRequest(messages=[Message(role="user", content="hi")])
+
+    async def run() -> None:
+        async for _ in provider.stream(request):
+            pass
+
+    with pytest.raises(EmbeddedModelError) as caught:
+        asyncio.run(run())
+    assert "ollama" not in str(caught.value) and "started again on your next turn" in str(caught.value)
+    assert server.stopped == 1
+
+
+@pytest.mark.embedded
+def test_ctrl_c_at_the_terminal_does_not_reach_the_embedded_model() -> None:
+    """The terminal's Ctrl+C goes to its whole process group; the model must not be in it."""
+    import os
+
+    provider = embedded.EmbeddedProvider()
+    running = asyncio.run(provider.start())
+    try:
+        assert os.getpgid(running.pid) != os.getpgid(0)
+    finally:
+        provider.server.stop()
