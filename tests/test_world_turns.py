@@ -186,3 +186,25 @@ def test_origins_choose_where_the_story_starts(client: TestClient) -> None:
     assert any(f["predicate"] == "has been dark since" for f in state["facts"])
     unknown = client.post("/api/adventures", json={"scenario_id": "greywater-lantern", "origin_id": "pirate"})
     assert unknown.status_code == 422 and "lamp-mender, cousin" in unknown.json()["detail"]
+
+
+def test_a_partly_refused_correction_keeps_the_models_refusals_apart(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
+    """After a partly refused *player* correction, the next prompt still carries the last
+    model turn's refusals and never presents the player's refused edit as the model's."""
+    scripted.queue(REPLY)  # the model's Gwendolyn event is rejected
+    play(client, adventure_id, "offer Maren two coins")
+    url = f"/api/adventures/{adventure_id}/state/corrections"
+    events = [
+        {"type": "set_stat", "stat": "player.health", "value": 6},
+        {"type": "set_location", "entity": "Bartholomew", "location": "docks"},  # refused
+    ]
+    response = client.post(url, json={"events": events})
+    assert response.status_code == 200, response.text
+    assert [c["status"] for c in response.json()["changes"]] == ["applied", "rejected"]
+    scripted.queue("The ferry rocks.")
+    play(client, adventure_id, "step aboard")
+    prompt = scripted.requests[-1].messages[-1].content
+    assert "Gwendolyn" in prompt  # the model's own refusal survived the correction
+    assert "Bartholomew" not in prompt  # the player's refused edit is not the model's

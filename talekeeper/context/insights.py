@@ -123,6 +123,16 @@ def store(session: Session, adventure_id: int, node_id: int, assembly: Assembly,
     return added
 
 
+def store_text(session: Session, adventure_id: int, digest: str, text: str) -> None:
+    """Keep one text under its digest (once per adventure)."""
+    if session.get(ContextText, (adventure_id, digest)) is None:
+        session.add(ContextText(adventure_id=adventure_id, digest=digest, text=zlib.compress(text.encode(), 6)))
+
+
+def texts_for(session: Session, adventure_id: int, digests: set[str]) -> dict[str, str]:
+    return _texts(session, adventure_id, digests)
+
+
 def _texts(session: Session, adventure_id: int, digests: set[str]) -> dict[str, str]:
     if not digests:
         return {}

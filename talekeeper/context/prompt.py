@@ -265,6 +265,10 @@ def scan(inputs: ContextInput) -> Scan:
     cards = select_cards(inputs)
     protagonist = "player"
     in_scene = match_characters(characters_in(inputs.state, protagonist), window)
+    # Whoever the scene says is present is in scene, whatever the recent text calls them.
+    named = {t.key for t in in_scene}
+    present = ((inputs.state or {}).get("scene") or {}).get("present") or []
+    in_scene += [Triggered(-1, str(p), "present", "the scene") for p in present if p not in named and p != protagonist]
     return Scan(window, cards, in_scene)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from sqlalchemy import select
@@ -9,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from talekeeper.errors import NotFound
 from talekeeper.service import state_engine
-from talekeeper.service.origins import with_origin
+from talekeeper.service.origins import merge, with_origin
 from talekeeper.service.scenarios import (
     ScenarioError,
     fill_placeholders,
@@ -17,6 +18,7 @@ from talekeeper.service.scenarios import (
     placeholder_answers,
 )
 from talekeeper.state import RulesError, empty_rules, initial_document, load_rules
+from talekeeper.state.creation import CreationError, create_character, creation_options
 from talekeeper.store.models import Adventure, Node, Scenario
 from talekeeper.story import takes, tree
 from talekeeper.story.actions import format_action
@@ -44,6 +46,8 @@ def start_adventure(
     title: str | None = None,
     origin_id: str | None = None,
     persona: dict[str, str] | None = None,
+    character: dict[str, Any] | None = None,
+    rng: random.Random | None = None,
 ) -> Adventure:
     scenario = get_scenario(session, scenario_id)
     data = with_origin(scenario.data, origin_id)
@@ -54,6 +58,17 @@ def start_adventure(
         chosen = {k: v.strip() for k, v in fill_placeholders(persona, given).items() if v and v.strip()}
         plot["persona"] = {**(plot.get("persona") or {}), **chosen}
     raw_rules = filled.get("rules") or None
+    if raw_rules and creation_options(raw_rules) is not None:
+        # Character creation within the origin (seed 003 step 2–3): before the log exists.
+        build = (filled.get("origin") or {}).get("build")
+        try:
+            made = create_character(raw_rules, build, character, rng or random.SystemRandom())
+        except CreationError as exc:
+            raise ScenarioError(f"The character cannot be made: {exc}") from exc
+        raw_rules = merge(raw_rules, made.rules_overlay())
+        plot["persona"] = {**(plot.get("persona") or {}), "name": made.name}
+    elif character:
+        raise ScenarioError("This scenario has no character creation; start it without a character.")
     try:
         rules = load_rules(raw_rules) if raw_rules else empty_rules()
     except RulesError as exc:

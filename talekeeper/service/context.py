@@ -48,6 +48,10 @@ class HeadView:
     depth: int
     state: dict[str, Any] | None
     proposal: dict[str, Any] | None
+    story_proposal: dict[str, Any] | None = None
+    """The proposal of the last turn the model wrote: the head's own, or — when the head is
+    the player's state correction — the nearest story turn's above it, so the model's
+    refusals survive a correction and the player's refused edits are never shown as its own."""
 
 
 @dataclass
@@ -144,6 +148,13 @@ async def retrieve(
     return bank.Retrieval(bank.choose(ranked, settings.memory_top_k, "BM25", previous), method, len(pool))
 
 
+def last_story_proposal(session, node: Node | None) -> dict[str, Any] | None:
+    """The proposal of the nearest turn at or above `node` that is not a state correction."""
+    while node is not None and node.action_kind == "correction":
+        node = session.get(Node, node.parent_id) if node.parent_id is not None else None
+    return node.proposal if node is not None else None
+
+
 async def prepare_context(
     tk: Talekeeper,
     adventure_id: int,
@@ -151,8 +162,11 @@ async def prepare_context(
     text: str,
     render_state: RenderState | None = None,
     at: int | None = None,
+    adjust_plot: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> PreparedContext:
-    """Build the prompt for an action below the head (or below node `at`: a new take)."""
+    """Build the prompt for an action below the head (or below node `at`: a new take).
+    `adjust_plot` lets another role (an NPC, banter) open the prompt with its own
+    instructions; everything else — the canon log — is the same for every role."""
     with tk.db.session() as session:
         adventure = session.get(Adventure, adventure_id)
         if adventure is None:
@@ -166,11 +180,13 @@ async def prepare_context(
             raise TreeError("This adventure's current position is missing; restore a Save Point.")
         settings = context_settings(session)
         plot = dict(adventure.plot or {})
+        if adjust_plot is not None:
+            plot = adjust_plot(plot)
         path = bank.path_ids(session, head.id)
         history = history_turns(session, path)
         summary = bank.summary_at(session, adventure_id, path, str(plot.get("story_summary") or ""))
         pool = bank.candidates(session, adventure_id, path, with_vectors=bool(settings.embedding_model))
-        head_view = HeadView(head.id, head.depth, head.state, head.proposal)
+        head_view = HeadView(head.id, head.depth, head.state, head.proposal, last_story_proposal(session, head))
         rules = adventure.rules
         card_last_fired = card_timers(session, path, _timer_lookback(plot))
         previous = frozenset(used_in_last_prompt(session, head.id)) if pool else frozenset()

@@ -19,6 +19,8 @@ class OriginError(Invalid):
     """A bad origin choice or overlay; nothing is started."""
 
 ORIGIN_TEXT_FIELDS = ("opening", "narrator_instructions", "ai_instructions", "plot_essentials", "author_note")
+ORIGIN_SEEDS = ("quests", "items", "facts")
+"""References an origin makes into the scenario's libraries, resolved into its rules here."""
 
 
 def origins_of(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -53,8 +55,56 @@ def with_origin(data: dict[str, Any], origin_id: str | None) -> dict[str, Any]:
         if not isinstance(overlay, dict):
             raise OriginError(f"origins[{chosen['id']}].rules must be an object.")
         result["rules"] = merge(result.get("rules") or {}, overlay)
+    if any(chosen.get(key) for key in ORIGIN_SEEDS):
+        where = f"origins[{next(i for i, o in enumerate(data['origins']) if o is chosen)}]"
+        result["rules"] = resolve_seeds(result.get("rules") or {}, chosen, where)
     result["origin"] = {"id": chosen["id"], "title": chosen.get("title") or chosen["id"]}
+    if isinstance(chosen.get("build"), dict):
+        result["origin"]["build"] = copy.deepcopy(chosen["build"])
     return result
+
+
+def resolve_seeds(rules: dict[str, Any], origin: dict[str, Any], where: str = "origin") -> dict[str, Any]:
+    """An origin's quests, items and facts, looked up in the scenario's libraries and
+    written into its rules: quests open as threads, items become entities held (with
+    their quantity) by the player, facts become world-level canon. An id that does not
+    resolve stops the start, naming it — a broken origin fails here, not three scenes in.
+    """
+    rules = copy.deepcopy(rules)
+    quests, items = rules.get("quests") or {}, rules.get("items") or {}
+    threads = rules.setdefault("threads", [])
+    for i, quest_id in enumerate(origin.get("quests") or []):
+        quest = quests.get(quest_id) if isinstance(quest_id, str) else None
+        if quest is None:
+            raise OriginError(f"{where}.quests[{i}]: unknown quest {quest_id!r} in origin {origin.get('id')!r} "
+                              f"(the scenario's quests: {_known(quests)}).")
+        if not any(t.get("id") == quest_id for t in threads):
+            threads.append({"id": quest_id, "title": quest["title"], "kind": "quest",
+                            "objectives": copy.deepcopy(quest.get("objectives", []))})
+    entities = rules.setdefault("entities", [])
+    possessions = rules.setdefault("possessions", {})
+    for i, grant in enumerate(origin.get("items") or []):
+        item_id = grant.get("item") if isinstance(grant, dict) else None
+        declared = next((e for e in entities if e.get("id") == item_id), None)
+        if declared is None and item_id not in items:
+            raise OriginError(f"{where}.items[{i}].item: unknown item {item_id!r} in origin {origin.get('id')!r} "
+                              f"(the scenario's items: {_known(items)}).")
+        if declared is None:
+            spec = items[item_id]
+            declared = {"id": item_id, "name": spec["name"], "type": "item",
+                        **{k: copy.deepcopy(spec[k]) for k in ("aliases", "description") if k in spec}}
+            entities.append(declared)
+        if "qty" in grant:
+            declared.setdefault("attributes", {})["quantity"] = grant["qty"]
+        possessions[item_id] = grant.get("holder", "player")
+    facts = rules.setdefault("facts", [])
+    for sentence in origin.get("facts") or []:
+        facts.append({"object": sentence})
+    return rules
+
+
+def _known(library: dict[str, Any]) -> str:
+    return ", ".join(sorted(library)) or "none declared"
 
 
 def merge(base: Any, overlay: Any) -> Any:

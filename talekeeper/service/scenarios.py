@@ -122,7 +122,8 @@ TEXT_LIMITS = {
     "author_note": 2000,
 }
 SCENARIO_KEYS = ("id", *TEXT_LIMITS, "tags", "placeholders", "persona", "story_cards", "rules", "origins")
-ORIGIN_KEYS = ("id", "title", "description", "opening", "narrator_instructions", "ai_instructions", "plot_essentials", "author_note", "rules")
+ORIGIN_KEYS = ("id", "title", "description", "opening", "narrator_instructions", "ai_instructions", "plot_essentials",
+               "author_note", "rules", "quests", "items", "facts", "build")
 
 
 class ScenarioInvalid(ScenarioError):
@@ -204,10 +205,21 @@ def check_scenario(data: Any) -> list[str]:
     if rules is not None:
         errors += [f"rules.{e}" if not e.startswith("(") else f"rules: {e.split(': ', 1)[-1]}" for e in check_rules(rules)]
     errors += _origin_errors(data)
+    errors += _published_schema_errors(data, errors)
     used = set(_PLACEHOLDER.findall(json.dumps({k: v for k, v in data.items() if k != "placeholders"})))
     for key in sorted(used - declared):
         errors.append(f"placeholders: '${{{key}}}' is used but not declared (add a placeholder with key '{key}')")
     return errors
+
+
+def _published_schema_errors(data: dict[str, Any], reported: list[str]) -> list[str]:
+    """`scenario.schema.json` enforced too: whatever it finds at a path the checks above
+    have not already named (rules and origins have their own schemas, checked above)."""
+    from talekeeper.state.schema import scenario_schema, schema_errors
+
+    paths = {e.split(":", 1)[0].split(" ", 1)[0] for e in reported}
+    rest = {k: v for k, v in data.items() if k not in ("rules", "origins")}
+    return [m for m in schema_errors(scenario_schema(), rest) if m.split(":", 1)[0] not in paths]
 
 
 def _origin_errors(data: dict[str, Any]) -> list[str]:
@@ -220,33 +232,39 @@ def _origin_errors(data: dict[str, Any]) -> list[str]:
         return []
     if not isinstance(origins, list) or len(origins) > 50:
         return ["origins: must be a list of at most 50 origins"]
+    from talekeeper.state.schema import origin_schema, schema_errors
+
     errors: list[str] = []
     seen: set[str] = set()
     base = set(check_rules(data["rules"])) if isinstance(data.get("rules"), dict) else set()  # reported already
+    scenario_rules = data.get("rules") if isinstance(data.get("rules"), dict) else {}
+    classes = {c.get("id") for c in (scenario_rules.get("character") or {}).get("classes", []) if isinstance(c, dict)}
     for i, origin in enumerate(origins):
         where = f"origins[{i}]"
         if not isinstance(origin, dict):
             errors.append(f"{where}: must be an object with an id and a title")
             continue
-        errors += [f"{where}.{k}: unknown field (known: {', '.join(ORIGIN_KEYS)})" for k in origin if k not in ORIGIN_KEYS]
+        shape = schema_errors(origin_schema(), origin, where)  # origin.schema.json, by path
+        errors += shape
         origin_id = origin.get("id")
         if not isinstance(origin_id, str) or not _ID.match(origin_id):
-            errors.append(f"{where}.id: must be lowercase letters, digits, '-' or '_'")
             continue
         if origin_id in seen:
             errors.append(f"{where}.id: '{origin_id}' is used by two origins")
         seen.add(origin_id)
-        for key in ORIGIN_KEYS[1:-1]:
-            limit = TEXT_LIMITS.get(key, 2000)
-            if key in origin and (not isinstance(origin[key], str) or len(origin[key]) > limit):
-                errors.append(f"{where}.{key}: must be text of at most {limit:,} characters")
-        if "rules" in origin and not isinstance(origin["rules"], dict):
-            errors.append(f"{where}.rules: must be an object (added to the scenario's rules)")
+        if shape:
             continue
-        if "rules" in origin and isinstance(data.get("rules", {}), dict):
+        for j, class_id in enumerate((origin.get("build") or {}).get("classes", [])):
+            if class_id not in classes:
+                errors.append(f"{where}.build.classes[{j}]: unknown class {class_id!r} "
+                              f"(rules.character.classes: {', '.join(sorted(map(str, classes))) or 'none declared'})")
+        if any(key in origin for key in ("rules", "quests", "items", "facts")):
             try:
                 merged = with_origin({k: v for k, v in data.items() if k in ("rules", "origins")}, origin_id).get("rules")
-            except (OriginError, TypeError, ValueError) as exc:
+            except OriginError as exc:
+                errors.append(str(exc).rstrip("."))
+                continue
+            except (TypeError, ValueError, AttributeError) as exc:
                 errors.append(f"{where}.rules: {exc}")
                 continue
             errors += [f"{where}.rules (merged): {e}" for e in check_rules(merged) if e not in base]

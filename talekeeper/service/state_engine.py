@@ -29,6 +29,7 @@ from talekeeper.state import (
     state_for_prompt,
     vocabulary_prompt,
 )
+from talekeeper.state.canon import event_line, record_event
 from talekeeper.state.report import Outcome
 from talekeeper.store.models import Adventure, Node
 
@@ -63,13 +64,16 @@ def last_report(proposal: dict[str, Any] | None) -> Report | None:
 
 
 def prompt_sections(
-    rules: Rules, document: Document, head_proposal: dict[str, Any] | None, in_scene_ids: list[str]
+    rules: Rules, document: Document, story_proposal: dict[str, Any] | None, in_scene_ids: list[str]
 ) -> dict[str, str | None]:
     """The state engine's prompt sections, in DESIGN.md's order.
 
     The vocabulary, canon and stat guide never change within an adventure, so they stay
-    byte-identical from turn to turn (prompt-prefix caching).
+    byte-identical from turn to turn (prompt-prefix caching). `story_proposal` is the last
+    *model-written* turn's record (`HeadView.story_proposal`): refusals are the model's
+    feedback, so a player's refused correction is never presented as the model's own.
     """
+    head_proposal = story_proposal if (story_proposal or {}).get("source") != "player" else None
     report = last_report(head_proposal)
     vocabulary = vocabulary_prompt()
     canon = canon_prompt(rules)
@@ -116,8 +120,11 @@ def settle_reply(reply: str, before: Document, rules: Rules, turn: int) -> Settl
     }
     if extraction.proposal is None:
         record["report"] = None
-        return Settled(extraction.prose, before.to_json(), record, [])
+        # Code writes the turn's recent-event line even when no block came (seed 003).
+        after = record_event(before, event_line(None, extraction.prose), turn)
+        return Settled(extraction.prose, after.to_json(), record, [])
     after, report = apply_proposal(before, extraction.proposal, rules, turn)
+    after = record_event(after, event_line(report, extraction.prose), turn)
     record["report"] = report.to_json()
     return Settled(extraction.prose, after.to_json(), record, outcome_views(report))
 
@@ -144,6 +151,7 @@ def rederive_for_edit(parent: Node, original: Node, narration: str, rules: Rules
         return settled.prose, settled.state, settled.proposal
     events = (original.proposal or {}).get("events") or []
     after, report = apply_proposal(before, {"events": events}, rules, original.depth)
+    after = record_event(after, event_line(report if events else None, extraction.prose), original.depth)
     record = {
         "source": "player_edit",
         "edited_from": original.id,

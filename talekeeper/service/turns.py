@@ -4,9 +4,11 @@
     2. check the action and load where the turn goes: the head — or, for a new take of an
        earlier turn (Retry, an edited action), that turn's parent; story, plot and state
        are read there
-    3. build the prompt within the context budget
+    3. choose the role that answers (the narrator, or the character addressed — see
+       service/roles) and build its prompt within the context budget
     4. stream the narration, showing only what is safe to show
-    5. extract the prose (the protocol never reaches the reader)
+    5. extract the prose (the protocol never reaches the reader); a companion may add a
+       remark (banter, its own call)
     6. commit the node and move the head, in one transaction
 
 A generation that fails or is cancelled writes nothing: the story is exactly as it was
@@ -25,7 +27,7 @@ from talekeeper.errors import Upstream
 from talekeeper.llm.errors import LLMError
 from talekeeper.memory import bank
 from talekeeper.memory.worker import worker_for
-from talekeeper.service import state_engine, state_updates
+from talekeeper.service import roles, state_engine, state_updates
 from talekeeper.service.adventures import get_adventure, get_turn, node_view, story_view
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.context import HeadView, PreparedContext, StateSections, prepare_context
@@ -75,7 +77,8 @@ async def play_turn(
             rules = state_engine.rules_of(adventure)
             before = state_engine.document_of(below.state, rules)
             turn_number = below.depth + 1
-        prepared = await build_context(tk, adventure_id, kind, text, at=below_id)
+        role = roles.role_for_turn(kind, text, before, rules, [])
+        prepared = await build_context(tk, adventure_id, kind, text, at=below_id, role=role)
         assembly, request = prepared.assembly, prepared.request
         provider = tk.provider()
         yield TurnEvent("accepted", data={"action_line": assembly.action_line, "kind": kind, "text": text})
@@ -121,6 +124,15 @@ async def play_turn(
                 data={"message": "The model returned no narration. Nothing was saved; try again."},
             )
             return
+        banter = None
+        if role is roles.NARRATOR:  # 5b. a companion's remark, in its own call
+            banter = await roles.banter_step(
+                tk, adventure_id, below_id, assembly.action_line, narration,
+                state_engine.document_of(settled.state, rules), rules, turn_number, prepared.scan.in_scene_ids,
+            )
+            if banter:
+                narration += "\n\n" + banter[0]
+                yield TurnEvent("text", "\n\n" + banter[0])
         with tk.db.session() as session:
             adventure = get_adventure(session, adventure_id)
             parent = session.get(Node, below_id)
@@ -150,6 +162,8 @@ async def play_turn(
                 "prompt": assembly.as_dict(),
             }
             insights.store(session, adventure_id, node.id, assembly, request)
+            extra = [(banter[1], roles.prompt_text(banter[2]))] if banter else []
+            roles.record_calls(session, adventure_id, node.id, role, extra)
             bank.record_use(session, prepared.memory_ids, node.depth)
         worker_for(tk).schedule(adventure_id)  # memories and summary, after the turn
         yield TurnEvent("done", data=done)
@@ -165,7 +179,8 @@ async def play_turn(
 
 
 async def build_context(
-    tk: Talekeeper, adventure_id: int, kind: str, text: str = "", at: int | None = None
+    tk: Talekeeper, adventure_id: int, kind: str, text: str = "", at: int | None = None,
+    role: roles.Role = roles.NARRATOR,
 ) -> PreparedContext:
     """Step 3, also the Insights dry run: the prompt for this action at the head (or `at`)."""
     with tk.db.session() as session:
@@ -175,7 +190,7 @@ async def build_context(
 
     def render_state(head: HeadView, in_scene_ids: list[str]) -> StateSections:
         document = state_engine.document_of(head.state, rules)
-        sections = state_engine.prompt_sections(rules, document, head.proposal, in_scene_ids)
+        sections = state_engine.prompt_sections(rules, document, head.story_proposal, in_scene_ids)
         if mode != "inline":
             # The narrator is not asked for a block: a structured pass (or nothing) follows.
             sections.update(event_vocabulary=state_engine.canon_only(rules), emit_reminder=None)
@@ -183,7 +198,9 @@ async def build_context(
             sections.update(refusals=None)
         return StateSections(**sections)
 
-    return await prepare_context(tk, adventure_id, kind, text, render_state=render_state, at=at)
+    return await prepare_context(
+        tk, adventure_id, kind, text, render_state=render_state, at=at, adjust_plot=role.adjust_plot
+    )
 
 
 async def warm_next_turn(tk: Talekeeper, adventure_id: int) -> None:

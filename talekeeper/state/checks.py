@@ -186,18 +186,30 @@ def _clear_possession(doc: Document, e: dict[str, Any], ctx: Context) -> Verdict
 
 
 def _add_fact(doc: Document, e: dict[str, Any], ctx: Context) -> Verdict:
-    subject = _entity(doc, e["subject"], "subject")
-    if isinstance(subject, Verdict):
-        return subject
-    obj, value = e.get("object", ""), e.get("value")
+    # With no subject the fact is about the world ("the eastern bridge is washed out"):
+    # the sentence is its object. A subject needs a predicate to say something about it.
+    subject = ""
+    predicate, obj, value = e.get("predicate", ""), e.get("object", ""), e.get("value")
+    if "subject" in e:
+        found = _entity(doc, e["subject"], "subject")
+        if isinstance(found, Verdict):
+            return found
+        subject = found
+        if not predicate:
+            return reject("schema", "add_fact with a subject needs a predicate",
+                          'Send a predicate, or leave out the subject for a fact about the world: '
+                          '{"type": "add_fact", "object": "the eastern bridge is washed out"}.', "fact")
+    elif not obj:
+        return reject("schema", "add_fact about the world needs its sentence in object",
+                      'e.g. {"type": "add_fact", "object": "the eastern bridge is washed out"}.', "fact")
     for fact in doc.facts:
-        if (fact.status == "active" and fact.subject == subject and norm(fact.predicate) == norm(e["predicate"])
+        if (fact.status == "active" and fact.subject == subject and norm(fact.predicate) == norm(predicate)
                 and norm(fact.object) == norm(obj) and fact.value == value):
             return noop(f"already established as {fact.id}", f"fact {fact.id}", fact.id)
     fid = _next_id("f", [f.id for f in doc.facts])
-    text = " ".join(x for x in (doc.entities[subject].name, e["predicate"], obj) if x)
+    text = " ".join(x for x in (doc.entities[subject].name if subject else "", predicate, obj) if x)
     return Verdict("applied", f"{fid}: {text}" + (f" = {value!r}" if value is not None else ""), f"fact {fid}",
-                   None, text, change={"op": "add_fact", "id": fid, "subject": subject, "predicate": e["predicate"],
+                   None, text, change={"op": "add_fact", "id": fid, "subject": subject, "predicate": predicate,
                                        "object": obj, "value": value})
 
 

@@ -60,8 +60,9 @@ class Fact(_Model):
     prompt can say "no longer true" instead of letting the claim silently vanish."""
 
     id: str
-    subject: str
-    predicate: str
+    subject: str = ""
+    """An entity id, or "" for a world-level fact (then `object` holds the sentence)."""
+    predicate: str = ""
     object: str = ""
     value: Scalar | None = None
     authority: Authority = "story"

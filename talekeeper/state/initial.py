@@ -56,7 +56,7 @@ def initial_document(rules: Rules) -> Document:
             conditions=list(e.get("conditions", [])), attributes=dict(e.get("attributes", {})),
         )
     facts = [
-        Fact(id=f"f{i}", subject=f["subject"], predicate=f["predicate"], object=f.get("object", ""),
+        Fact(id=f"f{i}", subject=f.get("subject", ""), predicate=f.get("predicate", ""), object=f.get("object", ""),
              value=f.get("value"), authority="canon", turn=0)
         for i, f in enumerate(raw.get("facts", []), 1)
     ]

@@ -21,6 +21,7 @@ from .document import PLAYER_ID, Document
 from .events import EVENTS, SHAPES
 from .report import LOST, Report
 from .resolve import document_name
+from .canon import narrator_moments
 from .rules import Rules, StatRule
 from .stats import band_label, num
 
@@ -155,7 +156,8 @@ def state_for_prompt(document: Document, rules: Rules, in_scene_ids: list[str] |
     """
     doc = document
     present = [i for i in doc.scene.present if i in doc.entities]
-    in_scene = [i for i in (in_scene_ids if in_scene_ids is not None else present) if i in doc.entities]
+    # Who the scene says is present is always in scene, whatever the recent text calls them.
+    in_scene = [i for i in dict.fromkeys([*present, *(in_scene_ids or [])]) if i in doc.entities]
     lines: list[str] = []
     scene = doc.scene
     where = document_name(doc, scene.location) + f" ({scene.location})" if scene.location else "unknown"
@@ -176,7 +178,7 @@ def state_for_prompt(document: Document, rules: Rules, in_scene_ids: list[str] |
     here = _in_view(doc, list(dict.fromkeys([*present, *in_scene])))
     if here:
         lines.append("Here:")
-        lines += [f"- {_entity_line(doc, i)}" for i in here]
+        lines += [f"- {_entity_line(doc, i)}" + _described(doc, i, in_scene) for i in here]
     elsewhere = [i for i in doc.entities if i != PLAYER_ID and i not in here]
     if elsewhere:
         lines.append("Elsewhere: " + ", ".join(_brief(doc, i) for i in elsewhere))
@@ -212,7 +214,18 @@ def state_for_prompt(document: Document, rules: Rules, in_scene_ids: list[str] |
             f"{r.id}: {document_name(doc, r.source)} {r.kind} {document_name(doc, r.target)}" for r in rels))
     if doc.recent_events:
         lines.append("Recently: " + " / ".join(e.text for e in doc.recent_events))
+    turn = max([0, *(e.turn for e in doc.recent_events), *(m.turn for m in doc.moments)])
+    memorable = narrator_moments(doc, turn)
+    if memorable:
+        lines.append("Not forgotten: " + " / ".join(memorable))
     return "\n".join(lines)
+
+
+def _described(doc: Document, eid: str, in_scene: list[str]) -> str:
+    """A character in scene comes with their description (what anyone could see), so the
+    narrator can write them; private knowledge is never here (it is not in the document)."""
+    entity = doc.entities[eid]
+    return f" — {entity.description}" if eid in in_scene and entity.description else ""
 
 
 def _in_view(doc: Document, present: list[str]) -> list[str]:
@@ -232,7 +245,8 @@ def _brief(doc: Document, eid: str) -> str:
 
 
 def _fact_text(doc: Document, fact) -> str:  # type: ignore[no-untyped-def]
-    text = " ".join(x for x in (document_name(doc, fact.subject), fact.predicate, fact.object) if x)
+    subject = document_name(doc, fact.subject) if fact.subject else ""  # "": a fact about the world
+    text = " ".join(x for x in (subject, fact.predicate, fact.object) if x)
     return text + (f": {fact.value}" if fact.value is not None else "")
 
 

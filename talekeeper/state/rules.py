@@ -93,6 +93,20 @@ class Canon(_Frozen):
     forbidden_status_changes: tuple[StatusChange, ...] = ()
 
 
+class CastMember(_Frozen):
+    """A character's own material for their dialogue call (DESIGN.md: an NPC's private
+    knowledge enters only that NPC's call). It lives in the rules, never in the state
+    document, so no other prompt can render it by accident."""
+
+    id: str
+    name: str
+    description: str = ""
+    persona: str = ""
+    knowledge: tuple[str, ...] = ()
+    moves: tuple[str, ...] = ()
+    companion: bool = False
+
+
 class StatRules(_Frozen):
     world: dict[str, StatRule] = Field(default_factory=dict)
     player: dict[str, StatRule] = Field(default_factory=dict)
@@ -107,6 +121,7 @@ class Rules(_Frozen):
     flags: dict[str, FlagRule] = Field(default_factory=dict)
     milestones: dict[str, MilestoneRule] = Field(default_factory=dict)
     canon: Canon = Field(default_factory=Canon)
+    cast: dict[str, CastMember] = Field(default_factory=dict)
     raw: dict[str, Any] = Field(default_factory=dict)
 
     def stat_rule(self, owner: str, name: str, npc: str | None = None) -> StatRule | None:
@@ -193,29 +208,46 @@ def _article(kind: str) -> str:
 # --- the checks JSON Schema cannot express -------------------------------------------
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _semantic_errors(raw: dict[str, Any]) -> list[str]:
+    """Reference and range checks. Written to tolerate a wrongly shaped declaration (the
+    schema reports the shape), so one pass reports every mistake of both kinds."""
     errors: list[str] = []
-    entities = raw.get("entities", [])
+    entities = [e if isinstance(e, dict) else {} for e in _list(raw.get("entities"))]
     ids: dict[str, str] = {}
     names: dict[str, str] = {}
-    player = raw.get("player", {})
-    names[player.get("name", "You").casefold()] = "player.name"
+    player = _dict(raw.get("player"))
+    player_name = player.get("name", "You")
+    names[(player_name if isinstance(player_name, str) else "You").casefold()] = "player.name"
     for i, entity in enumerate(entities):
         where = f"entities[{i}]"
-        eid = entity["id"]
+        eid = entity.get("id")
+        if not isinstance(eid, str):
+            continue
         if eid == PLAYER_ID:
             errors.append(f"{where}.id: 'player' is reserved for the player; describe them under `player`")
         elif eid in ids:
             errors.append(f"{where}.id: '{eid}' is already used by {ids[eid]}")
         else:
             ids[eid] = where
+        if not isinstance(entity.get("name"), str):
+            continue
         key = entity["name"].casefold()
         if key in names:
             errors.append(f"{where}.name: '{entity['name']}' is also the name at {names[key]}; names must be distinct")
         else:
             names[key] = f"{where}.name"
     for i, entity in enumerate(entities):
-        for j, alias in enumerate(entity.get("aliases", [])):
+        for j, alias in enumerate(_list(entity.get("aliases"))):
+            if not isinstance(alias, str):
+                continue
             owner = names.get(alias.casefold())
             if owner and owner != f"entities[{i}].name":
                 errors.append(f"entities[{i}].aliases[{j}]: '{alias}' is the name at {owner}; an alias cannot be another entity's name")
@@ -228,43 +260,97 @@ def _semantic_errors(raw: dict[str, Any]) -> list[str]:
     ref("player.location", player.get("location"))
     for i, entity in enumerate(entities):
         ref(f"entities[{i}].location", entity.get("location"))
-    for item, holder in raw.get("possessions", {}).items():
+    for item, holder in _dict(raw.get("possessions")).items():
         ref(f"possessions.{item}", item)
         ref(f"possessions.{item}", holder)
         if item == holder:
             errors.append(f"possessions.{item}: an item cannot hold itself")
         if item == PLAYER_ID:
             errors.append(f"possessions.{item}: the player cannot be held")
-    for i, fact in enumerate(raw.get("facts", [])):
+    for i, fact in enumerate(_list(raw.get("facts"))):
+        fact = _dict(fact)
         ref(f"facts[{i}].subject", fact.get("subject"))
-    for i, rel in enumerate(raw.get("relationships", [])):
+        if "subject" in fact and not fact.get("predicate"):
+            errors.append(f"facts[{i}].predicate: required with a subject")
+        if "subject" not in fact and not fact.get("object"):
+            errors.append(f"facts[{i}].object: a fact about the world (no subject) is one sentence in object")
+    for i, rel in enumerate(_list(raw.get("relationships"))):
+        rel = _dict(rel)
         ref(f"relationships[{i}].source", rel.get("source"))
         ref(f"relationships[{i}].target", rel.get("target"))
     thread_ids: set[str] = set()
-    for i, thread in enumerate(raw.get("threads", [])):
+    for i, thread in enumerate(_list(raw.get("threads"))):
+        thread = _dict(thread)
+        if not isinstance(thread.get("id"), str):
+            continue
         if thread["id"] in thread_ids:
             errors.append(f"threads[{i}].id: '{thread['id']}' is used twice")
         thread_ids.add(thread["id"])
         seen: set[str] = set()
-        for j, objective in enumerate(thread.get("objectives", [])):
+        for j, objective in enumerate(_list(thread.get("objectives"))):
+            objective = _dict(objective)
+            if not isinstance(objective.get("id"), str):
+                continue
             if objective["id"] in seen:
                 errors.append(f"threads[{i}].objectives[{j}].id: '{objective['id']}' is used twice in this thread")
             seen.add(objective["id"])
-    scene = raw.get("scene", {})
+    scene = _dict(raw.get("scene"))
     ref("scene.location", scene.get("location"))
-    for i, present in enumerate(scene.get("present", [])):
+    for i, present in enumerate(_list(scene.get("present"))):
         ref(f"scene.present[{i}]", present)
-    stats = raw.get("stats", {})
+    for qid, quest in _dict(raw.get("quests")).items():
+        seen_objectives: set[str] = set()
+        for j, objective in enumerate(_list(_dict(quest).get("objectives"))):
+            oid = _dict(objective).get("id")
+            if oid in seen_objectives:
+                errors.append(f"quests.{qid}.objectives[{j}].id: '{oid}' is used twice in this quest")
+            seen_objectives.add(oid)
+    errors += _character_errors(raw)
+    stats = _dict(raw.get("stats"))
     for owner in ("world", "player"):
-        for name, stat in stats.get(owner, {}).items():
+        for name, stat in _dict(stats.get(owner)).items():
             errors.extend(_stat_errors(f"stats.{owner}.{name}", stat))
-    for npc, block in stats.get("npcs", {}).items():
+    for npc, block in _dict(stats.get("npcs")).items():
         if npc == PLAYER_ID:
             errors.append("stats.npcs.player: the player's stats go under stats.player")
         elif npc not in ids:
             errors.append(f"stats.npcs.{npc}: unknown entity id '{npc}' (known: {_some(sorted(ids))})")
-        for name, stat in block.items():
+        for name, stat in _dict(block).items():
             errors.extend(_stat_errors(f"stats.npcs.{npc}.{name}", stat))
+    return errors
+
+
+def _character_errors(raw: dict[str, Any]) -> list[str]:
+    """Creation may only make stats the player has, and hidden stats must really be hidden
+    (with a range to roll across and bands to show instead of the number)."""
+    character = _dict(raw.get("character"))
+    player_stats = _dict(_dict(raw.get("stats")).get("player"))
+    errors: list[str] = []
+    seen: set[str] = set()
+    for i, klass in enumerate(_list(character.get("classes"))):
+        cid = _dict(klass).get("id")
+        if cid in seen:
+            errors.append(f"character.classes[{i}].id: '{cid}' is used twice")
+        seen.add(cid)
+    for i, name in enumerate(_list(character.get("stats"))):
+        stat = player_stats.get(name)
+        if not isinstance(stat, dict):
+            errors.append(f"character.stats[{i}]: '{name}' is not a player stat (declare it under stats.player)")
+        elif stat.get("kind", "number") == "text" or stat.get("hidden"):
+            errors.append(f"character.stats[{i}]: '{name}' must be a visible number to be rolled or bought")
+        elif character.get("method") == "point_buy" and (stat.get("min") is None or stat.get("max") is None):
+            errors.append(f"character.stats[{i}]: '{name}' needs min and max for point-buy")
+    if character.get("stats") and "method" not in character:
+        errors.append("character.method: say how stats are made: 'roll' or 'point_buy'")
+    if character.get("method") == "point_buy" and "points" not in character:
+        errors.append("character.points: point-buy needs a number of points to spend")
+    for i, entry in enumerate(_list(character.get("hidden"))):
+        name = _dict(entry).get("stat")
+        stat = player_stats.get(name)
+        if not isinstance(stat, dict):
+            errors.append(f"character.hidden[{i}].stat: '{name}' is not a player stat (declare it under stats.player)")
+        elif not stat.get("hidden"):
+            errors.append(f"character.hidden[{i}].stat: '{name}' must be declared hidden: true")
     return errors
 
 
@@ -273,7 +359,16 @@ def _some(items: list[str], limit: int = 12) -> str:
     return shown + (f", … ({len(items) - limit} more)" if len(items) > limit else "") if items else "none"
 
 
-def _stat_errors(where: str, stat: dict[str, Any]) -> list[str]:
+def _stat_errors(where: str, stat: Any) -> list[str]:
+    if not isinstance(stat, dict):
+        return []
+    try:
+        return _stat_rule_errors(where, stat)
+    except (TypeError, ValueError, IndexError):  # a badly shaped field: the schema names it
+        return []
+
+
+def _stat_rule_errors(where: str, stat: dict[str, Any]) -> list[str]:
     kind = stat.get("kind", "number")
     errors: list[str] = []
     if kind == "text":
@@ -353,9 +448,9 @@ def check_rules(raw: Any) -> list[str]:
         return ["(rules): must be an object"]
     schema_errors = sorted(_validator().iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path])
     messages = [m for e in schema_errors for m in _schema_messages(e)]
-    if messages:
-        return list(dict.fromkeys(messages))
-    return _semantic_errors(raw)
+    # Reference and range mistakes are reported in the same pass as shape mistakes, so
+    # an author fixes everything at once instead of one layer per attempt.
+    return list(dict.fromkeys([*messages, *_semantic_errors(raw)]))
 
 
 def load_rules(raw: Any) -> Rules:
@@ -378,6 +473,15 @@ def load_rules(raw: Any) -> Rules:
                 StatusChange.model_validate(c) for c in raw.get("canon", {}).get("forbidden_status_changes", [])
             ),
         ),
+        cast={
+            e["id"]: CastMember(
+                id=e["id"], name=e["name"], description=e.get("description", ""), persona=e.get("persona", ""),
+                knowledge=tuple(e.get("knowledge", [])), moves=tuple(e.get("moves", [])),
+                companion=bool(e.get("companion", False)),
+            )
+            for e in raw.get("entities", [])
+            if any(k in e for k in ("persona", "knowledge", "moves", "companion"))
+        },
         raw=json.loads(json.dumps(raw)),
     )
 
@@ -411,6 +515,6 @@ def empty_rules() -> Rules:
 
 
 __all__ = [
-    "Band", "Canon", "FlagRule", "MilestoneRule", "Rules", "RulesError", "Scalar", "StatRule",
+    "Band", "Canon", "CastMember", "FlagRule", "MilestoneRule", "Rules", "RulesError", "Scalar", "StatRule",
     "StatusChange", "check_rules", "default_initial", "empty_rules", "load_rules", "rules_schema",
 ]

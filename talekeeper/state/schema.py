@@ -14,12 +14,18 @@ bounds the block so a model cannot repeat one event until it runs out of tokens.
 
 from __future__ import annotations
 
+import json
+from functools import cache
+from importlib import resources
 from typing import Any
+
+import jsonschema
+from referencing import Registry, Resource
 
 from .document import Document
 from .events import EVENTS, MAX_EVENTS, SHAPES, EventSpec
 from .resolve import stat_paths
-from .rules import Rules, rules_schema
+from .rules import Rules, _schema_messages, rules_schema
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -92,4 +98,46 @@ def proposal_schema(document: Document | None = None, rules: Rules | None = None
     }
 
 
-__all__ = ["document_schema", "proposal_schema", "rules_schema"]
+@cache
+def _packaged(name: str) -> dict[str, Any]:
+    return json.loads(resources.files(__package__).joinpath(f"schemas/{name}.schema.json").read_text("utf-8"))
+
+
+def scenario_schema() -> dict[str, Any]:
+    """A scenario document: its texts, cards, rules (by reference) and origins."""
+    return _packaged("scenario")
+
+
+def origin_schema() -> dict[str, Any]:
+    """One origin: a thin starting overlay whose ids point into the scenario."""
+    return _packaged("origin")
+
+
+def canon_log_schema() -> dict[str, Any]:
+    """The canon log every role reads (`canon.canon_log`)."""
+    return _packaged("canon-log")
+
+
+@cache
+def _registry() -> Registry:
+    schemas = (rules_schema(), origin_schema(), scenario_schema(), canon_log_schema())
+    return Registry().with_resources((s["$id"], Resource.from_contents(s)) for s in schemas)
+
+
+def schema_errors(schema: dict[str, Any], value: Any, prefix: str = "") -> list[str]:
+    """Every shape mistake in `value`, each starting with its path (`origins[1].quests[0]: …`)."""
+    validator = jsonschema.Draft202012Validator(schema, registry=_registry())
+    found = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
+    out = []
+    for error in found:
+        for message in _schema_messages(error):
+            if message.startswith("(rules)"):  # the root itself
+                message = (prefix or "(value)") + message.removeprefix("(rules)")
+            elif prefix:
+                message = f"{prefix}.{message}"
+            out.append(message)
+    return list(dict.fromkeys(out))
+
+
+__all__ = ["canon_log_schema", "document_schema", "origin_schema", "proposal_schema", "rules_schema",
+           "scenario_schema", "schema_errors"]

@@ -185,13 +185,15 @@ def _cooldown(rule: StatRule, path: str, current: float | int | str, turn: int, 
               paced: bool) -> StatPlan | None:
     if not paced or not rule.cooldown or last is None:
         return None
+    # `cooldown: n` means n whole turns of rest after a move: changed on turn t, the stat
+    # is still on turns t+1 … t+n and may move again on turn t+n+1.
     waited = turn - last
-    if 0 < waited < rule.cooldown:
-        left = rule.cooldown - waited
+    if 0 < waited <= rule.cooldown:
+        left = rule.cooldown - waited + 1
         return _reject(
             current,
             f"{path} changed {waited} turn{'s' if waited != 1 else ''} ago and has a {rule.cooldown}-turn cooldown",
-            f"Leave {path} alone for {left} more turn{'s' if left != 1 else ''}.",
+            f"Leave {path} alone; it can move again in {left} turn{'s' if left != 1 else ''}.",
         )
     return None
 

@@ -4,6 +4,7 @@ Do    "open the door"   -> "> You open the door."
 Say   "Hello"           -> '> You say "Hello."'
 Story "The sky darkens" -> "The sky darkens."   (the player writes the story directly)
 Continue                -> ""                    (the narrator simply goes on)
+Talk  "Tobin: the key?" -> '> You say to Tobin, "The key?"'  (that character answers, in their own call)
 """
 
 import re
@@ -11,8 +12,8 @@ from typing import Literal
 
 from talekeeper.errors import Invalid
 
-ActionKind = Literal["do", "say", "story", "continue"]
-ACTION_KINDS: tuple[str, ...] = ("do", "say", "story", "continue")
+ActionKind = Literal["do", "say", "story", "continue", "talk"]
+ACTION_KINDS: tuple[str, ...] = ("do", "say", "story", "continue", "talk")
 MAX_ACTION_CHARS = 4000
 
 
@@ -114,12 +115,28 @@ def normalise_action(kind: str, text: str) -> tuple[str, str]:
         return kind, ""
     if not text:
         raise ActionError(f"A {kind!r} action needs some text (or use Continue).")
+    if kind == "talk":
+        who, _, words = text.partition(":")
+        if not who.strip() or not words.strip():
+            raise ActionError("A 'talk' action names who you talk to and what you say: \"Tobin: what about the key?\"")
+        text = f"{who.strip()}: {words.strip()}"
     return kind, text
 
 
+def talk_text(to: str, words: str) -> str:
+    """The stored text of a Talk action: "Tobin: what about the key?"."""
+    return f"{to.strip()}: {words.strip()}"
+
+
 def format_action(kind: str, text: str) -> str:
-    if kind not in ("do", "say", "story") or not text:
+    if kind not in ("do", "say", "story", "talk") or not text:
         return ""  # continue, and the opening, add no line of their own
+    if kind == "talk":
+        who, _, words = text.partition(":")
+        spoken = words.strip().strip('"“”').strip()
+        if spoken and spoken[-1] not in ".!?…":
+            spoken += "."
+        return f'> You say to {who.strip()}, "{spoken[:1].upper() + spoken[1:]}"'
     if kind == "story":
         return _capitalise(_sentence(text))
     if kind == "say":

@@ -20,13 +20,14 @@ from talekeeper.service.origins import origin_summaries
 from talekeeper.service.turns import TurnEvent, current_state_mode, play_turn
 from talekeeper.story import tree
 from talekeeper.story.actions import ActionError
+from talekeeper.terminal import character as terminal_character
 from talekeeper.terminal import tree as terminal_tree
 
 console = Console()
 
 HELP = (
     "Type an action and press Enter. Prefix with [bold]say[/] or [bold]story[/] to change the kind "
-    "(default: do). Commands: [bold]/continue[/], [bold]/undo[/], [bold]/redo[/], [bold]/retry[/], "
+    "(default: do); [bold]talk Name: words[/] speaks to a character, who answers in their own voice. Commands: [bold]/continue[/], [bold]/undo[/], [bold]/redo[/], [bold]/retry[/], "
     "[bold]/takes[/], [bold]/edit[/], [bold]/lines[/], [bold]/save[/], [bold]/saves[/], "
     "[bold]/restore[/], [bold]/quit[/]; [bold]/help[/] lists them all."
 )
@@ -94,7 +95,8 @@ def _choose_adventure(tk: Talekeeper, scenario_id: str | None, adventure_id: int
             p["key"]: Prompt.ask(p.get("question", p["key"]), default=p.get("default") or None, console=console)
             for p in scenario.data.get("placeholders", [])
         }
-        return adventures.start_adventure(session, scenario_id, answers, origin_id=origin_id).id
+        character = terminal_character.ask_character(console, scenario.data, origin_id)
+        return adventures.start_adventure(session, scenario_id, answers, origin_id=origin_id, character=character).id
 
 
 def _ask_origin(data: dict[str, Any]) -> str | None:
@@ -128,6 +130,8 @@ def _parse(line: str) -> tuple[str, str]:
     first, _, rest = line.partition(" ")
     if first.lower() in ("say", "story", "do") and rest.strip():
         return first.lower(), rest.strip()
+    if first.lower() in ("talk", "/talk") and ":" in rest:  # talk Tobin: what about the key?
+        return "talk", rest.strip()
     return "do", line.strip()
 
 

@@ -17,12 +17,25 @@ from talekeeper.service import settings as settings_service
 from talekeeper.service.plot import Persona
 from talekeeper.service.turns import TurnEvent, TurnFailed, play_turn
 from talekeeper.story import tree
+from talekeeper.story.actions import talk_text
 
 router = APIRouter(prefix="/api")
 
 
 def get_tk(request: Request) -> Talekeeper:
     return request.app.state.tk
+
+
+class CharacterChoice(BaseModel):
+    """Character creation within the origin (when the scenario declares it): name, a
+    class from the origin's allowed list, and — for point-buy — the stats bought. Rolled
+    stats and hidden stats (luck) are rolled by the server; they cannot be chosen."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str = Field("", max_length=80)
+    class_: str | None = Field(None, alias="class", max_length=48)
+    stats: dict[str, int] = Field(default_factory=dict)
 
 
 class NewAdventure(BaseModel):
@@ -33,13 +46,15 @@ class NewAdventure(BaseModel):
     title: str | None = Field(None, max_length=200)
     origin_id: str | None = Field(None, max_length=80, description="Where to start, when the scenario has several origins.")
     persona: Persona | None = Field(None, description="The player's character; blank fields keep the scenario's.")
+    character: CharacterChoice | None = Field(None, description="Character creation, for scenarios that declare it.")
 
 
 class TurnRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["do", "say", "story", "continue"]
+    kind: Literal["do", "say", "story", "continue", "talk"]
     text: str = Field("", max_length=4000)
+    to: str | None = Field(None, max_length=80, description="Talk: the character spoken to (name or id); they answer in their own call.")
 
 
 @router.get("/health")
@@ -70,7 +85,10 @@ def list_adventures(tk: Talekeeper = Depends(get_tk)) -> list[dict[str, Any]]:
 def start_adventure(body: NewAdventure, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     with tk.db.session() as session:
         persona = body.persona.model_dump() if body.persona else None
-        adventure = adventures.start_adventure(session, body.scenario_id, body.answers, body.title, body.origin_id, persona)
+        character = body.character.model_dump(by_alias=True) if body.character else None
+        adventure = adventures.start_adventure(
+            session, body.scenario_id, body.answers, body.title, body.origin_id, persona, character=character
+        )
         return adventures.story_view(session, adventure)
 
 
@@ -125,7 +143,8 @@ async def post_turn(
 
     SSE events: `accepted`, `text`, `reasoning`, `done` (the written turn), `error`.
     """
-    return await turn_response(play_turn(tk, adventure_id, body.kind, body.text), request)
+    text = talk_text(body.to, body.text) if body.kind == "talk" and body.to else body.text
+    return await turn_response(play_turn(tk, adventure_id, body.kind, text), request)
 
 
 async def turn_response(events: AsyncIterator[TurnEvent], request: Request):

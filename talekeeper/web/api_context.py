@@ -27,6 +27,7 @@ from talekeeper.core import Talekeeper
 from talekeeper.memory import panel
 from talekeeper.service import plot as plot_service
 from talekeeper.service.adventures import get_adventure
+from talekeeper.service import roles
 from talekeeper.store.models import Node
 from talekeeper.story.actions import normalise_action
 from talekeeper.web.api import get_tk
@@ -44,8 +45,10 @@ def turn_insights(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, 
             assembly, record = insights.load(session, node)
         except insights.InsightsMissing as exc:
             raise HTTPException(404, str(exc)) from exc
+        calls = roles.role_calls(session, node_id, adventure_id)  # each other role's prompt (banter)
     request = insights.rebuild_request(assembly, record)
-    return {"node_id": node_id, "turn": node.depth, **insights.view(assembly, request, record)}
+    view = insights.view(assembly, request, record)
+    return {"node_id": node_id, "turn": node.depth, **view, "role": record.get("role", "narrator"), "calls": calls}
 
 
 async def next_insights(tk: Talekeeper, adventure_id: int, kind: str, text: str) -> dict[str, Any]:

@@ -12,11 +12,19 @@ from talekeeper.core import Talekeeper
 from talekeeper.service import state_engine
 from talekeeper.service.adventures import get_adventure, story_view
 from talekeeper.state import document_schema, proposal_schema, rules_schema
+from talekeeper.service.origins import with_origin
+from talekeeper.service.scenarios import get_scenario
+from talekeeper.state.canon import canon_log as build_canon_log
+from talekeeper.state.creation import creation_options
+from talekeeper.state.schema import canon_log_schema, origin_schema, scenario_schema
 from talekeeper.story import tree
 from talekeeper.web.api import get_tk
 
 router = APIRouter(prefix="/api", tags=["state"])
-SCHEMAS = {"rules": rules_schema, "document": document_schema, "proposal": proposal_schema}
+SCHEMAS = {
+    "rules": rules_schema, "document": document_schema, "proposal": proposal_schema,
+    "scenario": scenario_schema, "origin": origin_schema, "canon-log": canon_log_schema,
+}
 
 
 class Correction(BaseModel):
@@ -98,9 +106,32 @@ def audit(
         return trail
 
 
+@router.get("/adventures/{adventure_id}/canon-log")
+def canon_log(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    """The canon log at the head (`/api/schemas/canon-log`): what every model role reads —
+    hidden stats only as their band word, no character's private knowledge."""
+    with tk.db.session() as session:
+        adventure = get_adventure(session, adventure_id)
+        head = tree.head(session, adventure)
+        rules = state_engine.rules_of(adventure)
+        return build_canon_log(state_engine.document_of(head.state, rules), rules, head.depth)
+
+
+@router.get("/scenarios/{scenario_id}/character")
+def character_options(
+    scenario_id: str, origin_id: str | None = None, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
+    """What character creation offers in this scenario and origin (classes, stats and how
+    they are made); `{"creation": null}` when the scenario has none."""
+    with tk.db.session() as session:
+        data = with_origin(get_scenario(session, scenario_id).data, origin_id)
+    return {"creation": creation_options(data.get("rules"), (data.get("origin") or {}).get("build"))}
+
+
 @router.get("/schemas/{name}")
 def get_schema(name: str) -> dict[str, Any]:
-    """The published JSON Schemas: `rules` (a scenario's rules), `document`, `proposal`."""
+    """The published JSON Schemas: `scenario`, `origin`, `rules` (a scenario's rules),
+    `canon-log`, `document`, `proposal`."""
     if name not in SCHEMAS:
         raise HTTPException(404, f"No schema {name!r}; there are: {', '.join(SCHEMAS)}.")
     return SCHEMAS[name]()

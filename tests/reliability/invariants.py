@@ -75,7 +75,10 @@ def check_database(path: Path) -> Snapshot:
                 assert parent is not None, f"node {node.id}: parent missing"
                 assert parent.adventure_id == node.adventure_id, f"node {node.id}: parent in another adventure"
                 assert node.depth == parent.depth + 1, f"node {node.id}: depth"
-                assert node.narration.strip(), f"node {node.id}: a turn with no narration (half-written)"
+                # A state correction is a step of its own with no narration (its text is the
+                # correction summary); any other turn without narration was half-written.
+                written = node.narration.strip() or (node.kind == "correction" and node.action.strip())
+                assert written, f"node {node.id}: a turn with no narration (half-written)"
             if node.active_child_id is not None:
                 child = snap.nodes.get(node.active_child_id)
                 assert child is not None and child.parent_id == node.id, f"node {node.id}: active child"

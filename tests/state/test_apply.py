@@ -57,10 +57,28 @@ def test_cooldown_refuses_a_second_change_until_the_turns_pass(doc, rules):
     assert o.status == "applied"
     new2, o = one(new, rules, {"type": "change_stat", "stat": "player.mana", "by": 5}, turn=2)
     assert (o.status, o.layer) == ("rejected", "rules")
-    assert "2-turn cooldown" in o.reason and "1 more turn" in o.correction
+    assert "2-turn cooldown" in o.reason and "again in 2 turns" in o.correction
     assert new2.to_json() == new.to_json()
-    new3, o = one(new, rules, {"type": "change_stat", "stat": "player.mana", "by": 5}, turn=3)
-    assert o.status == "applied" and stat(new3, "player.mana") == 30
+    _, o = one(new, rules, {"type": "change_stat", "stat": "player.mana", "by": 5}, turn=3)
+    assert o.status == "rejected" and "again in 1 turn." in o.correction  # rests turns 2 and 3
+    new4, o = one(new, rules, {"type": "change_stat", "stat": "player.mana", "by": 5}, turn=4)
+    assert o.status == "applied" and stat(new4, "player.mana") == 30
+
+
+def test_a_one_turn_cooldown_rests_exactly_the_next_turn(doc):
+    """`cooldown: 1` and the stat guide's "then rests 1 turn" agree: the turn after a move
+    is refused, the one after that is not (it used to never rest at all)."""
+    from talekeeper.state import load_rules, stat_guide
+
+    rules = load_rules({"stats": {"player": {"nerve": {"min": 0, "max": 10, "initial": 5, "cooldown": 1}}}})
+    assert "then rests 1 turn" in stat_guide(rules)
+    start = initial_document(rules)
+    moved, o = one(start, rules, {"type": "change_stat", "stat": "player.nerve", "by": 1}, turn=1)
+    assert o.status == "applied"
+    _, o = one(moved, rules, {"type": "change_stat", "stat": "player.nerve", "by": 1}, turn=2)
+    assert o.status == "rejected" and "1-turn cooldown" in o.reason
+    after, o = one(moved, rules, {"type": "change_stat", "stat": "player.nerve", "by": 1}, turn=3)
+    assert o.status == "applied" and stat(after, "player.nerve") == 7
 
 
 def test_a_player_correction_is_not_paced(doc, rules):

@@ -72,9 +72,22 @@ def test_hidden_stats_show_only_their_label(doc, rules):
 
 
 def test_only_in_scene_npcs_show_their_stats(doc, rules):
+    doc.scene.present = []
     text = state_for_prompt(doc, rules, in_scene_ids=["gwen"])
     assert "npc.gwen.trust" in text and "npc.brannoc.trust" not in text
     assert "npc." not in state_for_prompt(doc, rules, in_scene_ids=[])
+
+
+def test_scene_present_counts_as_in_scene(doc, rules):
+    """Whoever the scene says is present is in scene even when the recent text never
+    names them (Greywater's opening calls Maren "a woman in an oilskin coat")."""
+    doc.scene.present = ["brannoc"]
+    doc.entities["brannoc"].description = "A scarred sellsword with a limp."
+    text = state_for_prompt(doc, rules, in_scene_ids=[])
+    assert "npc.brannoc.trust" in text and "npc.gwen.trust" not in text
+    assert "A scarred sellsword with a limp." in text  # an in-scene NPC's description reaches the narrator
+    doc.scene.present = []
+    assert "A scarred sellsword" not in state_for_prompt(doc, rules, in_scene_ids=[])
 
 
 def test_milestones_move_from_goals_to_achieved(doc, rules):
@@ -149,6 +162,7 @@ def test_an_unreadable_block_is_fed_back():
 
 
 def test_the_scene_header_and_the_stats_follow_their_own_sources(doc, rules):
-    text = state_for_prompt(doc, rules, in_scene_ids=["gwen"])
-    assert "Present: Gwen (gwen), Brannoc Thane (brannoc)." in text
-    assert "npc.gwen.trust" in text and "npc.brannoc" not in text
+    doc.scene.present = ["gwen"]
+    text = state_for_prompt(doc, rules, in_scene_ids=["brannoc"])
+    assert "Present: Gwen (gwen)." in text  # the header is the scene's; stats follow who is in scene
+    assert "npc.gwen.trust" in text and "npc.brannoc.trust" in text

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).parents[2] / "talekeeper" / "state"
-ALLOWED_THIRD_PARTY = {"pydantic", "jsonschema", "json_repair"}
+ALLOWED_THIRD_PARTY = {"pydantic", "jsonschema", "referencing", "json_repair"}  # referencing: jsonschema's $ref registry
 FORBIDDEN_STDLIB = {"os", "pathlib", "io", "socket", "subprocess", "shutil", "sqlite3", "urllib", "http", "asyncio",
                     "threading", "tempfile", "glob", "random", "time", "datetime"}
 

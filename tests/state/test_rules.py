@@ -136,3 +136,19 @@ def test_initial_document_holds_the_declared_world(rules):
 def test_each_npc_has_its_own_stats(rules):
     assert set(rules.stats.npcs["gwen"]) == {"health", "trust"}
     assert set(rules.stats.npcs["brannoc"]) == {"trust"}
+
+
+def test_shape_and_reference_mistakes_are_reported_in_one_pass(raw_rules):
+    """check_rules promises every mistake: a schema error must not hide a dangling id."""
+    import copy
+
+    raw = copy.deepcopy(raw_rules)
+    raw["stats"]["player"]["hp"]["max"] = "lots"                     # shape
+    raw["entities"][0]["location"] = "atlantis"                      # reference
+    raw["possessions"] = {**raw.get("possessions", {}), "nowhere_item": "player"}  # reference
+    raw["entities"].append({"id": 7, "name": ["not", "a", "name"]})  # shape, must not crash the pass
+    errors = check_rules(raw)
+    assert any(e.startswith("stats.player.hp.max:") for e in errors), errors
+    assert any(e.startswith("entities[0].location:") and "atlantis" in e for e in errors), errors
+    assert any(e.startswith("possessions.nowhere_item:") for e in errors), errors
+    assert any(e.startswith(f"entities[{len(raw['entities']) - 1}]") for e in errors), errors

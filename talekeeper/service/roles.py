@@ -1,0 +1,282 @@
+"""Per-role model calls sharing one canon log (DESIGN.md "Context"; seed 003 "Per-role injection").
+
+    narrator  the log only — never any character's private knowledge
+    npc       the log + that character's persona, private `knowledge` and `moves`, when the
+              player addresses them ("ask Tobin about the key", a Say opening with their
+              name, or an explicit Talk); its proposals are validated like any other
+    banter    a companion's one-line remark drawing on the strongest memorable moment
+
+Every role's prompt is built by the same `prepare_context` from the same state at the head,
+so they share one canon log; a role differs only in the instructions that open the prompt
+(`Role.adjust_plot` replaces the narrator's). A character's knowledge lives in the rules'
+cast, never in the state document, and only `npc_instructions` reads it — so it can enter
+no prompt but that character's own call.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.orm import Session
+
+from talekeeper.context import insights
+from talekeeper.service.context import HeadView, PreparedContext, StateSections
+from talekeeper.state import Document, Rules, band_label
+from talekeeper.state.canon import banter_moment
+from talekeeper.state.rules import CastMember
+from talekeeper.story.actions import ActionError
+from talekeeper.store.models import TurnInsight
+
+if TYPE_CHECKING:
+    from talekeeper.service.app import Talekeeper
+
+BANTER_EVERY = 3
+"""A companion speaks up at most every third turn (on turns divisible by it)."""
+_ADDRESS = re.compile(
+    r"^\s*(?:ask|tell|talk to|talk with|speak to|speak with|question|greet|answer|reply to)\s+(.+)$",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class Role:
+    """Who a model call speaks for. `instructions` replace the narrator's instructions."""
+
+    name: str  # narrator | npc | banter
+    who: str | None = None
+    instructions: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}:{self.who}" if self.who else self.name
+
+    def adjust_plot(self, plot: dict[str, Any]) -> dict[str, Any]:
+        if self.instructions is None:
+            return plot
+        return {**plot, "narrator_instructions": self.instructions}
+
+
+NARRATOR = Role("narrator")
+
+
+def _names(member: CastMember, document: Document) -> list[str]:
+    entity = document.entities.get(member.id)
+    names = [member.name, member.id, *(entity.aliases if entity else [])]
+    if entity is not None:
+        names.insert(0, entity.name)
+    return [n for n in dict.fromkeys(names) if n and len(n) >= 3]
+
+
+def _match(text: str, rules: Rules, document: Document, *, at_start: bool) -> CastMember | None:
+    lowered = text.strip().lower()
+    best: tuple[int, CastMember] | None = None
+    for member in rules.cast.values():
+        if member.id not in document.entities:
+            continue
+        for name in _names(member, document):
+            name_l = name.lower()
+            hit = (
+                lowered.startswith(name_l)
+                if at_start
+                else re.search(rf"\b{re.escape(name_l)}\b", lowered) is not None
+            )
+            if hit and (best is None or len(name_l) > best[0]):
+                best = (len(name_l), member)
+    return best[1] if best else None
+
+
+def addressed(
+    kind: str, text: str, document: Document, rules: Rules, in_scene_ids: list[str]
+) -> CastMember | None:
+    """The character the player speaks to this turn, if any.
+
+    Talk names them ("Tobin: …"); a Do that asks, tells or talks to someone in scene; a Say
+    that opens with the name of someone in scene ("Maren, how much?"), or any Say when
+    exactly one character with a voice is in scene. Raises ActionError for a Talk to
+    someone with no voice of their own here.
+    """
+    if not rules.cast:
+        if kind == "talk":
+            raise ActionError("No one in this story has a voice of their own to talk to; use Say.")
+        return None
+    scene = set(document.scene.present) | set(in_scene_ids)
+    if kind == "talk":
+        who = text.partition(":")[0]
+        member = _match(who, rules, document, at_start=True)
+        if member is None:
+            voices = ", ".join(m.name for m in rules.cast.values() if m.id in document.entities)
+            raise ActionError(
+                f"No one called {who.strip()!r} to talk to; you can talk to: {voices}."
+            )
+        return member
+    if kind == "do":
+        found = _ADDRESS.match(text)
+        member = _match(found.group(1), rules, document, at_start=True) if found else None
+        return member if member is not None and member.id in scene else None
+    if kind == "say":
+        member = _match(text.strip().strip('"“'), rules, document, at_start=True)
+        if member is not None and member.id in scene:
+            return member
+        voiced = [m for m in rules.cast.values() if m.id in scene and m.id in document.entities]
+        return voiced[0] if len(voiced) == 1 else None
+    return None
+
+
+def npc_instructions(member: CastMember, document: Document, rules: Rules) -> str:
+    """The opening of an NPC's own call: who they are, what they privately know, what
+    they may do, and how they feel about the player (band words for hidden stats)."""
+    name = document.entities[member.id].name if member.id in document.entities else member.name
+    lines = [
+        f"You are {name}, a character in an interactive story, answering the player who has just "
+        f"spoken to you. Reply as {name} only: one to three sentences of what {name} says (in "
+        f"quotes) and does. Never speak or act for the player, and never narrate anyone else.",
+    ]
+    if member.persona:
+        lines.append(f"Who {name} is: {member.persona}")
+    elif member.description:
+        lines.append(f"Who {name} is: {member.description}")
+    if member.knowledge:
+        lines.append(
+            f"What {name} knows (private — {name} reveals it only when they would, to someone they trust):"
+        )
+        lines += [f"- {k}" for k in member.knowledge]
+    if member.moves:
+        lines.append(f"What {name} may do in this conversation:")
+        lines += [f"- {m}" for m in member.moves]
+    feelings = []
+    for stat, rule in rules.stats.npcs.get(member.id, {}).items():
+        live = document.stats.npcs.get(member.id, {}).get(stat)
+        value = live.value if live is not None else rule.initial
+        label = band_label(rule, value) if rule.numeric else str(value)
+        if label:
+            feelings.append(f"{stat}: {label}")
+    if feelings:
+        lines.append(f"{name} toward the player — " + "; ".join(feelings) + ".")
+    return "\n".join(lines)
+
+
+def banter_instructions(member: CastMember, document: Document, moment_text: str) -> str:
+    name = document.entities[member.id].name if member.id in document.entities else member.name
+    lines = [
+        f"You are {name}, the player's travelling companion. Add one short remark of {name}'s (one "
+        f"sentence, in quotes, with at most a small gesture) on what just happened. {name} has not "
+        f"forgotten this, and may needle the player about it: {moment_text}",
+    ]
+    if member.persona:
+        lines.append(f"Who {name} is: {member.persona}")
+    return "\n".join(lines)
+
+
+def role_for_turn(
+    kind: str, text: str, document: Document, rules: Rules, in_scene_ids: list[str]
+) -> Role:
+    """Step 3a: which role answers this action — the addressed character, else the narrator."""
+    member = addressed(kind, text, document, rules, in_scene_ids)
+    if member is None:
+        return NARRATOR
+    return Role("npc", member.id, npc_instructions(member, document, rules))
+
+
+def banter_role(
+    document: Document, rules: Rules, turn: int, in_scene_ids: list[str]
+) -> Role | None:
+    """A companion's remark, when one is in scene, it is their turn to speak and a moment
+    is strong enough to raise."""
+    if turn % BANTER_EVERY:
+        return None
+    scene = set(document.scene.present) | set(in_scene_ids)
+    companions = [
+        m
+        for m in rules.cast.values()
+        if m.companion and m.id in scene and m.id in document.entities
+    ]
+    moment = banter_moment(document, turn)
+    if not companions or moment is None:
+        return None
+    return Role(
+        "banter", companions[0].id, banter_instructions(companions[0], document, moment.text)
+    )
+
+
+def without_proposals(sections: StateSections) -> StateSections:
+    """Banter proposes nothing: the log, without the vocabulary, refusals or reminder."""
+    return StateSections(stat_guide=sections.stat_guide, current_state=sections.current_state)
+
+
+def prompt_text(prepared: PreparedContext) -> str:
+    request = prepared.request
+    if request.mode == "chat":
+        return "\n\n".join(f"[{m.role}]\n{m.content}" for m in request.messages)
+    return request.prompt or ""
+
+
+def record_calls(
+    session: Session, adventure_id: int, node_id: int, role: Role, extra: list[tuple[Role, str]]
+) -> None:
+    """Mark which role wrote a turn's main call, and keep every other role's prompt (by
+    digest, like all Insights texts) so Insights shows each one."""
+    session.flush()
+    row = session.get(TurnInsight, node_id)
+    if row is None:
+        return
+    calls = []
+    for other, text in extra:
+        digest = insights.text_digest(text)
+        insights.store_text(session, adventure_id, digest, text)
+        calls.append({"role": other.label, "h": digest})
+    row.data = {**row.data, "role": role.label, "calls": calls}
+
+
+def role_calls(session: Session, node_id: int, adventure_id: int) -> list[dict[str, str]]:
+    """Every extra role call recorded for a turn, with its prompt text."""
+    row = session.get(TurnInsight, node_id)
+    if row is None:
+        return []
+    calls = row.data.get("calls") or []
+    texts = insights.texts_for(session, adventure_id, {c["h"] for c in calls})
+    return [{"role": c["role"], "prompt": texts.get(c["h"], "")} for c in calls]
+
+
+async def banter_step(
+    tk: Talekeeper,
+    adventure_id: int,
+    below_id: int,
+    action_line: str,
+    narration: str,
+    after: Document,
+    rules: Rules,
+    turn: int,
+    in_scene_ids: list[str],
+) -> tuple[str, Role, PreparedContext] | None:
+    """Step 5b: the companion's remark on the turn just written, or None. A failing banter
+    call costs the turn nothing: the remark is optional."""
+    from talekeeper.service.context import prepare_context
+    from talekeeper.llm.errors import LLMError
+    from talekeeper.service import state_engine
+
+    role = banter_role(after, rules, turn, in_scene_ids)
+    if role is None:
+        return None
+
+    def render(head: HeadView, scene_ids: list[str]) -> StateSections:
+        sections = state_engine.prompt_sections(rules, after, None, scene_ids)
+        return without_proposals(StateSections(**sections))
+
+    beat = "\n".join(part for part in (action_line.lstrip("> "), narration) if part)
+    prepared = await prepare_context(
+        tk,
+        adventure_id,
+        "story",
+        beat,
+        render_state=render,
+        at=below_id,
+        adjust_plot=role.adjust_plot,
+    )
+    try:
+        reply = await tk.provider().complete(prepared.request)
+    except LLMError:
+        return None
+    remark = state_engine.extract_prose(reply).strip()
+    return (remark, role, prepared) if remark else None

@@ -1,0 +1,162 @@
+"""The canon log (seed 003): the compact record every model role reads, kept by code.
+
+The state document is the truth; the canon log is its projection for the roles — the
+player (name, class, hidden stats only as their band word), where they are, the party,
+the last five events, established facts, active quests and memorable moments. Three
+rules from the seed are code here:
+
+- the recent-event line for a turn is written by code from what the turn changed
+  (`event_line`), never left to the model to remember to send;
+- moments count by weight and fade with the turns since (`moment_score`): above
+  `NARRATOR_MOMENT_WEIGHT` they reach the narrator, and banter draws on the best one;
+- nothing private is in it: no hidden number, no character's knowledge (those live in
+  the rules' cast, read only by that character's own call).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .document import PLAYER_ID, Document
+from .report import Report
+from .resolve import document_name
+from .rules import Rules
+from .stats import band_label
+
+SCHEMA_VERSION = 1
+NARRATOR_MOMENT_WEIGHT = 7
+"""Moments at least this heavy are part of the narrator's state notes (the rest feed banter)."""
+MOMENT_HALF_LIFE = 12
+"""Turns after which a moment counts half as much (it never vanishes: moments stack)."""
+BANTER_MIN_SCORE = 2.0
+"""A moment below this score is too faint (or too old and light) for a companion to raise."""
+EVENT_LINE_CHARS = 160
+
+
+def moment_score(weight: int, recorded: int, turn: int) -> float:
+    """A moment's pull now: its weight, halved every `MOMENT_HALF_LIFE` turns since."""
+    return weight * 0.5 ** (max(0, turn - recorded) / MOMENT_HALF_LIFE)
+
+
+def narrator_moments(document: Document, turn: int) -> list[str]:
+    """The heavy moments, strongest first — what the narrator should not forget."""
+    heavy = [m for m in document.moments if m.weight >= NARRATOR_MOMENT_WEIGHT]
+    heavy.sort(key=lambda m: -moment_score(m.weight, m.turn, turn))
+    return [m.text for m in heavy[:3]]
+
+
+def banter_moment(document: Document, turn: int) -> Any | None:
+    """The moment a companion would bring up now, or None when none is strong enough."""
+    scored = [(moment_score(m.weight, m.turn, turn), m) for m in document.moments if m.turn < turn]
+    scored = [(s, m) for s, m in scored if s >= BANTER_MIN_SCORE]
+    return max(scored, key=lambda sm: (sm[0], sm[1].turn))[1] if scored else None
+
+
+def event_line(report: Report | None, prose: str, action_line: str = "") -> str:
+    """The terse recent-event line code writes for a turn: what was accepted, else the
+    turn's first sentence. The model's own `note_event` line, when it sent one, wins."""
+    if report is not None:
+        noted = [
+            o.after
+            for o in report.outcomes
+            if o.status == "applied" and o.type == "note_event" and isinstance(o.after, str)
+        ]
+        if noted:
+            return ""  # the model wrote the line itself; don't write a second
+        changes = [
+            o.reason
+            for o in report.outcomes
+            if o.status in ("applied", "limited")
+            and not o.hidden
+            and o.reason
+            and o.type not in ("record_moment", "note_event")
+        ]
+        if changes:
+            return _clip("; ".join(changes))
+    sentence = _first_sentence(prose) or action_line.lstrip("> ").strip()
+    return _clip(sentence)
+
+
+def _first_sentence(text: str) -> str:
+    text = " ".join(text.split())
+    for i, ch in enumerate(text):
+        if ch in ".!?" and (i + 1 == len(text) or text[i + 1] == " "):
+            return text[: i + 1]
+    return text
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= EVENT_LINE_CHARS else text[: EVENT_LINE_CHARS - 1].rstrip() + "…"
+
+
+def canon_log(document: Document, rules: Rules, turn: int | None = None) -> dict[str, Any]:
+    """The canon log at a story position (`canon-log.schema.json`)."""
+    doc = document
+    me = doc.entities.get(PLAYER_ID)
+    luck = None
+    for entry in (rules.raw.get("character") or {}).get("hidden", []):
+        rule = rules.stats.player.get(entry["stat"])
+        live = doc.stats.player.get(entry["stat"])
+        if rule is not None:
+            luck = band_label(rule, live.value if live is not None else rule.initial) or None
+            break
+    klass = me.attributes.get("class") if me else None
+    location = doc.scene.location or (me.location if me else None)
+    party = []
+    for member in rules.cast.values():
+        if not member.companion or member.id not in doc.entities:
+            continue
+        disposition: Any = None
+        for name, rule in rules.stats.npcs.get(member.id, {}).items():
+            live = doc.stats.npcs.get(member.id, {}).get(name)
+            value = live.value if live is not None else rule.initial
+            disposition = band_label(rule, value) if rule.hidden else value
+            break
+        party.append(
+            {"id": member.id, "name": doc.entities[member.id].name, "disposition": disposition}
+        )
+    now = turn if turn is not None else max([0, *(e.turn for e in doc.recent_events)])
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "player": {
+            "name": me.name if me else "You",
+            "class_id": str(klass) if klass is not None else None,
+            "luck_descriptor": luck,
+        },
+        "location": {"id": location, "name": document_name(doc, location)} if location else None,
+        "party": party,
+        "recent_events": [e.text for e in doc.recent_events][-5:],
+        "established_facts": [fact_sentence(doc, f) for f in doc.facts if f.status == "active"],
+        "active_quests": [
+            {
+                "id": t.id,
+                "name": t.title,
+                "status": {"open": "active", "resolved": "complete", "failed": "failed"}[t.status],
+                "objective": next((o.text for o in t.objectives if not o.done), None),
+            }
+            for t in doc.threads.values()
+        ],
+        "moments": sorted(
+            ({"id": m.id, "text": m.text, "weight": m.weight, "turn": m.turn} for m in doc.moments),
+            key=lambda m: -moment_score(m["weight"], m["turn"], now),
+        ),
+    }
+
+
+def fact_sentence(doc: Document, fact: Any) -> str:
+    subject = document_name(doc, fact.subject) if fact.subject else ""
+    text = " ".join(x for x in (subject, fact.predicate, fact.object) if x)
+    return text + (f": {fact.value}" if fact.value is not None else "")
+
+
+def record_event(document: Document, line: str, turn: int) -> Document:
+    """The document with `line` as its newest recent event (the window keeps five)."""
+    from .document import RECENT_EVENTS_WINDOW, RecentEvent
+
+    if not line:
+        return document
+    doc = document.model_copy(deep=True)
+    doc.recent_events = [*doc.recent_events, RecentEvent(turn=turn, text=line)][
+        -RECENT_EVENTS_WINDOW:
+    ]
+    return doc
