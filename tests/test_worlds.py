@@ -225,6 +225,8 @@ def test_a_moment_recorded_early_is_used_by_banter_later(
     insight = client.get(f"/api/adventures/{aid}/turns/{done['turn']['id']}/insights").json()
     assert [c["role"] for c in insight["calls"]] == ["banter:brannoc"]
     assert "you slipped on an eel" in insight["calls"][0]["prompt"]
+    page = client.get(f"/adventures/{aid}/insights?turn={done['turn']['id']}").text
+    assert "role: banter:brannoc" in page and "you slipped on an eel" in page
     # heavy moments reach the narrator too
     assert "Not forgotten: you slipped on an eel" in prompt_of(scripted.requests[-2])
 
@@ -269,7 +271,7 @@ def test_schemas_are_published(client: TestClient, name: str) -> None:
 
 
 def test_every_builtin_scenario_fits_the_published_schema(client: TestClient) -> None:
-    from talekeeper.state.schema import schema_errors, scenario_schema
+    from talekeeper.state.schema import scenario_schema, schema_errors
 
     for summary in client.get("/api/scenarios").json():
         data = client.get(f"/api/scenarios/{summary['id']}").json()["data"]
@@ -304,3 +306,18 @@ def test_the_terminal_chooses_an_origin_makes_a_character_and_talks(
         "wits": 3,
         "grace": 3,
     }
+
+
+def test_the_web_start_form_makes_a_character(client: TestClient) -> None:
+    page = client.get("/").text
+    assert 'name="character_class"' in page and "Sellsword (The Deserter only)" in page
+    form = {"scenario_id": FENMOUTH, "origin_id": "deserter", "character": "1", "character_name": "Aldric",
+            "character_class": "assassin", "stat_might": "1", "stat_wits": "4", "stat_grace": "3"}
+    response = client.post("/adventures", data=form, follow_redirects=False)
+    assert response.status_code == 303, response.text
+    aid = int(response.headers["location"].rsplit("/", 1)[1])
+    document = state(client, aid)["document"]
+    assert document["entities"]["player"]["attributes"]["class"] == "Assassin"
+    assert document["stats"]["player"]["wits"]["value"] == 4
+    refused = client.post("/adventures", data={**form, "origin_id": "pilgrim"})
+    assert refused.status_code == 422 and "choose one of: priest" in refused.text

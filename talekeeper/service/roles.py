@@ -26,8 +26,8 @@ from talekeeper.service.context import HeadView, PreparedContext, StateSections
 from talekeeper.state import Document, Rules, band_label
 from talekeeper.state.canon import banter_moment
 from talekeeper.state.rules import CastMember
-from talekeeper.story.actions import ActionError
 from talekeeper.store.models import TurnInsight
+from talekeeper.story.actions import ActionError
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper
@@ -252,9 +252,9 @@ async def banter_step(
 ) -> tuple[str, Role, PreparedContext] | None:
     """Step 5b: the companion's remark on the turn just written, or None. A failing banter
     call costs the turn nothing: the remark is optional."""
-    from talekeeper.service.context import prepare_context
     from talekeeper.llm.errors import LLMError
     from talekeeper.service import state_engine
+    from talekeeper.service.context import prepare_context
 
     role = banter_role(after, rules, turn, in_scene_ids)
     if role is None:

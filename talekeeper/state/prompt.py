@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import json
 
+from .canon import narrator_moments
 from .document import PLAYER_ID, Document
 from .events import EVENTS, SHAPES
 from .report import LOST, Report
 from .resolve import document_name
-from .canon import narrator_moments
 from .rules import Rules, StatRule
 from .stats import band_label, num
 

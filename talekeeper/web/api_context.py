@@ -26,8 +26,8 @@ from talekeeper.context.settings import context_settings, update_context_setting
 from talekeeper.core import Talekeeper
 from talekeeper.memory import panel
 from talekeeper.service import plot as plot_service
-from talekeeper.service.adventures import get_adventure
 from talekeeper.service import roles
+from talekeeper.service.adventures import get_adventure
 from talekeeper.store.models import Node
 from talekeeper.story.actions import normalise_action
 from talekeeper.web.api import get_tk

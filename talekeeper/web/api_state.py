@@ -11,9 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from talekeeper.core import Talekeeper
 from talekeeper.service import state_engine
 from talekeeper.service.adventures import get_adventure, story_view
-from talekeeper.state import document_schema, proposal_schema, rules_schema
 from talekeeper.service.origins import with_origin
 from talekeeper.service.scenarios import get_scenario
+from talekeeper.state import document_schema, proposal_schema, rules_schema
 from talekeeper.state.canon import canon_log as build_canon_log
 from talekeeper.state.creation import creation_options
 from talekeeper.state.schema import canon_log_schema, origin_schema, scenario_schema

@@ -15,12 +15,13 @@ from talekeeper.context.settings import ContextSettings, context_settings, updat
 from talekeeper.core import Talekeeper
 from talekeeper.llm.errors import EndpointRefused, LLMError
 from talekeeper.llm.settings import ModelSettings
-from talekeeper.service import adventures, scenarios
+from talekeeper.service import adventures, scenarios, state_engine
 from talekeeper.service import plot as plot_service
 from talekeeper.service import settings as settings_service
 from talekeeper.service.locks import AdventureBusy
-from talekeeper.service.origins import OriginError
+from talekeeper.service.origins import OriginError, origin_summaries
 from talekeeper.service.turns import warm_next_turn
+from talekeeper.state.creation import creation_options
 from talekeeper.story import tree
 from talekeeper.web import present
 from talekeeper.web.api import get_tk
@@ -48,7 +49,7 @@ def _home(request: Request, tk: Talekeeper, status_code: int = 200, **extra: Any
             last = view["turns_shown"][-1] if view["turns_shown"] else None
             latest = {**adventure_rows[0], "last": last}
         scenario_rows = [
-            {**scenarios.scenario_summary(s), "persona": s.data.get("persona") or {}}
+            {**scenarios.scenario_summary(s), "persona": s.data.get("persona") or {}, "creation": creation_form(s.data)}
             for s in scenarios.list_scenarios(session)
         ]
     return render(
@@ -76,17 +77,52 @@ async def start(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
     scenario_id = str(form.get("scenario_id", ""))
     answers = {k[len("answer_"):]: str(v) for k, v in form.items() if k.startswith("answer_")}
     persona = {k: str(form.get(f"persona_{k}", "")).strip() for k in ("name", "pronouns", "description")}
+    character = character_from_form(form)
     try:
         with tk.db.session() as session:
             origin_id = str(form.get("origin_id") or "") or None
             chosen = plot_service.Persona(**persona).model_dump() if any(persona.values()) else None
-            adventure = adventures.start_adventure(session, scenario_id, answers, origin_id=origin_id, persona=chosen)
+            adventure = adventures.start_adventure(
+                session, scenario_id, answers, origin_id=origin_id, persona=chosen, character=character
+            )
             adventure_id = adventure.id
     except (scenarios.ScenarioError, scenarios.ScenarioNotFound, OriginError) as exc:
         return _home(request, tk, status_code=422, start_error=str(exc), start_scenario=scenario_id)
     except ValidationError as exc:
         return _home(request, tk, status_code=422, start_error=_first_error(exc), start_scenario=scenario_id)
     return RedirectResponse(f"/adventures/{adventure_id}", status_code=303)
+
+
+def creation_form(data: dict[str, Any]) -> dict[str, Any] | None:
+    """Character creation for the start form: the scenario's classes, each with the
+    origins that allow it (the server refuses any other pairing, naming the allowed ones)."""
+    options = creation_options(data.get("rules"))
+    if options is None:
+        return None
+    origins = origin_summaries(data)
+    builds = {o["id"]: (o.get("build") or {}).get("classes") for o in data.get("origins", []) if isinstance(o, dict)}
+    for klass in options["classes"]:
+        allowed = [o["title"] for o in origins if not builds.get(o["id"]) or klass["id"] in builds[o["id"]]]
+        klass["origins"] = allowed if len(allowed) < len(origins) else []
+    return options
+
+
+def character_from_form(form: Any) -> dict[str, Any] | None:
+    if not form.get("character"):
+        return None
+    stats = {}
+    for key, value in form.items():
+        if key.startswith("stat_") and str(value).strip():
+            try:
+                stats[key[len("stat_"):]] = int(str(value))
+            except ValueError:
+                stats[key[len("stat_"):]] = str(value)  # refused by creation, by name
+    choice: dict[str, Any] = {"name": str(form.get("character_name", "")).strip()}
+    if form.get("character_class"):
+        choice["class"] = str(form["character_class"])
+    if stats:
+        choice["stats"] = stats
+    return choice
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -115,10 +151,13 @@ def play(
 ) -> HTMLResponse:
     """The story; `?panel=state|lines|save-points` opens that side panel."""
     with tk.db.session() as session:
-        view = adventures.story_view(session, adventures.get_adventure(session, adventure_id))
+        adventure = adventures.get_adventure(session, adventure_id)
+        view = adventures.story_view(session, adventure)
+        voices = [{"id": m.id, "name": m.name} for m in state_engine.rules_of(adventure).cast.values()]  # Talk to…
     background.add_task(warm_next_turn, tk, adventure_id)  # while the player reads and types
     return render(
-        request, "play.html", story=view, model=tk.model_description(), panel=panel if panel in PANELS else None
+        request, "play.html", story=view, model=tk.model_description(), panel=panel if panel in PANELS else None,
+        voices=voices,
     )
 
 

@@ -17,7 +17,7 @@
   const stopButton = document.getElementById("stop");
   const jumpButton = document.getElementById("jump");
   const panel = document.getElementById("panel");
-  const PLACEHOLDERS = { do: "What do you do?", say: "What do you say?", story: "What happens next? (written as part of the story)" };
+  const PLACEHOLDERS = { do: "What do you do?", say: "What do you say?", story: "What happens next? (written as part of the story)", talk: "What do you say to them? (they answer in their own voice)" };
   let controller = null;
   let followOutput = true;
   let programmaticScroll = false;
@@ -197,6 +197,8 @@
     const kind = form.querySelector("input[name=kind]:checked").value;
     const text = input.value.trim();
     if (!text) { showError("Type an action first, or press Continue."); input.focus(); return; }
+    const to = form.querySelector("select[name=to]");
+    if (kind === "talk" && to) { playTurn(kind, text, { body: { kind, text, to: to.value } }); return; }
     playTurn(kind, text);
   });
   form.addEventListener("change", (e) => {
