@@ -283,7 +283,7 @@ def test_the_terminal_chooses_an_origin_makes_a_character_and_talks(
 ) -> None:
     from rich.console import Console
 
-    from talekeeper import terminal
+    from talekeeper.terminal import loop as terminal
 
     console = Console(record=True, width=140, color_system=None)
     typed = iter(["2", "Mira", "1", "3", "3", "3", "talk Brannoc: are you with me?", "/quit"])
