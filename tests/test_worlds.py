@@ -311,8 +311,16 @@ def test_the_terminal_chooses_an_origin_makes_a_character_and_talks(
 def test_the_web_start_form_makes_a_character(client: TestClient) -> None:
     page = client.get("/").text
     assert 'name="character_class"' in page and "Sellsword (The Deserter only)" in page
-    form = {"scenario_id": FENMOUTH, "origin_id": "deserter", "character": "1", "character_name": "Aldric",
-            "character_class": "assassin", "stat_might": "1", "stat_wits": "4", "stat_grace": "3"}
+    form = {
+        "scenario_id": FENMOUTH,
+        "origin_id": "deserter",
+        "character": "1",
+        "character_name": "Aldric",
+        "character_class": "assassin",
+        "stat_might": "1",
+        "stat_wits": "4",
+        "stat_grace": "3",
+    }
     response = client.post("/adventures", data=form, follow_redirects=False)
     assert response.status_code == 303, response.text
     aid = int(response.headers["location"].rsplit("/", 1)[1])

@@ -27,7 +27,7 @@ from talekeeper.state import Document, Rules, band_label
 from talekeeper.state.canon import banter_moment
 from talekeeper.state.rules import CastMember
 from talekeeper.store.models import TurnInsight
-from talekeeper.story.actions import ActionError
+from talekeeper.story.actions import ActionError, talk_text
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper
@@ -171,12 +171,15 @@ def banter_instructions(member: CastMember, document: Document, moment_text: str
 
 def role_for_turn(
     kind: str, text: str, document: Document, rules: Rules, in_scene_ids: list[str]
-) -> Role:
-    """Step 3a: which role answers this action — the addressed character, else the narrator."""
+) -> tuple[Role, str]:
+    """Step 3a: which role answers this action — the addressed character, else the
+    narrator — and the action's text, with a Talk's addressee written as their name."""
     member = addressed(kind, text, document, rules, in_scene_ids)
     if member is None:
-        return NARRATOR
-    return Role("npc", member.id, npc_instructions(member, document, rules))
+        return NARRATOR, text
+    if kind == "talk":
+        text = talk_text(document.entities[member.id].name, text.partition(":")[2])
+    return Role("npc", member.id, npc_instructions(member, document, rules)), text
 
 
 def banter_role(

@@ -77,7 +77,7 @@ async def play_turn(
             rules = state_engine.rules_of(adventure)
             before = state_engine.document_of(below.state, rules)
             turn_number = below.depth + 1
-        role = roles.role_for_turn(kind, text, before, rules, [])
+        role, text = roles.role_for_turn(kind, text, before, rules, [])
         prepared = await build_context(tk, adventure_id, kind, text, at=below_id, role=role)
         assembly, request = prepared.assembly, prepared.request
         provider = tk.provider()

@@ -203,6 +203,10 @@
   });
   form.addEventListener("change", (e) => {
     if (e.target.name === "kind") input.placeholder = PLACEHOLDERS[e.target.value] || "";
+    if (e.target.name === "to") {  // choosing whom to talk to means talking
+      const talk = form.querySelector("input[name=kind][value=talk]");
+      if (talk) { talk.checked = true; input.placeholder = PLACEHOLDERS.talk; }
+    }
   });
   continueButton.addEventListener("click", () => playTurn("continue", ""));
   stopButton.addEventListener("click", () => { if (controller) controller.abort(); });
