@@ -114,30 +114,43 @@ def test_character_creation_stays_within_the_origin(
 def test_luck_is_rolled_with_the_origins_modifier_and_the_model_sees_only_its_word(
     client: TestClient, tk, scripted: ScriptedProvider
 ) -> None:
-    words = {}
-    for origin in ("deserter", "pilgrim"):
+    words, prompts, lucks = {}, {}, {}
+    # seed 4: five rolls averaging 10; seed 92: averaging 17
+    for key, origin, seed in (
+        ("deserter", "deserter", 4),
+        ("pilgrim", "pilgrim", 4),
+        ("lucky", "deserter", 92),
+    ):
         with tk.db.session() as session:
             adventure = adventure_service.start_adventure(
                 session,
                 FENMOUTH,
                 origin_id=origin,
                 character={"name": "Aldric"},
-                rng=random.Random(4),  # five rolls averaging 10
+                rng=random.Random(seed),
             )
             adventure_id = adventure.id
-        luck = state(client, adventure_id)["document"]["stats"]["player"]["luck"]["value"]
+        lucks[key] = state(client, adventure_id)["document"]["stats"]["player"]["luck"]["value"]
         scripted.queue("The fog thickens.")
         turn(client, adventure_id, "do", "look around")
-        prompt = prompt_of(scripted.requests[-1])
-        words[origin] = re.search(r"player\.luck ([^,\n]+)", prompt).group(1)
-        for request in scripted.requests:
-            # the number never appears next to the stat, nor anywhere as a bare number that
-            # is not also in the scenario's visible text
-            assert not re.search(rf"luck[^\n]{{0,40}}\b{luck}\b", prompt_of(request))
+        prompts[key] = prompt_of(scripted.requests[-1])
+        words[key] = re.search(r"player\.luck ([^,\n]+)", prompts[key]).group(1)
         log = client.get(f"/api/adventures/{adventure_id}/canon-log").json()
-        assert log["player"]["luck_descriptor"] == words[origin]
+        assert log["player"]["luck_descriptor"] == words[key]
     # the same dice, shifted by -4 and +4: the deserter is cursed, the pilgrim blessed
-    assert words == {"deserter": "Fortune spits on you", "pilgrim": "Fortune smiles on you"}
+    assert words == {
+        "deserter": "Fortune spits on you",
+        "pilgrim": "Fortune smiles on you",
+        "lucky": "Fortune shrugs at you",
+    }
+    # Two deserters whose luck differs (6 and 13): their prompts differ only in the band
+    # word, so the number is nowhere in them.
+    assert lucks["deserter"] != lucks["lucky"]
+
+    def masked(prompt: str) -> str:
+        return re.sub(r"player\.luck [^,\n]+", "player.luck ~", prompt)
+
+    assert masked(prompts["deserter"]) == masked(prompts["lucky"])
 
 
 def test_an_npcs_secret_enters_only_their_own_call(
@@ -243,6 +256,11 @@ def test_code_writes_the_recent_event_line_and_keeps_five(
     log = client.get(f"/api/adventures/{aid}/canon-log").json()
     jsonschema.validate(log, canon_log_schema())
     assert log["recent_events"] == events and log["party"][0]["id"] == "brannoc"
+    assert log["player"] == {
+        "name": "Aldric",
+        "class_id": "sellsword",
+        "luck_descriptor": log["player"]["luck_descriptor"],
+    }
     assert log["active_quests"][0] == {
         "id": "find_the_ledger",
         "name": "The Missing Ledger",

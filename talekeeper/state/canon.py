@@ -101,6 +101,10 @@ def canon_log(document: Document, rules: Rules, turn: int | None = None) -> dict
             luck = band_label(rule, live.value if live is not None else rule.initial) or None
             break
     klass = me.attributes.get("class") if me else None
+    classes = (rules.raw.get("character") or {}).get("classes", [])
+    klass = next(
+        (c["id"] for c in classes if c["name"] == klass), klass
+    )  # the id, not the shown name
     location = doc.scene.location or (me.location if me else None)
     party = []
     for member in rules.cast.values():
