@@ -169,8 +169,11 @@ def test_edit_narration_is_a_new_take_with_the_parents_state(
     assert new["id"] != one["id"] and new["action_line"] == "> You search." and new["takes"]["count"] == 2
     assert new["model"] == tree_ops.EDITED_BY_PLAYER
     assert view["can_undo"] and not view["can_redo"]
-    # Its state comes from the parent, not from the take it replaces.
-    assert tree_ops.current_state(tk, adventure_id) == parent_state
+    # Its state comes from the parent, not from the take it replaces — plus the recent-event
+    # line code writes for the edited beat (seed 003), from the edited text.
+    current = tree_ops.current_state(tk, adventure_id)
+    assert {**current, "recent_events": None} == {**parent_state, "recent_events": None}
+    assert current["recent_events"] == [*parent_state["recent_events"], {"turn": 1, "text": "You find nothing."}]
     # The original and its whole future are kept.
     client.post(f"/api/adventures/{adventure_id}/turns/{one['id']}/choose")
     assert client.post(f"/api/adventures/{adventure_id}/redo").json()["head_id"] == two

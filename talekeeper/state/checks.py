@@ -196,11 +196,11 @@ def _add_fact(doc: Document, e: dict[str, Any], ctx: Context) -> Verdict:
             return found
         subject = found
         if not predicate:
-            return reject("schema", "add_fact with a subject needs a predicate",
+            return reject("shape", "add_fact with a subject needs a predicate",
                           'Send a predicate, or leave out the subject for a fact about the world: '
                           '{"type": "add_fact", "object": "the eastern bridge is washed out"}.', "fact")
     elif not obj:
-        return reject("schema", "add_fact about the world needs its sentence in object",
+        return reject("shape", "add_fact about the world needs its sentence in object",
                       'e.g. {"type": "add_fact", "object": "the eastern bridge is washed out"}.', "fact")
     for fact in doc.facts:
         if (fact.status == "active" and fact.subject == subject and norm(fact.predicate) == norm(predicate)
