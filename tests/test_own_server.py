@@ -49,7 +49,7 @@ def test_a_server_that_is_down_gets_a_clear_message_and_nothing_is_written(isola
 
 def test_talekeeper_play_in_a_terminal_through_a_flagged_endpoint(isolated_home) -> None:
     with FakeOpenAIServer(["Maren nods at you.", "The ferry pushes off."]) as server:
-        keys = "Ada\n1\nwave at Maren\n/continue\n/undo\n/quit\n"  # name, then the first origin
+        keys = "1\nAda\nwave at Maren\n/continue\n/undo\n/quit\n"  # the first origin, then the name
         result = subprocess.run(
             [sys.executable, "-m", "talekeeper.cli", "play", "--scenario", "greywater-lantern",
              "--endpoint", server.url, "--model", "fake-model", "--data-dir", str(isolated_home)],
