@@ -60,8 +60,9 @@ def test_a_turn_shows_its_change_chips(tk: Talekeeper, scripted: ScriptedProvide
 
 
 def test_a_new_adventure_asks_where_to_begin(tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Choose "New: The Lantern of Greywater" (the only row), then the second origin, then a name.
-    run_play(tk, ["1", "2", "Bea"], monkeypatch)
+    # Choose "New: The Lantern of Greywater" (row 2, after "The Fenmouth Ledger"), then the
+    # second origin, then a name.
+    run_play(tk, ["2", "2", "Bea"], monkeypatch)
     with tk.db.session() as session:
         (adventure,) = adventures.list_adventures(session)
         view = adventures.story_view(session, adventure, limit=1)
