@@ -89,6 +89,29 @@ def model_command(
     raise typer.Exit(0 if ok else 1)
 
 
+@app.command("export")
+def export_command(
+    adventure: Annotated[int, typer.Argument(help="The adventure's id (see the home page or GET /api/adventures).")],
+    path: Annotated[Path | None, typer.Argument(help="Where to write the bundle (default: a name from its title).")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Export a whole adventure (every line, Save Points, memories, Insights) as one bundle file."""
+    from talekeeper import interop_cli
+
+    raise typer.Exit(interop_cli.export_adventure(_open(data_dir, None, None, None), adventure, path))
+
+
+@app.command("import")
+def import_command(
+    path: Annotated[Path, typer.Argument(help="A bundle written by `talekeeper export`.")],
+    data_dir: DataDir = None,
+) -> None:
+    """Import an adventure bundle; it is checked whole first, and a bad file changes nothing."""
+    from talekeeper import interop_cli
+
+    raise typer.Exit(interop_cli.import_adventure(_open(data_dir, None, None, None), path))
+
+
 @app.command()
 def version() -> None:
     """Print the version."""

@@ -13,12 +13,14 @@ from talekeeper.core import Talekeeper
 from talekeeper.web import (
     api,
     api_context,
+    api_interop,
     api_scenarios,
     api_state,
     api_tree,
     errors,
     pages,
     pages_context,
+    pages_interop,
     pages_scenarios,
     pages_state,
     pages_tree,
@@ -43,6 +45,7 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     app.state.tk = tk
     errors.install(app)
     app.include_router(api.router)
+    app.include_router(api_interop.router)  # before api_state: /api/schemas/bundle is more specific than /api/schemas/{name}
     app.include_router(api_scenarios.router)
     app.include_router(api_tree.router)
     app.include_router(api_state.router)
@@ -52,6 +55,7 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     app.include_router(pages_scenarios.router)
     app.include_router(api_context.router)
     app.include_router(pages_context.router)
+    app.include_router(pages_interop.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_middleware(LocalOnlyMiddleware, allowed_hosts=allowed_hosts or set())
     return app

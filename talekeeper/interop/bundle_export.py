@@ -1,0 +1,276 @@
+"""Write an adventure as a bundle (see `bundle_format`), a record at a time.
+
+Everything is read in one read transaction, so a story being played meanwhile is
+exported as it was at one moment. Rows are streamed from SQLite, never loaded together:
+memory holds one record, plus a map from database ids to the bundle's ids.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import zlib
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from talekeeper import __version__
+from talekeeper.store.models import (
+    Adventure,
+    ContextText,
+    Memory,
+    Node,
+    SavePoint,
+    Scenario,
+    StorySummary,
+    TurnInsight,
+)
+
+from .bundle_format import FORMAT, VERSION
+
+Progress = Callable[[int, int], None]
+_BATCH = 256
+
+
+def timestamp(value: datetime | None) -> str:
+    """UTC, without an offset: the database keeps naive UTC, so this reads back the same."""
+    value = value or datetime.now(UTC)
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return value.isoformat()
+
+
+def encode(record: dict[str, Any]) -> bytes:
+    return (
+        json.dumps(record, ensure_ascii=False, separators=(",", ":"), sort_keys=True) + "\n"
+    ).encode()
+
+
+def _count(session: Session, model: Any, adventure_id: int) -> int:
+    return (
+        session.scalar(
+            select(func.count()).select_from(model).where(model.adventure_id == adventure_id)
+        )
+        or 0
+    )
+
+
+def _rows(session: Session, query: Any) -> Iterator[Any]:
+    yield from session.execute(query.execution_options(yield_per=_BATCH))
+
+
+def remap_insight(
+    data: dict[str, Any], nodes: Callable[[Any], Any], memories: Callable[[Any], Any]
+) -> dict[str, Any]:
+    """An Insights record with its node and memory references translated (both ways)."""
+    data = dict(data)
+    hist = data.get("hist")
+    if isinstance(hist, list) and hist:
+        data["hist"] = [nodes(hist[0]), *hist[1:]]
+    sections = []
+    for section in data.get("sections") or []:
+        if (
+            isinstance(section, dict)
+            and section.get("n") == "memories"
+            and isinstance(section.get("items"), list)
+        ):
+            items = [
+                {**item, "ref": memories(item.get("ref"))}
+                if isinstance(item, dict) and "ref" in item
+                else item
+                for item in section["items"]
+            ]
+            section = {**section, "items": items}
+        sections.append(section)
+    if "sections" in data:
+        data["sections"] = sections
+    return data
+
+
+def remap_proposal(
+    proposal: dict[str, Any] | None, nodes: Callable[[Any], Any]
+) -> dict[str, Any] | None:
+    if proposal is None or "edited_from" not in proposal:
+        return proposal
+    return {**proposal, "edited_from": nodes(proposal["edited_from"])}
+
+
+def records(
+    session: Session, adventure: Adventure, progress: Progress | None = None
+) -> Iterator[dict[str, Any]]:
+    """The bundle's records in order, header first, without the end record."""
+    aid = adventure.id
+    counts = {
+        "texts": _count(session, ContextText, aid),
+        "nodes": _count(session, Node, aid),
+        "memories": _count(session, Memory, aid),
+        "summaries": _count(session, StorySummary, aid),
+        "insights": _count(session, TurnInsight, aid),
+        "save_points": _count(session, SavePoint, aid),
+    }
+    total = sum(counts.values()) + 1
+    node_ids: dict[int, int] = {}
+    memory_ids: dict[int, int] = {}
+    # Nodes are written parent first: a node's id is always larger than its parent's.
+    local = 0
+    for (node_id,) in _rows(
+        session, select(Node.id).where(Node.adventure_id == aid).order_by(Node.id)
+    ):
+        local += 1
+        node_ids[node_id] = local
+    scenario = session.get(Scenario, adventure.scenario_id) if adventure.scenario_id else None
+    yield {
+        "t": "header",
+        "format": FORMAT,
+        "version": VERSION,
+        "app_version": __version__,
+        "exported_at": timestamp(None),
+        "counts": counts,
+        "adventure": {
+            "title": adventure.title,
+            "scenario": {"id": scenario.id, "data": scenario.data} if scenario else None,
+            "plot": adventure.plot or {},
+            "rules": adventure.rules,
+            "turn_count": adventure.turn_count,
+            "root": node_ids.get(adventure.root_node_id or 0, 1),
+            "head": node_ids.get(adventure.head_node_id or 0, 1),
+            "created_at": timestamp(adventure.created_at),
+            "last_played_at": timestamp(adventure.last_played_at),
+        },
+    }
+    done = 1
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None and (done % 100 == 0 or done == total):
+            progress(done, total)
+
+    table = ContextText.__table__
+    for row in _rows(
+        session,
+        select(table.c.digest, table.c.text)
+        .where(table.c.adventure_id == aid)
+        .order_by(table.c.digest),
+    ):
+        yield {"t": "text", "digest": row.digest, "text": zlib.decompress(row.text).decode()}
+        tick()
+    table = Node.__table__
+    for row in _rows(
+        session, select(table).where(table.c.adventure_id == aid).order_by(table.c.id)
+    ):
+        yield {
+            "t": "node",
+            "id": node_ids[row.id],
+            "parent": node_ids[row.parent_id] if row.parent_id is not None else None,
+            "active_child": node_ids.get(row.active_child_id)
+            if row.active_child_id is not None
+            else None,
+            "depth": row.depth,
+            "kind": row.action_kind,
+            "action": row.action_text,
+            "narration": row.narration,
+            "reasoning": row.reasoning,
+            "state": row.state,
+            "proposal": remap_proposal(row.proposal, node_ids.get),
+            "branch_name": row.branch_name,
+            "model": row.model,
+            "created_at": timestamp(row.created_at),
+        }
+        tick()
+    table = Memory.__table__
+    for row in _rows(
+        session, select(table).where(table.c.adventure_id == aid).order_by(table.c.id)
+    ):
+        memory_ids[row.id] = len(memory_ids) + 1
+        yield {
+            "t": "memory",
+            "id": memory_ids[row.id],
+            "node": node_ids[row.node_id],
+            "first_depth": row.first_depth,
+            "depth": row.depth,
+            "text": row.text,
+            "source": row.source,
+            "pinned": bool(row.pinned),
+            "status": row.status,
+            "uses": row.uses,
+            "last_used_depth": row.last_used_depth,
+            "embedding": base64.b64encode(row.embedding).decode()
+            if row.embedding is not None
+            else None,
+            "embedding_dim": row.embedding_dim,
+            "embedding_model": row.embedding_model,
+            "created_at": timestamp(row.created_at),
+            "updated_at": timestamp(row.updated_at),
+        }
+        tick()
+    table = StorySummary.__table__
+    for row in _rows(
+        session, select(table).where(table.c.adventure_id == aid).order_by(table.c.id)
+    ):
+        yield {
+            "t": "summary",
+            "node": node_ids[row.node_id],
+            "depth": row.depth,
+            "text": row.text,
+            "source": row.source,
+            "created_at": timestamp(row.created_at),
+        }
+        tick()
+    table = TurnInsight.__table__
+    for row in _rows(
+        session, select(table).where(table.c.adventure_id == aid).order_by(table.c.node_id)
+    ):
+        yield {
+            "t": "insight",
+            "node": node_ids[row.node_id],
+            "data": remap_insight(row.data, node_ids.get, memory_ids.get),
+        }
+        tick()
+    table = SavePoint.__table__
+    for row in _rows(
+        session, select(table).where(table.c.adventure_id == aid).order_by(table.c.id)
+    ):
+        yield {
+            "t": "save_point",
+            "node": node_ids[row.node_id],
+            "name": row.name,
+            "note": row.note,
+            "created_at": timestamp(row.created_at),
+        }
+        tick()
+
+
+def lines(
+    session: Session, adventure: Adventure, progress: Progress | None = None
+) -> Iterator[bytes]:
+    """The bundle's lines, uncompressed, ending with the end record (count and digest)."""
+    digest = hashlib.sha256()
+    count = 0
+    for record in records(session, adventure, progress):
+        line = encode(record)
+        digest.update(line)
+        count += 1
+        yield line
+    yield encode({"t": "end", "records": count, "sha256": digest.hexdigest()})
+
+
+def gzip_chunks(source: Iterator[bytes], level: int = 6) -> Iterator[bytes]:
+    """gzip-compress a stream of byte strings, yielding compressed chunks of about 64 kB."""
+    compressor = zlib.compressobj(level, zlib.DEFLATED, 31)
+    pending: list[bytes] = []
+    size = 0
+    for piece in source:
+        out = compressor.compress(piece)
+        if out:
+            pending.append(out)
+            size += len(out)
+        if size >= 65536:
+            yield b"".join(pending)
+            pending, size = [], 0
+    pending.append(compressor.flush())
+    yield b"".join(pending)

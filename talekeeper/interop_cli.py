@@ -1,0 +1,65 @@
+"""The terminal side of export/import: progress bars and plain-worded outcomes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
+
+from talekeeper.core import Talekeeper
+from talekeeper.service import bundles
+from talekeeper.service.adventures import AdventureNotFound, get_adventure
+
+console = Console(highlight=False)
+
+
+def _bar() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def export_adventure(tk: Talekeeper, adventure_id: int, path: Path | None) -> int:
+    try:
+        with tk.db.session() as session:
+            title = get_adventure(session, adventure_id).title
+    except AdventureNotFound as exc:
+        console.print(f"[red]{exc}[/red]")
+        return 1
+    path = path or Path(bundles.filename_for(title, adventure_id))
+    with _bar() as bar:
+        task = bar.add_task("Exporting", total=None)
+        size = bundles.export_to(
+            tk,
+            adventure_id,
+            path,
+            lambda done, total: bar.update(task, completed=done, total=total),
+        )
+    console.print(f"Exported “{title}” to {path} ({size:,} bytes).")
+    return 0
+
+
+def import_adventure(tk: Talekeeper, path: Path) -> int:
+    if not path.is_file():
+        console.print(f"[red]No file at {path}.[/red]")
+        return 1
+    try:
+        with _bar() as bar:
+            task = bar.add_task("Checking, then importing", total=None)
+            result = bundles.import_path(
+                tk, path, lambda done, total: bar.update(task, completed=done, total=total)
+            )
+    except bundles.BundleInvalid as exc:
+        console.print(f"[red]Refused:[/red] {exc}")
+        return 1
+    console.print(
+        f"Imported “{result.title}” as adventure {result.adventure_id} ({result.nodes} turns in all lines)."
+    )
+    for note in result.notes:
+        console.print(f"  {note}")
+    return 0

@@ -1,0 +1,96 @@
+"""The JSON API for moving stories in and out of talekeeper.
+
+    GET  /api/adventures/{id}/export     the whole adventure as a bundle (gzip JSON Lines, streamed)
+    POST /api/adventures/import          a bundle (the request body); checked whole, then written (201)
+    GET  /api/schemas/bundle             the JSON Schema of a bundle's line
+
+A refused bundle answers 422 with `detail` (the path of the first problem and why) and
+changes nothing.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from talekeeper.core import Talekeeper
+from talekeeper.interop.bundle_format import MEDIA_TYPE, bundle_schema
+from talekeeper.service import bundles
+from talekeeper.service.adventures import get_adventure
+from talekeeper.web.api import get_tk
+
+router = APIRouter(prefix="/api", tags=["export and import"])
+REFUSED = {
+    422: {
+        "description": "The file was refused (`detail` names the first problem); nothing was written."
+    }
+}
+
+
+def export_response(tk: Talekeeper, adventure_id: int) -> StreamingResponse:
+    with tk.db.session() as session:
+        title = get_adventure(session, adventure_id).title
+    filename = bundles.filename_for(title, adventure_id)
+    return StreamingResponse(
+        bundles.export_stream(tk, adventure_id),
+        media_type=MEDIA_TYPE,
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+async def spool(request: Request) -> tempfile.SpooledTemporaryFile:
+    """The request body in a temporary file (kept in memory while small)."""
+    spooled = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024)
+    async for chunk in request.stream():
+        spooled.write(chunk)
+    return spooled
+
+
+def import_spooled(tk: Talekeeper, spooled: Any) -> bundles.ImportResult:
+    size = spooled.tell()
+
+    class _Reopen:
+        def __enter__(self) -> Any:
+            spooled.seek(0)
+            return spooled
+
+        def __exit__(self, *exc: Any) -> None:
+            return None
+
+    return bundles.import_file(tk, _Reopen, size)
+
+
+@router.get("/adventures/{adventure_id}/export", response_class=StreamingResponse)
+def export_adventure(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> StreamingResponse:
+    """Every node, take and line, Save Points, state snapshots, the audit trail, Insights,
+    memories and summaries, plot, story cards, rules and a scenario snapshot."""
+    return export_response(tk, adventure_id)
+
+
+@router.post("/adventures/import", status_code=201, responses=REFUSED)
+async def import_adventure(request: Request, tk: Talekeeper = Depends(get_tk)) -> Any:
+    """The body is a bundle written by export. It becomes a new adventure."""
+    spooled = await spool(request)
+    try:
+        result = import_spooled(tk, spooled)
+    except bundles.BundleInvalid as exc:
+        return JSONResponse(
+            {"detail": str(exc), "path": exc.path, "error": "BundleInvalid"}, status_code=422
+        )
+    finally:
+        spooled.close()
+    return {
+        "id": result.adventure_id,
+        "title": result.title,
+        "turns": result.turns,
+        "nodes": result.nodes,
+        "notes": result.notes,
+    }
+
+
+@router.get("/schemas/bundle")
+def schema() -> dict[str, Any]:
+    return bundle_schema()
