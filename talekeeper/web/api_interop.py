@@ -3,9 +3,14 @@
     GET  /api/adventures/{id}/export     the whole adventure as a bundle (gzip JSON Lines, streamed)
     POST /api/adventures/import          a bundle (the request body); checked whole, then written (201)
     GET  /api/schemas/bundle             the JSON Schema of a bundle's line
+    POST /api/interop/import?filename=…  a card, lorebook or other app's file (the body):
+                                         what it would become and the import report; saves nothing
+    POST /api/interop/save               `{"scenario": …}` the reviewed document, saved (201)
+    GET  /api/scenarios/{id}/card.json   the scenario as a Character Card V3
+    GET  /api/scenarios/{id}/card.png    the same card inside a PNG
 
-A refused bundle answers 422 with `detail` (the path of the first problem and why) and
-changes nothing.
+A refused file answers 422 with `detail` (for a bundle, the path of the first problem)
+and changes nothing.
 """
 
 from __future__ import annotations
@@ -13,12 +18,12 @@ from __future__ import annotations
 import tempfile
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from talekeeper.core import Talekeeper
 from talekeeper.interop.bundle_format import MEDIA_TYPE, bundle_schema
-from talekeeper.service import bundles
+from talekeeper.service import bundles, imports, scenarios
 from talekeeper.service.adventures import get_adventure
 from talekeeper.web.api import get_tk
 
@@ -94,3 +99,51 @@ async def import_adventure(request: Request, tk: Talekeeper = Depends(get_tk)) -
 @router.get("/schemas/bundle")
 def schema() -> dict[str, Any]:
     return bundle_schema()
+
+
+@router.post("/interop/import", responses=REFUSED)
+async def import_preview(
+    request: Request, filename: str = Query("", max_length=300), tk: Talekeeper = Depends(get_tk)
+) -> Any:
+    """Character Cards V1/V2/V3 (JSON, PNG, CHARX), SillyTavern World Info, character
+    books, AI Dungeon scenarios and world info, KoboldAI saves, NovelAI lorebooks,
+    stories and scenarios, Agnai memory books: converted and reported, not saved."""
+    raw = await request.body()
+    try:
+        return imports.preview(tk, raw, filename)
+    except imports.Refused as exc:
+        return JSONResponse(
+            {"detail": f"{exc} Nothing was imported.", "error": "Refused"}, status_code=422
+        )
+
+
+@router.post("/interop/save", status_code=201, responses=REFUSED)
+def import_save(
+    scenario: dict[str, Any] = Body(..., embed=True), tk: Talekeeper = Depends(get_tk)
+) -> Any:
+    """Save a reviewed document from the preview as your own scenario."""
+    try:
+        return imports.save(tk, scenario)
+    except scenarios.ScenarioError as exc:
+        errors = exc.errors if isinstance(exc, scenarios.ScenarioInvalid) else []
+        return JSONResponse(
+            {"detail": str(exc), "errors": errors, "error": type(exc).__name__}, status_code=422
+        )
+
+
+@router.get("/scenarios/{scenario_id}/card.json")
+def card_json(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> JSONResponse:
+    card, row_id = imports.card_json(tk, scenario_id)
+    return JSONResponse(
+        card, headers={"Content-Disposition": f'attachment; filename="{row_id}.card.json"'}
+    )
+
+
+@router.get("/scenarios/{scenario_id}/card.png", response_class=Response)
+def card_png(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> Response:
+    data, row_id = imports.card_png(tk, scenario_id)
+    return Response(
+        data,
+        media_type="image/png",
+        headers={"Content-Disposition": f'attachment; filename="{row_id}.card.png"'},
+    )

@@ -1,14 +1,17 @@
-"""Pages for export and import: download an adventure, import a bundle from the home page."""
+"""Pages for export and import: download an adventure, import a bundle from the home page,
+and import a card, lorebook or other app's file with a review step before it is saved."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response, StreamingResponse
 
 from talekeeper.core import Talekeeper
-from talekeeper.service import bundles
+from talekeeper.service import bundles, imports, scenarios
 from talekeeper.web import pages
 from talekeeper.web.api import get_tk
 from talekeeper.web.api_interop import export_response
@@ -56,3 +59,37 @@ async def import_adventure(request: Request, tk: Talekeeper = Depends(get_tk)) -
     except bundles.BundleInvalid as exc:
         return pages._home(request, tk, 422, bundle_error=str(exc))
     return RedirectResponse(f"/adventures/{result.adventure_id}", status_code=303)
+
+
+@router.post("/interop/import")
+async def import_preview(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
+    form = await request.form()
+    upload = form.get("file")
+    if upload is None or isinstance(upload, str) or not upload.filename:
+        return _scenarios_page(request, tk, "Choose a file to import.")
+    raw = await upload.read()
+    try:
+        preview = imports.preview(tk, raw, upload.filename)
+    except imports.Refused as exc:
+        return _scenarios_page(request, tk, f"{exc} Nothing was imported.")
+    for item in preview["items"]:
+        item["json"] = json.dumps(item["scenario"], ensure_ascii=False)
+    return pages.render(request, "interop_review.html", section="scenarios", preview=preview)
+
+
+@router.post("/interop/save")
+async def import_save(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
+    form = await request.form()
+    try:
+        document = json.loads(str(form.get("document", "")))
+        saved = imports.save(tk, document)
+    except (json.JSONDecodeError, scenarios.ScenarioError) as exc:
+        return _scenarios_page(request, tk, f"The reviewed scenario could not be saved: {exc}")
+    message = "Imported. Review it here, then start an adventure from the home page."
+    return RedirectResponse(f"/scenarios/{saved['id']}?message={quote(message)}", status_code=303)
+
+
+def _scenarios_page(request: Request, tk: Talekeeper, error: str) -> Response:
+    from talekeeper.web.pages_scenarios import _list_page
+
+    return _list_page(request, tk, 422, card_error=error)
