@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from pydantic import ValidationError
-from sqlalchemy import insert, update
+from sqlalchemy import bindparam, insert, update
 from sqlalchemy.orm import Session
 
 from talekeeper.context.insights import text_digest
@@ -49,6 +49,7 @@ from .bundle_format import LINE, ORDER
 
 MAX_BUNDLE_BYTES = 1024**3
 MAX_LINE_BYTES = 32 * 1024 * 1024
+_STEP = 256 * 1024
 # A real bundle compresses its repeated state snapshots well, but not a thousandfold.
 MAX_RATIO = 400
 PLOT_TEXTS = (
@@ -84,13 +85,14 @@ def read_lines(stream: IO[bytes], size: int) -> Iterator[tuple[int, bytes]]:
     decompressor = zlib.decompressobj(31)
     budget = max(64 * 1024 * 1024, MAX_RATIO * size)
     total = 0
-    buffer = b""
+    pending = bytearray()
     number = 0
     chunk = first + stream.read(65536 - 2)
     while chunk or decompressor.unconsumed_tail:
         data = decompressor.unconsumed_tail or chunk
         try:
-            out = decompressor.decompress(data, MAX_LINE_BYTES)
+            # A little at a time: a compressed megabyte can hold a thousand times more.
+            out = decompressor.decompress(data, _STEP)
         except zlib.error as exc:
             raise BundleInvalid("(file)", f"the compressed data is damaged ({exc})") from None
         if decompressor.eof and decompressor.unused_data.strip(b"\x00"):
@@ -100,15 +102,17 @@ def read_lines(stream: IO[bytes], size: int) -> Iterator[tuple[int, bytes]]:
             raise BundleInvalid(
                 "(file)", "it decompresses to far more than a bundle could (a decompression bomb?)"
             )
-        buffer += out
+        pending += out
+        start = 0
         while True:
-            cut = buffer.find(b"\n")
+            cut = pending.find(b"\n", start)
             if cut < 0:
                 break
             number += 1
-            yield number, buffer[:cut]
-            buffer = buffer[cut + 1 :]
-        if len(buffer) > MAX_LINE_BYTES:
+            yield number, bytes(pending[start:cut])
+            start = cut + 1
+        del pending[:start]
+        if len(pending) > MAX_LINE_BYTES:
             raise BundleInvalid(
                 f"line {number + 1}", f"longer than {MAX_LINE_BYTES // 1024 // 1024} MB"
             )
@@ -118,7 +122,7 @@ def read_lines(stream: IO[bytes], size: int) -> Iterator[tuple[int, bytes]]:
             chunk = stream.read(65536)
     if not decompressor.eof:
         raise BundleInvalid("(file)", "the file is truncated (the compressed stream does not end)")
-    if buffer.strip():
+    if pending.strip():
         raise BundleInvalid(f"line {number + 1}", "the last line is not complete")
 
 
@@ -507,6 +511,19 @@ def write(
     active = array("i", [0])
     memories = array("q", [0])
     node_table, memory_table = Node.__table__, Memory.__table__
+    # Statements built once and run with parameters: building one per row cost more than the row.
+    conn = session.connection()
+    add_text = insert(ContextText.__table__)
+    add_node = insert(node_table)
+    set_active = (
+        update(node_table)
+        .where(node_table.c.id == bindparam("parent"))
+        .values(active_child_id=bindparam("child"))
+    )
+    add_memory = insert(memory_table)
+    add_summary = insert(StorySummary.__table__)
+    add_insight = insert(TurnInsight.__table__)
+    add_save_point = insert(SavePoint.__table__)
     total = _total(header)
     with open_stream() as stream:
         for number, raw in read_lines(stream, size):
@@ -514,12 +531,13 @@ def write(
             if progress is not None and number % 200 == 0:
                 progress(number, total)
             if record.t == "text":
-                session.execute(
-                    insert(ContextText.__table__).values(
-                        adventure_id=aid,
-                        digest=record.digest,
-                        text=zlib.compress(record.text.encode(), 6),
-                    )
+                conn.execute(
+                    add_text,
+                    {
+                        "adventure_id": aid,
+                        "digest": record.digest,
+                        "text": zlib.compress(record.text.encode(), 6),
+                    },
                 )
             elif record.t == "node":
                 values = dict(
@@ -538,17 +556,11 @@ def write(
                     model=record.model,
                     created_at=_naive(record.created_at),
                 )
-                new_id = session.execute(insert(node_table).values(**values)).inserted_primary_key[
-                    0
-                ]
+                new_id = conn.execute(add_node, values).inserted_primary_key[0]
                 nodes.append(new_id)
                 active.append(record.active_child or 0)
                 if record.parent and active[record.parent] == record.id:
-                    session.execute(
-                        update(node_table)
-                        .where(node_table.c.id == nodes[record.parent])
-                        .values(active_child_id=new_id)
-                    )
+                    conn.execute(set_active, {"parent": nodes[record.parent], "child": new_id})
             elif record.t == "memory":
                 values = record.model_dump(exclude={"t", "id", "node", "embedding"})
                 values.update(
@@ -560,19 +572,17 @@ def write(
                     created_at=_naive(record.created_at),
                     updated_at=_naive(record.updated_at),
                 )
-                memories.append(
-                    session.execute(insert(memory_table).values(**values)).inserted_primary_key[0]
-                )
+                memories.append(conn.execute(add_memory, values).inserted_primary_key[0])
             elif record.t == "summary":
-                session.execute(
-                    insert(StorySummary.__table__).values(
-                        adventure_id=aid,
-                        node_id=nodes[record.node],
-                        depth=record.depth,
-                        text=record.text,
-                        source=record.source,
-                        created_at=_naive(record.created_at),
-                    )
+                summary = {
+                    "node_id": nodes[record.node],
+                    "depth": record.depth,
+                    "text": record.text,
+                    "source": record.source,
+                }
+                conn.execute(
+                    add_summary,
+                    {**summary, "adventure_id": aid, "created_at": _naive(record.created_at)},
                 )
             elif record.t == "insight":
                 data = remap_insight(
@@ -580,20 +590,14 @@ def write(
                     lambda n: nodes[n] if isinstance(n, int) else n,
                     lambda m: memories[m] if isinstance(m, int) else m,
                 )
-                session.execute(
-                    insert(TurnInsight.__table__).values(
-                        node_id=nodes[record.node], adventure_id=aid, data=data
-                    )
+                conn.execute(
+                    add_insight, {"node_id": nodes[record.node], "adventure_id": aid, "data": data}
                 )
             elif record.t == "save_point":
-                session.execute(
-                    insert(SavePoint.__table__).values(
-                        adventure_id=aid,
-                        node_id=nodes[record.node],
-                        name=record.name,
-                        note=record.note,
-                        created_at=_naive(record.created_at),
-                    )
+                point = {"node_id": nodes[record.node], "name": record.name, "note": record.note}
+                conn.execute(
+                    add_save_point,
+                    {**point, "adventure_id": aid, "created_at": _naive(record.created_at)},
                 )
     adventure.root_node_id = nodes[meta.root]
     adventure.head_node_id = nodes[meta.head]
