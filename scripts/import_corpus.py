@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from talekeeper.interop.containers import Refused
-from talekeeper.interop.detect import convert
+from talekeeper.service.interop.containers import Refused
+from talekeeper.service.interop.detect import convert
 from talekeeper.service.scenarios import check_scenario
 
 SKIP_SUFFIXES = {".md", ".py", ".txt"}

@@ -96,7 +96,7 @@ def export_command(
     data_dir: DataDir = None,
 ) -> None:
     """Export a whole adventure (every line, Save Points, memories, Insights) as one bundle file."""
-    from talekeeper import interop_cli
+    from talekeeper.terminal import interop as interop_cli
 
     raise typer.Exit(interop_cli.export_adventure(_open(data_dir, None, None, None), adventure, path))
 
@@ -107,7 +107,7 @@ def import_command(
     data_dir: DataDir = None,
 ) -> None:
     """Import an adventure bundle; it is checked whole first, and a bad file changes nothing."""
-    from talekeeper import interop_cli
+    from talekeeper.terminal import interop as interop_cli
 
     raise typer.Exit(interop_cli.import_adventure(_open(data_dir, None, None, None), path))
 

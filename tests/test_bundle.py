@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from talekeeper.core import Talekeeper
-from talekeeper.interop.bundle_format import bundle_schema
 from talekeeper.service.bundles import BundleInvalid
+from talekeeper.service.interop.bundle_format import bundle_schema
 from tests.interop_helpers import (
     build_story,
     comparable,

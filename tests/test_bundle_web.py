@@ -83,7 +83,9 @@ def test_refused_import_says_where(client: TestClient, adventure_id: int) -> Non
     before = len(client.get("/api/adventures").json())
     refused = client.post("/api/adventures/import", content=bad)
     assert refused.status_code == 422
-    assert refused.json()["path"] == "line 1.adventure.head"
+    assert refused.json()["errors"] == [
+        "line 1.adventure.head: Input should be greater than or equal to 1"
+    ]
     assert "Nothing was imported" in refused.json()["detail"]
     assert len(client.get("/api/adventures").json()) == before
     assert client.get("/api/adventures/999/export").status_code == 404

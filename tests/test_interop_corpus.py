@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from talekeeper.interop.containers import Refused
-from talekeeper.interop.detect import convert
+from talekeeper.service.interop.containers import Refused
+from talekeeper.service.interop.detect import convert
 from talekeeper.service.scenarios import check_scenario
 from tests.interop_helpers import CORPUS
 

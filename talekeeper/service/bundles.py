@@ -1,4 +1,4 @@
-"""Whole-adventure export and import (the bundle format is in `talekeeper.interop`).
+"""Whole-adventure export and import (the bundle format is in `talekeeper.service.interop`).
 
 Export streams: the web route and the CLI write the compressed lines as they are read.
 Import reads its file twice (check everything, then write), so it needs a file it can
@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from talekeeper.core import Talekeeper
-from talekeeper.interop import bundle_export, bundle_import
-from talekeeper.interop.bundle_format import SUFFIX
-from talekeeper.interop.bundle_import import BundleInvalid
 from talekeeper.service.adventures import get_adventure
+from talekeeper.service.app import Talekeeper
+from talekeeper.service.interop import bundle_export, bundle_import
+from talekeeper.service.interop.bundle_format import SUFFIX
+from talekeeper.service.interop.bundle_import import BundleInvalid
 
 __all__ = [
     "BundleInvalid",
@@ -65,6 +65,14 @@ def export_stream(
             session_cm.__exit__(None, None, None)
 
     return chunks()
+
+
+def export_download(tk: Talekeeper, adventure_id: int) -> tuple[str, Iterator[bytes]]:
+    """A file name and the chunks, for a download. Raises AdventureNotFound first."""
+    chunks = export_stream(tk, adventure_id)
+    with tk.db.session() as session:
+        title = get_adventure(session, adventure_id).title
+    return filename_for(title, adventure_id), chunks
 
 
 def export_to(

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from talekeeper.core import Talekeeper
-from talekeeper.interop import card_export
-from talekeeper.interop.containers import Refused
-from talekeeper.interop.detect import convert
 from talekeeper.service import scenarios
+from talekeeper.service.app import Talekeeper
+from talekeeper.service.interop import card_export
+from talekeeper.service.interop.containers import Refused
+from talekeeper.service.interop.detect import convert
 
 __all__ = ["Refused", "card_json", "card_png", "preview", "save"]
 

@@ -22,25 +22,24 @@ from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from talekeeper.core import Talekeeper
-from talekeeper.interop.bundle_format import MEDIA_TYPE, bundle_schema
-from talekeeper.service import bundles, imports, scenarios
-from talekeeper.service.adventures import get_adventure
+from talekeeper.service import bundles, imports
+from talekeeper.service.interop.bundle_format import MEDIA_TYPE, bundle_schema
 from talekeeper.web.api import get_tk
+from talekeeper.web.errors import ERRORS, error_response
 
 router = APIRouter(prefix="/api", tags=["export and import"])
 REFUSED = {
     422: {
-        "description": "The file was refused (`detail` names the first problem); nothing was written."
+        **ERRORS[422],
+        "description": "The file was refused (`detail` and `errors` name the first problem); nothing was written.",
     }
 }
 
 
 def export_response(tk: Talekeeper, adventure_id: int) -> StreamingResponse:
-    with tk.db.session() as session:
-        title = get_adventure(session, adventure_id).title
-    filename = bundles.filename_for(title, adventure_id)
+    filename, chunks = bundles.export_download(tk, adventure_id)
     return StreamingResponse(
-        bundles.export_stream(tk, adventure_id),
+        chunks,
         media_type=MEDIA_TYPE,
         headers={"Content-Disposition": f'attachment; filename="{filename}"'},
     )
@@ -81,10 +80,6 @@ async def import_adventure(request: Request, tk: Talekeeper = Depends(get_tk)) -
     spooled = await spool(request)
     try:
         result = import_spooled(tk, spooled)
-    except bundles.BundleInvalid as exc:
-        return JSONResponse(
-            {"detail": str(exc), "path": exc.path, "error": "BundleInvalid"}, status_code=422
-        )
     finally:
         spooled.close()
     return {
@@ -112,9 +107,7 @@ async def import_preview(
     try:
         return imports.preview(tk, raw, filename)
     except imports.Refused as exc:
-        return JSONResponse(
-            {"detail": f"{exc} Nothing was imported.", "error": "Refused"}, status_code=422
-        )
+        return error_response(422, f"{exc} Nothing was imported.", "Refused")
 
 
 @router.post("/interop/save", status_code=201, responses=REFUSED)
@@ -122,13 +115,7 @@ def import_save(
     scenario: dict[str, Any] = Body(..., embed=True), tk: Talekeeper = Depends(get_tk)
 ) -> Any:
     """Save a reviewed document from the preview as your own scenario."""
-    try:
-        return imports.save(tk, scenario)
-    except scenarios.ScenarioError as exc:
-        errors = exc.errors if isinstance(exc, scenarios.ScenarioInvalid) else []
-        return JSONResponse(
-            {"detail": str(exc), "errors": errors, "error": type(exc).__name__}, status_code=422
-        )
+    return imports.save(tk, scenario)
 
 
 @router.get("/scenarios/{scenario_id}/card.json")

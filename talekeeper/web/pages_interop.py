@@ -12,16 +12,21 @@ from fastapi.responses import RedirectResponse, Response, StreamingResponse
 
 from talekeeper.core import Talekeeper
 from talekeeper.service import bundles, imports, scenarios
+from talekeeper.service.interop.bundle_format import MEDIA_TYPE
 from talekeeper.web import pages
 from talekeeper.web.api import get_tk
-from talekeeper.web.api_interop import export_response
 
 router = APIRouter(include_in_schema=False)
 
 
 @router.get("/adventures/{adventure_id}/export")
 def export_adventure(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> StreamingResponse:
-    return export_response(tk, adventure_id)
+    filename, chunks = bundles.export_download(tk, adventure_id)
+    return StreamingResponse(
+        chunks,
+        media_type=MEDIA_TYPE,
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
 
 
 class _Reopen:

@@ -16,6 +16,8 @@ import re
 import zipfile
 from typing import Any
 
+from talekeeper.errors import Invalid
+
 from .png import PngError, text_chunks
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -25,7 +27,7 @@ MAX_ZIP_TOTAL = 256 * 1024 * 1024
 MAX_ZIP_RATIO = 200
 
 
-class Refused(ValueError):
+class Refused(Invalid):
     """The file cannot be imported; the message is for the player."""
 
 

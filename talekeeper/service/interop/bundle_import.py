@@ -30,8 +30,9 @@ from sqlalchemy import bindparam, insert, update
 from sqlalchemy.orm import Session
 
 from talekeeper.context.insights import text_digest
-from talekeeper.context.plot import Persona, StoryCard
 from talekeeper.context.triggers import MAX_CARDS
+from talekeeper.errors import Invalid
+from talekeeper.service.plot import Persona, StoryCard
 from talekeeper.state import RulesError, empty_rules, load_rules, normalise
 from talekeeper.store.models import (
     Adventure,
@@ -62,11 +63,12 @@ PLOT_TEXTS = (
 Progress = Callable[[int, int], None]
 
 
-class BundleInvalid(ValueError):
+class BundleInvalid(Invalid):
     """The file is not a bundle this version can import; `path` names the first problem."""
 
     def __init__(self, path: str, problem: str):
         self.path, self.problem = path, problem
+        self.errors = [f"{path}: {problem}"]
         super().__init__(f"{path}: {problem}. Nothing was imported.")
 
 
