@@ -2,12 +2,12 @@
 Agnai lorebooks, KoboldAI and AI Dungeon world info) → talekeeper story cards.
 
 Each reader turns its entries into `LoreEntry`; `to_story_cards` maps those onto the
-story-card fields that exist (type, name, entry, triggers, notes) and reports the rest.
-What a story card honours: case-insensitive, partial-word triggers from recent text.
-Constant entries (always sent) become part of the plot essentials, which are always
-sent. Disabled entries, secondary keys and their logic, probabilities, groups,
-timed effects, positions and depths have no story-card field yet: they are reported,
-and written into the card's notes so nothing is silently lost.
+story-card fields (SillyTavern's World Info semantics: secondary keys and logic, whole
+words, case, /regex/ keys, constant, enabled, scan depth, position and depth, order,
+probability, groups, sticky/cooldown/delay, recursion) and reports what has no
+equivalent; those values are also written into the card's notes, so nothing is lost
+silently. A key is kept as a /regex/ only when it is written like one: SillyTavern marks
+plain words `use_regex: true` too.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from talekeeper.context.cardspec import StoryCard
+from talekeeper.context.keys import BadKey, parse_keys
 
 from .report import Report
 
@@ -37,7 +40,10 @@ class LoreEntry:
     enabled: bool = True
     constant: bool = False
     secondary: list[str] = field(default_factory=list)
-    extras: dict[str, Any] = field(default_factory=dict)  # kept in the notes, reported
+    extras: dict[str, Any] = field(
+        default_factory=dict
+    )  # no card field: kept in the notes, reported
+    fields: dict[str, Any] = field(default_factory=dict)  # story-card fields read from the source
 
 
 def as_list(value: Any) -> list[str]:
@@ -84,8 +90,21 @@ def clean_keys(raw: list[str], entry: LoreEntry, report: Report, where: str) -> 
             if not key:
                 continue
         regex = _REGEX_KEY.match(key)
-        if regex or re.search(r"[|()]", key):
-            words = _alternatives(regex.group(1) if regex else key)
+        if regex:
+            try:
+                parse_keys(key)
+                found.append(key)
+                report.imported(
+                    f"{where}.keys", "regular-expression keys are kept as /regex/ triggers"
+                )
+                continue
+            except BadKey:
+                report.dropped(
+                    f"{where}.keys", "an invalid regular expression", f"{entry.label}: {key[:60]}"
+                )
+                continue
+        if re.search(r"[|()]", key):
+            words = _alternatives(key)
             if words is None:
                 report.dropped(
                     f"{where}.keys",
@@ -129,47 +148,34 @@ def _notes(source: str, entry: LoreEntry) -> str:
 
 def to_story_cards(
     entries: list[LoreEntry], source: str, report: Report, where: str, resolve: Any = None
-) -> tuple[list[dict[str, str]], list[str]]:
-    """Story cards, and the texts of constant entries (for the always-sent plot essentials)."""
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Story cards, and texts for the plot essentials (none any more: kept for callers)."""
     resolve = resolve or (lambda text: text)
-    cards: list[dict[str, str]] = []
-    always: list[str] = []
+    cards: list[dict[str, Any]] = []
     for entry in entries:
         content = resolve(entry.content).strip()
         if not content:
             report.dropped(f"{where}.content", "an entry with no text", entry.label)
             continue
         if not entry.enabled:
-            report.dropped(
-                f"{where}.enabled",
-                "a disabled entry (story cards cannot be switched off; add it by hand when you want it)",
-                entry.label,
-            )
-            continue
-        if entry.secondary:
-            report.approximated(
-                f"{where}.secondary_keys",
-                "secondary keys and their logic are not used: the entry triggers on its primary keys (kept in the card's notes)",
-                entry.label,
+            report.imported(
+                f"{where}.enabled", "disabled entries were kept as disabled cards", entry.label
             )
         for key in entry.extras:
             report.approximated(
                 f"{where}.{key}", "no story-card equivalent; kept in the card's notes", entry.label
             )
         keys = clean_keys(entry.keys, entry, report, where)
-        if entry.constant or not keys:
-            why = (
-                "a constant entry (always sent)"
-                if entry.constant
-                else "an entry with no usable keys"
-            )
+        secondary = clean_keys(entry.secondary, entry, report, f"{where}.secondary_keys")
+        fields = dict(entry.fields)
+        constant = entry.constant
+        if not keys and not constant:
             report.approximated(
-                f"{where}.constant",
-                f"{why} became part of the plot essentials, which are always sent",
+                f"{where}.keys",
+                "an entry with no usable keys became a constant card (always sent)",
                 entry.label,
             )
-            always.append(content)
-            continue
+            constant = True
         triggers = ""
         for key in keys:
             candidate = f"{triggers}, {key}" if triggers else key
@@ -188,65 +194,140 @@ def to_story_cards(
                 entry.label,
             )
             content = content[:MAX_ENTRY]
-        name = (entry.name or entry.label or keys[0]).strip()[:MAX_NAME]
+        name = (entry.name or entry.label or (keys[0] if keys else "")).strip()[:MAX_NAME]
         kind = (entry.kind or "other").strip()[:40] or "other"
-        cards.append(
-            {
-                "type": kind,
-                "name": name,
-                "entry": content,
-                "triggers": triggers,
-                "notes": _notes(source, entry),
+        card = {
+            "type": kind,
+            "name": name,
+            "entry": content,
+            "triggers": triggers,
+            "notes": _notes(source, entry),
+            "constant": constant,
+            "enabled": entry.enabled,
+        }
+        if secondary:
+            card["secondary_triggers"] = ", ".join(secondary)[:MAX_TRIGGERS]
+        card.update(fields)
+        try:
+            cards.append(
+                StoryCard.model_validate(card).model_dump(exclude_defaults=True)
+                | {"entry": content, "triggers": card["triggers"]}
+            )
+        except ValueError as exc:  # a value outside the card's ranges: keep the plain card
+            report.approximated(
+                f"{where}",
+                f"settings outside talekeeper's ranges were left at their defaults ({str(exc).splitlines()[0][:80]})",
+                entry.label,
+            )
+            plain = {
+                k: v
+                for k, v in card.items()
+                if k
+                in (
+                    "type",
+                    "name",
+                    "entry",
+                    "triggers",
+                    "notes",
+                    "constant",
+                    "enabled",
+                    "secondary_triggers",
+                )
             }
-        )
+            cards.append(plain)
     if cards:
         report.imported(where, f"{len(cards)} entries became story cards")
-    return cards, always
+    return cards, []
 
 
 # --- readers, one per format ---------------------------------------------------------
 
-_ST_EXTRAS = {
-    "selectiveLogic": "selective logic",
-    "probability": "probability",
-    "group": "inclusion group",
-    "sticky": "sticky",
-    "cooldown": "cooldown",
-    "delay": "delay",
-    "depth": "depth",
-    "scanDepth": "scan depth",
-    "caseSensitive": "case sensitive",
-    "matchWholeWords": "match whole words",
-    "position": "position",
-    "order": "order",
+_LOGIC = {
+    0: "and_any",
+    1: "not_all",
+    2: "not_any",
+    3: "and_all",
+    "AND_ANY": "and_any",
+    "NOT_ALL": "not_all",
+    "NOT_ANY": "not_any",
+    "AND_ALL": "and_all",
+}
+# SillyTavern's numeric positions: before/after the character, around the author's note,
+# at a depth, around the example messages (talekeeper has none: before the history).
+_POSITION = {
+    0: "before_history",
+    1: "after_history",
+    2: "author_note",
+    3: "author_note",
+    4: "at_depth",
+    5: "before_history",
+    6: "before_history",
+    "before_char": "before_history",
+    "after_char": "after_history",
+    "before_char_defs": "before_history",
 }
 
 
-def _st_extras(raw: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
-    extras = {}
-    for key, label in names.items():
-        value = raw.get(key)
-        if value in (None, "", 0, False, 100) and key in (
-            "probability",
-            "sticky",
-            "cooldown",
-            "delay",
-            "group",
-            "caseSensitive",
-            "matchWholeWords",
-            "scanDepth",
-        ):
-            continue
-        if value is None or value == "":
-            continue
-        if (
-            key == "selectiveLogic"
-            and not raw.get("keysecondary")
-            and not raw.get("secondary_keys")
-        ):
-            continue
-        extras[label] = value
-    return extras
+def _first(raw: dict[str, Any], *names: str) -> Any:
+    for name in names:
+        if raw.get(name) is not None:
+            return raw[name]
+    return None
+
+
+def _number(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
+
+
+def st_fields(raw: dict[str, Any], report_extras: dict[str, Any]) -> dict[str, Any]:
+    """Story-card fields from a World Info entry or a character book entry (plus its
+    `extensions`): camelCase (what SillyTavern reads) before snake_case; null is unset."""
+    fields: dict[str, Any] = {}
+    logic = _first(raw, "selectiveLogic", "selective_logic", "key_logic")
+    if logic in _LOGIC:
+        fields["logic"] = _LOGIC[logic]
+    position = _first(raw, "position")
+    if position in _POSITION:
+        fields["position"] = _POSITION[position]
+        if position in (5, 6):
+            report_extras["position"] = "around the example messages (talekeeper: before the story)"
+    elif position is not None:
+        report_extras["position"] = position
+    for target, names in (
+        ("depth", ("depth",)),
+        ("order", ("order", "insertion_order")),
+        ("scan_depth", ("scanDepth", "scan_depth")),
+        ("sticky", ("sticky",)),
+        ("cooldown", ("cooldown",)),
+        ("delay", ("delay",)),
+        ("group_weight", ("groupWeight", "group_weight")),
+    ):
+        value = _number(_first(raw, *names))
+        if value is not None:
+            fields[target] = value
+    use_probability = _first(raw, "useProbability", "use_probability")
+    probability = _number(_first(raw, "probability", "activation_chance"))
+    if probability is not None and use_probability is not False:
+        fields["probability"] = max(0, min(100, probability))
+    for target, names in (
+        ("case_sensitive", ("caseSensitive", "case_sensitive")),
+        ("whole_words", ("matchWholeWords", "match_whole_words", "whole_words_only")),
+        ("group_override", ("groupOverride", "group_override")),
+        ("exclude_recursion", ("excludeRecursion", "exclude_recursion")),
+        ("prevent_recursion", ("preventRecursion", "prevent_recursion")),
+        ("delay_until_recursion", ("delayUntilRecursion", "delay_until_recursion")),
+    ):
+        value = _first(raw, *names)
+        if isinstance(value, bool | int) and value is not None:
+            fields[target] = bool(value)
+    group = _first(raw, "group")
+    if isinstance(group, str) and group.strip():
+        fields["group"] = group.strip()[:200]
+    if raw.get("vectorized"):
+        report_extras["vectorized"] = "true (talekeeper matches keys, not embeddings)"
+    return fields
 
 
 def from_world_info(entries: Any) -> list[LoreEntry]:
@@ -266,6 +347,8 @@ def from_world_info(entries: Any) -> list[LoreEntry]:
         )
         first = next((k for k in keys if k.strip()), "")
         label = _text(raw.get("comment")) or _text(raw.get("name")) or first or f"entry {uid}"
+        extras: dict[str, Any] = {}
+        fields = st_fields(raw, extras)
         found.append(
             LoreEntry(
                 label=label[:80],
@@ -274,8 +357,9 @@ def from_world_info(entries: Any) -> list[LoreEntry]:
                 keys=keys,
                 enabled=enabled,
                 constant=_flag(raw.get("constant")),
-                secondary=secondary if raw.get("selective", True) else secondary,
-                extras=_st_extras(raw, _ST_EXTRAS),
+                secondary=secondary,
+                extras=extras,
+                fields=fields,
             )
         )
     return found
@@ -295,12 +379,10 @@ def from_character_book(book: dict[str, Any]) -> list[LoreEntry]:
             or f"entry {raw.get('id', i)}"
         )
         ext = raw.get("extensions") if isinstance(raw.get("extensions"), dict) else {}
-        extras = _st_extras(
-            {**ext, "order": raw.get("insertion_order"), "position": raw.get("position")},
-            _ST_EXTRAS,
-        )
-        if raw.get("use_regex") is True:
-            extras["use_regex"] = "true (keys are read as plain words unless written /like this/)"
+        extras: dict[str, Any] = {}
+        # The entry's own fields, then SillyTavern's copies in `extensions` (what it reads).
+        own = {k: v for k, v in raw.items() if k != "extensions"}
+        fields = st_fields({**own, **{k: v for k, v in ext.items() if v is not None}}, extras)
         found.append(
             LoreEntry(
                 label=label[:80],
@@ -313,6 +395,7 @@ def from_character_book(book: dict[str, Any]) -> list[LoreEntry]:
                 if raw.get("selective") is not False
                 else [],
                 extras=extras,
+                fields=fields,
             )
         )
     for i, raw in enumerate(book.get("lexicon") or []):
@@ -371,7 +454,8 @@ def from_agnai(book: dict[str, Any]) -> list[LoreEntry]:
             label = f"entry {label}"
         keys = as_list(raw.get("keywords")) or as_list(raw.get("keys"))
         content = _text(raw.get("entry")) or _text(raw.get("content"))
-        extras = {k: raw[k] for k in ("priority", "weight") if raw.get(k) not in (None, 0)}
+        extras = {"weight": raw["weight"]} if raw.get("weight") not in (None, 0) else {}
+        fields = {"order": raw["priority"]} if _number(raw.get("priority")) is not None else {}
         found.append(
             LoreEntry(
                 label=label[:80],
@@ -381,6 +465,7 @@ def from_agnai(book: dict[str, Any]) -> list[LoreEntry]:
                 enabled=_flag(raw.get("enabled"), True),
                 constant=_flag(raw.get("constant")),
                 extras=extras,
+                fields=fields,
             )
         )
     return found
