@@ -184,8 +184,7 @@ def check_plot(plot: dict[str, Any]) -> str | None:
                 except ValidationError as exc:
                     loc = ".".join(str(p) for p in exc.errors()[0]["loc"])
                     return f"plot.story_cards[{i}].{loc}: {exc.errors()[0]['msg']}"
-        else:
-            return f"plot.{key}: unknown plot component"
+        # Any other component (a newer release's) is carried as it is.
     return None
 
 
