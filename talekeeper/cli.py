@@ -44,6 +44,14 @@ def serve(
     endpoint: Endpoint = None,
     model: Model = None,
     provider: ProviderOpt = None,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Also answer requests addressed to this name or IP (repeatable), e.g. your "
+            "computer's LAN address to play from a phone with --host 0.0.0.0. Anyone on that "
+            "network can then reach your stories: see the README's LAN section."
+        ),
+    ] = None,
 ) -> None:
     """Serve the web app (default http://127.0.0.1:8000)."""
     import uvicorn
@@ -54,7 +62,10 @@ def serve(
     tk = _open(data_dir, endpoint, model, provider)
     terminal.warm_up(tk)
     terminal.console.print(f"talekeeper {__version__} — open [bold]http://{host}:{port}/[/bold] (data: {tk.data_dir})")
-    uvicorn.run(create_app(tk, allowed_hosts={host}), host=host, port=port, log_level="warning")
+    allowed = {host, *(allow_host or [])}
+    for name in allow_host or []:
+        terminal.console.print(f"Also answering as [bold]http://{name}:{port}/[/bold]")
+    uvicorn.run(create_app(tk, allowed_hosts=allowed), host=host, port=port, log_level="warning")
 
 
 @app.command()

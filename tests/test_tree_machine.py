@@ -138,8 +138,18 @@ class TreeModel:
         return []
 
     def hanging(self, own: list[int]) -> list[int]:
-        """The bare takes below a line's own turns: deleting the line takes them too."""
-        return [k for n in own for k in self.children(n) if k not in own]
+        """The bare takes below a line's own turns, and the other takes (same action, no
+        line of their own) of its first own turn: deleting the line takes them too."""
+        below = [k for n in own for k in self.children(n) if k not in own]
+        if not own or own[0] not in self.leaves():
+            return below  # a bare take that is no line: just itself
+        top, lines = own[-1], set(self.leaves())
+        beside = [
+            k
+            for k in self.children(self.parent[top])
+            if k != top and not self.children(k) and k not in lines and self.action[k] == self.action[top]
+        ]
+        return below + beside
 
 
 class TreeMachine(RuleBasedStateMachine):
@@ -307,7 +317,7 @@ class TreeMachine(RuleBasedStateMachine):
         for node in gone:
             for table in (self.model.parent, self.model.action, self.model.state, self.model.active, self.model.name):
                 del table[node]
-        if self.model.active[fork] in own:
+        if self.model.active[fork] in gone:
             self.model.active[fork] = max(self.model.children(fork))
         self.all_ever -= set(gone)
 

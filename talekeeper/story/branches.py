@@ -157,7 +157,7 @@ class _Skeleton:
 
     def own_ids(self, leaf: int) -> list[int]:
         """The turns only `leaf`'s line has, last first, and then the bare takes hanging off
-        them (they go with it); empty if it is the only line. A bare take that is not a line
+        them or beside its first own turn (they go with it); empty if it is the only line. A bare take that is not a line
         of its own is just itself."""
         if not self.leaf_count[leaf]:
             return [leaf]
@@ -171,7 +171,16 @@ class _Skeleton:
                 break
             node = self.parent[node]  # type: ignore[assignment]
         on_line = set(ids)
-        return ids + [k for n in ids for k in self.children.get(n, []) if k not in on_line]
+        hanging = [k for n in ids for k in self.children.get(n, []) if k not in on_line]
+        # The other takes of the line's first own turn (same action, no line of their own) go
+        # with it, or deleting the line would only bring one of them back as a line.
+        siblings = self.children[self.parent[top]]  # type: ignore[index]
+        takes = [
+            k
+            for k in siblings
+            if k != top and not self.leaf_count[k] and self.action.get(k) == self.action.get(top, ("", None))
+        ]
+        return ids + hanging + takes
 
     def owner(self, node_id: int) -> int | None:
         """The one line whose own turns include `node_id`, if only one line passes it."""
@@ -303,8 +312,9 @@ def delete_line(session: Session, adventure: Adventure, leaf: Node) -> int:
     top = sk.own_top[leaf.id] if sk.leaf_count[leaf.id] else leaf.id
     fork = session.get(Node, sk.parent[top])
     assert fork is not None
-    if fork.active_child_id == top:
-        fork.active_child_id = max(c for c in sk.children[fork.id] if c != top)
+    remaining = [c for c in sk.children[fork.id] if c not in own_set]
+    if fork.active_child_id not in remaining:
+        fork.active_child_id = max(remaining)
     session.flush()
     # Unlink first so no cascade runs down a long line, then delete in bounded batches.
     for i in range(0, len(own), _CHUNK):

@@ -6,6 +6,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
+from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from talekeeper import __version__
@@ -57,5 +58,10 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     app.include_router(pages_context.router)
     app.include_router(pages_interop.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:  # browsers ask for it on every page that names no icon
+        return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
+
     app.add_middleware(LocalOnlyMiddleware, allowed_hosts=allowed_hosts or set())
     return app

@@ -25,9 +25,11 @@ from talekeeper.state.creation import creation_options
 from talekeeper.story import tree
 from talekeeper.web import present
 from talekeeper.web.api import get_tk
+from talekeeper.web.emphasis import emphasis
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 present.install(templates.env)
+templates.env.filters["emphasis"] = emphasis
 router = APIRouter(include_in_schema=False)
 PANELS = ("state", "lines", "save-points")
 

@@ -45,19 +45,36 @@
     scrollIfFollowing();
   });
 
+  // Undo, Redo and Retry are re-rendered with the story; while a turn streams they wait.
   function setBusy(busy) {
     sendButton.disabled = busy;
     continueButton.disabled = busy;
+    for (const id of ["undo", "redo", "retry"]) {
+      const b = document.getElementById(id);
+      if (!b) continue;
+      if (busy) { b.dataset.wasDisabled = String(b.disabled); b.disabled = true; }
+      else if (b.dataset.wasDisabled !== undefined) { b.disabled = b.dataset.wasDisabled === "true"; delete b.dataset.wasDisabled; }
+    }
     stopButton.hidden = !busy;
     root.classList.toggle("busy", busy);
     live.setAttribute("aria-busy", String(busy));  // screen readers read the turn once, when it is written
     if (!busy) jumpButton.hidden = true;
   }
 
-  function showError(message) {
+  function showError(message, notice = false) {
     errorBox.textContent = message;
     errorBox.hidden = !message;
+    errorBox.classList.toggle("notice", notice);
+    errorBox.setAttribute("role", notice ? "status" : "alert");
   }
+
+  // The action being typed survives a reload (even mid-turn) in this tab, until it is sent.
+  const draftKey = `talekeeper:draft:${adventureId}`;
+  const saveDraft = () => {
+    try { if (input.value) sessionStorage.setItem(draftKey, input.value); else sessionStorage.removeItem(draftKey); } catch (_) { /* storage off */ }
+  };
+  try { const draft = sessionStorage.getItem(draftKey); if (draft && !input.value) input.value = draft; } catch (_) { /* storage off */ }
+  input.addEventListener("input", saveDraft);
 
   function refreshStory() {
     return htmx.ajax("GET", `/adventures/${adventureId}/story`, { target: "#story", swap: "outerHTML" });
@@ -145,7 +162,7 @@
       for await (const { event, data } of readEvents(response)) {
         if (event === "accepted") {
           actionLine.textContent = data.action_line;
-          if (fromInput && kind !== "continue") input.value = "";
+          if (fromInput && kind !== "continue") input.value = "";  // the draft stays stored until the turn is written
         } else if (event === "text") {
           narration.textContent += data.text;
           scrollIfFollowing();
@@ -159,15 +176,16 @@
         } else if (event === "done") {
           finished = true;
           status.hidden = true;
+          saveDraft();
         } else if (event === "error") {
           throw new Error(data.message);
         }
       }
       if (!finished) throw new Error("The connection closed before the turn finished. Nothing was saved.");
     } catch (err) {
-      if (err.name === "AbortError") showError("Stopped. Nothing was saved; your action is still in the box.");
+      if (err.name === "AbortError") showError("Stopped. Nothing was saved; your action is still in the box.", true);
       else showError(err.message);
-      if (fromInput && kind !== "continue" && !input.value) input.value = text;
+      if (fromInput && kind !== "continue" && !input.value) { input.value = text; saveDraft(); }
     } finally {
       controller = null;
       setBusy(false);
@@ -291,6 +309,9 @@
     if (elt && elt.id === "panel") {
       const body = panel.querySelector("[data-panel]");
       if (!body) return;
+      // A correction (or its refusal) answers at the top of the panel: bring it into view.
+      const result = panel.querySelector(".correction-result");
+      if (result) { result.scrollIntoView({ block: "start" }); result.focus({ preventScroll: true }); }
       const opened = root.dataset.openPanel !== body.dataset.panel;
       root.dataset.openPanel = body.dataset.panel;
       markOpen(body.dataset.panel);
