@@ -107,3 +107,23 @@ def test_phone_tap_targets_are_at_least_24px_and_deleting_a_line_breaks_no_polic
         expect(lines).to_have_count(2)
         lines.nth(0).get_by_role("button", name="Delete").click()
         expect(lines).to_have_count(1)
+
+
+def test_two_adventures_of_one_scenario_can_be_renamed_and_found(isolated_home) -> None:
+    with web(isolated_home, ["Fog."]) as w:
+        page = w.page
+        w.start("Ada")
+        w.start("Bea")
+        page.goto(w.url + "/")
+        cards = page.locator("#adventure-list > li")
+        expect(cards).to_have_count(2)
+        first = cards.nth(0)
+        first.get_by_label("New title for").fill("Bea, the harbour way")
+        first.get_by_role("button", name="Rename").click()
+        expect(page.locator("#adventure-list")).to_contain_text("Bea, the harbour way")
+        page.reload()
+        page.get_by_label("Find an adventure").fill("harbour")
+        expect(page.locator("#adventure-list > li:visible")).to_have_count(1)
+        expect(page.locator("#adventure-list > li:visible")).to_contain_text("Bea, the harbour way")
+        page.get_by_label("Find an adventure").fill("")
+        expect(page.locator("#adventure-list > li:visible")).to_have_count(2)

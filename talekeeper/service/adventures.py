@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from talekeeper.errors import NotFound
+from talekeeper.errors import Invalid, NotFound
 from talekeeper.service import state_engine
 from talekeeper.service.origins import merge, with_origin
 from talekeeper.service.scenarios import (
@@ -103,6 +103,24 @@ def get_turn(session: Session, adventure: Adventure, node_id: int) -> Node:
 
 def list_adventures(session: Session) -> list[Adventure]:
     return list(session.scalars(select(Adventure).order_by(Adventure.last_played_at.desc())))
+
+
+MAX_TITLE = 200
+
+
+class AdventureTitleInvalid(Invalid):
+    pass
+
+
+def rename_adventure(session: Session, adventure: Adventure, title: str) -> Adventure:
+    """Give an adventure the player's own title (two of one scenario need telling apart)."""
+    title = " ".join((title or "").split())
+    if not title:
+        raise AdventureTitleInvalid("An adventure needs a title; type one, or keep the old one.")
+    if len(title) > MAX_TITLE:
+        raise AdventureTitleInvalid(f"A title can be at most {MAX_TITLE} characters (this one has {len(title)}).")
+    adventure.title = title
+    return adventure
 
 
 def delete_adventure(session: Session, adventure: Adventure) -> None:

@@ -25,6 +25,7 @@ from talekeeper.web import (
     pages_scenarios,
     pages_state,
     pages_tree,
+    rename,
 )
 from talekeeper.web.security import LocalOnlyMiddleware
 
@@ -51,6 +52,7 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     app.include_router(api_tree.router)
     app.include_router(api_state.router)
     app.include_router(pages.router)
+    app.include_router(rename.router)
     app.include_router(pages_tree.router)
     app.include_router(pages_state.router)
     app.include_router(pages_scenarios.router)

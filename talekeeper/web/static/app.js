@@ -1,8 +1,20 @@
 // Small progressive enhancements for every page (the pages work without them).
 // - form[data-confirm] / button[data-confirm]: ask before a destructive plain-form submit.
 // - input[type=file][data-autosubmit]: submit the form when a file is chosen.
+// - #adventure-filter: show only the adventures whose title or scenario matches.
 (function () {
   "use strict";
+  const filter = document.getElementById("adventure-filter");
+  if (filter) {
+    filter.closest(".filter").hidden = false;
+    filter.addEventListener("input", () => {
+      const words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
+      for (const card of document.querySelectorAll("#adventure-list > li")) {
+        const text = (card.querySelector(".card-title").textContent + " " + card.querySelector(".meta").textContent).toLowerCase();
+        card.hidden = !words.every((w) => text.includes(w));
+      }
+    });
+  }
   document.addEventListener("submit", (e) => {
     const button = e.submitter && e.submitter.closest("[data-confirm]");
     const question = (button && button.dataset.confirm) || e.target.dataset.confirm;
