@@ -25,3 +25,20 @@ def test_rename_from_the_home_page(client: TestClient, adventure_id: int) -> Non
     assert card.status_code == 200 and ">The long night</a>" in card.text and 'role="alert"' not in card.text
     refused = client.post(f"/adventures/{adventure_id}/rename", data={"title": " "})
     assert 'role="alert"' in refused.text and "needs a title" in refused.text and ">The long night</a>" in refused.text
+
+
+def test_test_connection_marks_only_passed_checks_with_a_tick() -> None:
+    """(The settings page's Test connection.) ✔ only beside what passed."""
+    from talekeeper.web.pages import templates
+
+    report = {
+        "ok": False,
+        "checks": [
+            {"check": "server reachable", "ok": True, "detail": "answered"},
+            {"check": "model known", "ok": None, "detail": "cannot be confirmed"},
+            {"check": "generation works", "ok": False, "detail": "failed"},
+        ],
+    }
+    html = templates.env.get_template("_connection.html").render(report=report, policy=False)
+    assert "✔ server reachable" in html and "– model known" in html and "✘ generation works" in html
+    assert html.count("✔") == 1

@@ -66,7 +66,8 @@ class ConnectionReport:
     provider: str
     endpoint: str
     model: str
-    checks: list[tuple[str, bool, str]] = field(default_factory=list)  # (what, ok, detail)
+    # (what, ok, detail); ok None: could not be checked, which is no failure either.
+    checks: list[tuple[str, bool | None, str]] = field(default_factory=list)
     models_available: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:

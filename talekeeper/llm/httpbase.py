@@ -326,13 +326,8 @@ class HTTPProvider(Provider):
             checks.append(("server reachable", False, str(exc)))
             return report
         except LLMError as exc:
-            checks.append(
-                (
-                    "server reachable",
-                    True,
-                    f"{self.endpoint} answered, but listing models failed: {exc}",
-                )
-            )
+            checks.append(("server reachable", True, f"{self.endpoint} answered"))
+            checks.append(("models listed", None, f"listing models failed: {exc}"))
         report.models_available = models
 
         if self.model:
@@ -344,7 +339,8 @@ class HTTPProvider(Provider):
                 if not models
                 else f"{self.model!r} is not among: {', '.join(models[:20])}"
             )
-            checks.append(("model known", known, detail))
+            # None: could not be checked (the server lists nothing) — neither ✔ nor ✘.
+            checks.append(("model known", (known if models else None), detail))
             if not known:
                 return report
         elif models:
@@ -368,7 +364,7 @@ class HTTPProvider(Provider):
             checks.append(("generation works", True, "generated a token"))
         except LLMError as exc:
             checks.append(("generation works", False, str(exc)))
-        report.ok = all(ok for _what, ok, _detail in checks)
+        report.ok = all(ok is not False for _what, ok, _detail in checks)
         return report
 
     async def aclose(self) -> None:

@@ -122,8 +122,11 @@ def _judge(host: str, addresses: Iterable[str], allow_remote: bool, url: str) ->
     for address in addresses:
         reason = refusal_reason(address, allow_remote)
         if reason is not None:
-            shown = host if host == address else f"{host} (resolves to {address})"
-            raise EndpointRefused(f"The model endpoint {url} is not allowed: {shown}: {reason}")
+            # The reason names the address; say the name only when it differs, and end
+            # every sentence (the refusal is shown as prose).
+            resolved = "" if host == address else f"{host} resolves to {address}. "
+            sentence = reason if reason.endswith(".") else reason + "."
+            raise EndpointRefused(f"The model endpoint {url} is not allowed. {resolved}{sentence}")
     return addresses
 
 

@@ -62,7 +62,8 @@ def show_model(tk: Talekeeper, test: bool) -> bool:
             console.print(f"[red]✘[/] {exc}")
             return False
     for what, ok, detail in report.checks:
-        console.print(f"{'[green]✔' if ok else '[red]✘'}[/] {what}: {detail}")
+        mark = "[dim]–" if ok is None else "[green]✔" if ok else "[red]✘"  # None: not checkable
+        console.print(f"{mark}[/] {what}: {detail}")
     return report.ok
 
 
