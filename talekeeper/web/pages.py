@@ -23,7 +23,7 @@ from talekeeper.service.origins import OriginError, origin_summaries
 from talekeeper.service.turns import warm_next_turn
 from talekeeper.state.creation import creation_options
 from talekeeper.story import tree
-from talekeeper.web import present
+from talekeeper.web import flash, present
 from talekeeper.web.api import get_tk
 from talekeeper.web.emphasis import emphasis
 
@@ -35,7 +35,13 @@ PANELS = ("state", "lines", "save-points")
 
 
 def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-    return templates.TemplateResponse(request, name, context, status_code=status_code)
+    waiting = flash.take(request)  # a redirect's "Saved." (see web/flash.py), shown once
+    if waiting and not context.get("message") and request.headers.get("HX-Request") != "true":
+        context["message"] = waiting
+    response = templates.TemplateResponse(request, name, context, status_code=status_code)
+    if waiting:
+        flash.forget(response)
+    return response
 
 
 # --- home ---------------------------------------------------------------------------------

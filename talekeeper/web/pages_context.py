@@ -19,6 +19,7 @@ from talekeeper.service import plot as plot_service
 from talekeeper.service.adventures import AdventureNotFound, get_adventure
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.story.actions import ActionError
+from talekeeper.web import flash
 from talekeeper.web.api import get_tk
 from talekeeper.web.api_context import next_insights, turn_insights
 from talekeeper.web.card_form import card_from_form
@@ -34,9 +35,7 @@ def _title(tk: Talekeeper, adventure_id: int) -> str:
 
 
 def _back(path: str, message: str | None = None) -> RedirectResponse:
-    from urllib.parse import quote
-
-    return RedirectResponse(path + (f"?message={quote(message)}" if message else ""), status_code=303)
+    return flash.redirect(path, message)
 
 
 @router.get("/adventures/{adventure_id}/insights", response_class=HTMLResponse)

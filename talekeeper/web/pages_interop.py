@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response, StreamingResponse
@@ -13,7 +12,7 @@ from fastapi.responses import RedirectResponse, Response, StreamingResponse
 from talekeeper.core import Talekeeper
 from talekeeper.service import bundles, imports, scenarios
 from talekeeper.service.interop.bundle_format import MEDIA_TYPE
-from talekeeper.web import pages
+from talekeeper.web import flash, pages
 from talekeeper.web.api import get_tk
 
 router = APIRouter(include_in_schema=False)
@@ -91,7 +90,7 @@ async def import_save(request: Request, tk: Talekeeper = Depends(get_tk)) -> Res
     except (json.JSONDecodeError, scenarios.ScenarioError) as exc:
         return _scenarios_page(request, tk, f"The reviewed scenario could not be saved: {exc}")
     message = "Imported. Review it here, then start an adventure from the home page."
-    return RedirectResponse(f"/scenarios/{saved['id']}?message={quote(message)}", status_code=303)
+    return flash.redirect(f"/scenarios/{saved['id']}", message)
 
 
 def _scenarios_page(request: Request, tk: Talekeeper, error: str) -> Response:

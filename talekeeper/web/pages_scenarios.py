@@ -20,6 +20,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from talekeeper.core import Talekeeper
 from talekeeper.service import scenarios
+from talekeeper.web import flash
 from talekeeper.web.api import get_tk
 from talekeeper.web.pages import render
 
@@ -309,7 +310,7 @@ async def create(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response
             scenario_id = row.id
     except scenarios.ScenarioError as exc:
         return _list_page(request, tk, 422, new_error=str(exc))
-    return RedirectResponse(f"/scenarios/{scenario_id}?message={quote('Created. Fill in the story, then start an adventure from the home page.')}", status_code=303)
+    return flash.redirect(f"/scenarios/{scenario_id}", "Created. Fill in the story, then start an adventure from the home page.")
 
 
 @router.post("/import")
@@ -328,7 +329,7 @@ async def import_file(request: Request, tk: Talekeeper = Depends(get_tk)) -> Res
     except scenarios.ScenarioError as exc:
         return _list_page(request, tk, 422, import_error=str(exc))
     message = " ".join(["Imported.", *notes])
-    return RedirectResponse(f"/scenarios/{scenario_id}?message={quote(message)}", status_code=303)
+    return flash.redirect(f"/scenarios/{scenario_id}", message)
 
 
 @router.get("/{scenario_id}", response_class=HTMLResponse)
@@ -384,7 +385,7 @@ async def save(request: Request, scenario_id: str, part: str, tk: Talekeeper = D
         if json_text is not None:
             context["json_text"] = json_text
         return render(request, "scenario_editor.html", status_code=422, **context)
-    return RedirectResponse(f"/scenarios/{quote(scenario_id)}?part={part}&message={quote('Saved.')}", status_code=303)
+    return flash.redirect(f"/scenarios/{quote(scenario_id)}?part={part}", "Saved.")
 
 
 @router.post("/{scenario_id}/duplicate")
@@ -396,7 +397,7 @@ def duplicate(request: Request, scenario_id: str, tk: Talekeeper = Depends(get_t
         return _list_page(request, tk, 404, message=str(exc))
     except scenarios.ScenarioError as exc:
         return _list_page(request, tk, 422, message=str(exc))
-    return RedirectResponse(f"/scenarios/{copy_id}?message={quote('This is your own copy: edit away.')}", status_code=303)
+    return flash.redirect(f"/scenarios/{copy_id}", "This is your own copy: edit away.")
 
 
 @router.post("/{scenario_id}/delete")
@@ -408,4 +409,4 @@ def delete(request: Request, scenario_id: str, tk: Talekeeper = Depends(get_tk))
         return _list_page(request, tk, 404, message=str(exc))
     except scenarios.ScenarioError as exc:
         return _list_page(request, tk, 422, message=str(exc))
-    return RedirectResponse(f"/scenarios?message={quote('Deleted. Adventures started from it play on.')}", status_code=303)
+    return flash.redirect("/scenarios", "Deleted. Adventures started from it play on.")
