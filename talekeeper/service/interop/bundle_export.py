@@ -11,6 +11,8 @@ import base64
 import hashlib
 import json
 import zlib
+from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -63,6 +65,30 @@ def _rows(session: Session, query: Any) -> Iterator[Any]:
     yield from session.execute(query.execution_options(yield_per=_BATCH))
 
 
+class LocalIds:
+    """Database id → the bundle's id (1, 2, 3 … in id order), in 8 bytes an id: the ids
+    arrive sorted, so a binary search over an array replaces a dict ten times its size."""
+
+    def __init__(self) -> None:
+        self.ids = array("q")
+
+    def add(self, db_id: int) -> int:
+        self.ids.append(db_id)
+        return len(self.ids)
+
+    def get(self, db_id: Any, default: Any = None) -> Any:
+        if not isinstance(db_id, int) or isinstance(db_id, bool):
+            return default
+        at = bisect_left(self.ids, db_id)
+        return at + 1 if at < len(self.ids) and self.ids[at] == db_id else default
+
+    def __getitem__(self, db_id: int) -> int:
+        found = self.get(db_id)
+        if found is None:
+            raise KeyError(db_id)
+        return found
+
+
 def remap_insight(
     data: dict[str, Any], nodes: Callable[[Any], Any], memories: Callable[[Any], Any]
 ) -> dict[str, Any]:
@@ -113,15 +139,13 @@ def records(
         "save_points": _count(session, SavePoint, aid),
     }
     total = sum(counts.values()) + 1
-    node_ids: dict[int, int] = {}
-    memory_ids: dict[int, int] = {}
+    node_ids = LocalIds()
+    memory_ids = LocalIds()
     # Nodes are written parent first: a node's id is always larger than its parent's.
-    local = 0
     for (node_id,) in _rows(
         session, select(Node.id).where(Node.adventure_id == aid).order_by(Node.id)
     ):
-        local += 1
-        node_ids[node_id] = local
+        node_ids.add(node_id)
     scenario = session.get(Scenario, adventure.scenario_id) if adventure.scenario_id else None
     yield {
         "t": "header",
@@ -186,7 +210,7 @@ def records(
     for row in _rows(
         session, select(table).where(table.c.adventure_id == aid).order_by(table.c.id)
     ):
-        memory_ids[row.id] = len(memory_ids) + 1
+        memory_ids.add(row.id)
         yield {
             "t": "memory",
             "id": memory_ids[row.id],
