@@ -4,8 +4,6 @@ broken and non-export files."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from talekeeper.service.interop.containers import Refused
@@ -33,13 +31,12 @@ REFUSED = {
 
 @pytest.mark.parametrize("path", DATA, ids=lambda p: p.name)
 def test_corpus_file(path) -> None:
-    started = time.monotonic()
     if path.name in REFUSED:
         with pytest.raises(Refused, match=REFUSED[path.name]):
             convert(path.read_bytes(), path.name)
         return
     results = convert(path.read_bytes(), path.name)
-    assert results and time.monotonic() - started < 10
+    assert results
     for result in results:
         assert check_scenario({**result.document, "id": "corpus"}) == [], path.name
         assert result.report, path.name

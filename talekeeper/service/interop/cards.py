@@ -53,6 +53,10 @@ def _s(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def card_data(card: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """The card's fields and a label for its shape."""
     spec = card.get("spec")
@@ -115,7 +119,7 @@ def from_card(card: dict[str, Any], report: Report) -> tuple[Draft, str]:
     if greeting.strip():
         report.imported("first_mes", "became the opening")
     greetings = [
-        g for g in data.get("alternate_greetings") or [] if isinstance(g, str) and g.strip()
+        g for g in _list(data.get("alternate_greetings")) if isinstance(g, str) and g.strip()
     ]
     if greetings:
         draft.origins = [
@@ -172,7 +176,7 @@ def from_card(card: dict[str, Any], report: Report) -> tuple[Draft, str]:
     draft.description = notes or (description.strip()[:300] if description else "")
     if notes:
         report.imported("creator_notes", "became the scenario's description")
-    draft.tags = [t for t in data.get("tags") or [] if isinstance(t, str)]
+    draft.tags = [t for t in _list(data.get("tags")) if isinstance(t, str)]
     ext = data.get("extensions") if isinstance(data.get("extensions"), dict) else {}
     depth = ext.get("depth_prompt") if isinstance(ext.get("depth_prompt"), dict) else {}
     if _s(depth.get("prompt")).strip():
@@ -215,7 +219,7 @@ def from_card(card: dict[str, Any], report: Report) -> tuple[Draft, str]:
                 "character_book",
                 f"book settings without a talekeeper equivalent: {', '.join(book_fields)} (story cards scan the last few turns; the context budget decides)",
             )
-    greetings_group = [g for g in data.get("group_only_greetings") or [] if g]
+    greetings_group = [g for g in _list(data.get("group_only_greetings")) if g]
     if greetings_group:
         report.dropped(
             "group_only_greetings", "group-chat greetings (talekeeper has no group chats)"

@@ -23,6 +23,10 @@ def _s(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def aid_questions(text: str, draft: Draft, where: str) -> str:
     """`${Question?}` → `${q1}` with a declared placeholder asking that question."""
     asked = {p["question"]: p["key"] for p in draft.placeholders}
@@ -65,7 +69,7 @@ def from_aid_scenario(item: dict[str, Any], report: Report) -> Draft:
     draft.opening = aid_questions(_s(item.get("prompt")), draft, "prompt")
     draft.plot_essentials = aid_questions(_s(item.get("memory")), draft, "memory")
     draft.author_note = _aid_authors_note(_s(item.get("authorsNote")))
-    draft.tags = [t for t in item.get("tags") or [] if isinstance(t, str)]
+    draft.tags = [t for t in _list(item.get("tags")) if isinstance(t, str)]
     report.imported(
         "prompt, memory, authorsNote", "became the opening, plot essentials and author's note"
     )
@@ -76,7 +80,7 @@ def from_aid_scenario(item: dict[str, Any], report: Report) -> Draft:
         "worldInfo",
         draft.resolve,
     )
-    options = [o for o in item.get("options") or [] if isinstance(o, dict)]
+    options = [o for o in _list(item.get("options")) if isinstance(o, dict)]
     for i, option in enumerate(options):
         more, extra = lore.to_story_cards(
             lore.from_aid(option.get("worldInfo") or []),
@@ -138,7 +142,7 @@ def from_lore_only(
 def from_kobold(save: dict[str, Any], report: Report, title: str) -> Draft:
     draft = Draft(title=title or "KoboldAI story", report=report)
     prompt = aid_questions(_s(save.get("prompt")), draft, "prompt")
-    actions = [a for a in save.get("actions") or [] if isinstance(a, str)]
+    actions = [a for a in _list(save.get("actions")) if isinstance(a, str)]
     draft.opening = prompt + "".join(actions)
     if actions:
         report.approximated(
@@ -211,7 +215,7 @@ def from_novelai_story(story: dict[str, Any], report: Report) -> Draft:
 def from_novelai_scenario(scenario: dict[str, Any], report: Report) -> Draft:
     draft = Draft(title=_s(scenario.get("title")) or "NovelAI scenario", report=report)
     draft.description = _s(scenario.get("description"))
-    draft.tags = [t for t in scenario.get("tags") or [] if isinstance(t, str)]
+    draft.tags = [t for t in _list(scenario.get("tags")) if isinstance(t, str)]
     draft.opening = _s(scenario.get("prompt"))
     report.imported("prompt", "became the opening")
     _novelai_context(scenario.get("context"), draft, report)
