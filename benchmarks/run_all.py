@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
-QUICK = [["tree.py"], ["memory.py", "--skip-models"], ["insights_size.py"]]
-SLOW = [["prefix_cache.py"], ["crash_soak.py", "--kills", "60"]]
+QUICK = [["tree.py"], ["memory.py", "--skip-models"], ["insights_size.py"], ["hostile_imports.py"]]
+SLOW = [["prefix_cache.py"], ["crash_soak.py", "--kills", "60"], ["bundle.py"]]
 
 
 def main() -> int:
