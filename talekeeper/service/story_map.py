@@ -2,7 +2,9 @@
 
 `tree_ops.list_branches` gives the lines, where each left its parent line (the turn it
 forked after) and which line that was. This module orders the lines parent-first
-(depth-first), each with its nesting level — what the Lines panel draws.
+(depth-first), each with its nesting level — what the Lines panel lists — and lays the
+same lines out as a drawing (`drawing`): one row per line from where it parted to its end,
+a joint where it left its parent, Save Point markers, and where the player is.
 """
 
 from __future__ import annotations
@@ -39,4 +41,51 @@ def line_tree(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
     names = {line["id"]: line["name"] for line in lines}
     for line in ordered:
         line["parent_name"] = names.get(line["parent_line"]) if line["parent_line"] else None
-    return {**data, "branches": ordered, "longest": max((line["length"] for line in lines), default=0)}
+    longest = max((line["length"] for line in lines), default=0)
+    saves = tree_ops.list_save_points(tk, adventure_id)["save_points"]
+    picture = drawing(ordered, longest, data.get("head_depth"), saves)
+    return {**data, "branches": ordered, "longest": longest, "drawing": picture}
+
+
+ROW = 26  # drawing units per line
+LEFT, WIDTH = 12, 320
+
+
+def drawing(
+    lines: list[dict[str, Any]], longest: int, head_depth: int | None, save_points: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Coordinates for the story map's picture (the template only draws them): x is the
+    turn, y the line's row in tree order. Pure, so a test can read the geometry."""
+    scale = (WIDTH - 2 * LEFT) / max(longest, 1)
+    row = {line["id"]: i for i, line in enumerate(lines)}
+    turn_of = {}
+    for sp in save_points:
+        turn_of.setdefault(sp["name"], sp["turn"])
+    rows = []
+    for i, line in enumerate(lines):
+        y = ROW * i + ROW // 2
+        start = line["fork_depth"] or 0
+        parent_row = row.get(line["parent_line"]) if line["parent_line"] is not None else None
+        here = None
+        if line["ends_at_head"]:
+            here = line["length"]
+        elif line["has_head"] and head_depth is not None and head_depth >= start:
+            here = head_depth
+        rows.append(
+            {
+                "id": line["id"],
+                "label": line["name"] or f"Line {i + 1}",
+                "y": y,
+                "x1": round(LEFT + start * scale, 1),
+                "x2": round(LEFT + max(line["length"], start) * scale, 1),
+                "joint_y": ROW * parent_row + ROW // 2 if parent_row is not None else None,
+                "current": line["has_head"],
+                "here_x": round(LEFT + here * scale, 1) if here is not None else None,
+                "saves": [
+                    {"name": name, "x": round(LEFT + turn_of[name] * scale, 1)}
+                    for name in line["save_points"]
+                    if name in turn_of
+                ],
+            }
+        )
+    return {"rows": rows, "width": WIDTH, "height": ROW * max(len(lines), 1)}

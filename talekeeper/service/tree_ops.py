@@ -201,6 +201,7 @@ def list_branches(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
         return {
             "branches": [line_view(line) for line in branches.list_lines(session, adventure)],
             "head_id": head.id,
+            "head_depth": head.depth,
             "can_undo": tree.can_undo(head),
             "can_redo": tree.can_redo(head),
         }
