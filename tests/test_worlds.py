@@ -347,3 +347,40 @@ def test_the_web_start_form_makes_a_character(client: TestClient) -> None:
     assert document["stats"]["player"]["wits"]["value"] == 4
     refused = client.post("/adventures", data={**form, "origin_id": "pilgrim"})
     assert refused.status_code == 422 and "choose one of: priest" in refused.text
+
+
+def test_the_scenario_editor_keeps_npc_knowledge_and_origin_seeds(client: TestClient) -> None:
+    """The World and Origins forms do not show knowledge, quests or builds; saving them
+    must not drop what the JSON tab holds."""
+    copy_id = client.post(f"/api/scenarios/{FENMOUTH}/duplicate").json()["id"]
+    data = client.get(f"/api/scenarios/{copy_id}").json()["data"]
+    entities = data["rules"]["entities"]
+    world_form = {
+        f"ent_{f}": [
+            str(e.get(f, "")) if f != "aliases" else ", ".join(e.get("aliases", []))
+            for e in entities
+        ]
+        for f in ("id", "name", "type", "aliases", "description", "status", "location")
+    }
+    world_form["ent_holder"] = [""] * len(entities)
+    world_form["scene_present"] = ""
+    response = client.post(
+        f"/scenarios/{copy_id}/save/world", data=world_form, follow_redirects=False
+    )
+    assert response.status_code == 303, response.text
+    origins = data["origins"]
+    origins_form = {
+        f"origin_{f}": [o.get(f, "") for o in origins]
+        for f in ("id", "title", "description", "opening")
+    }
+    origins_form["origin_rules"] = [json.dumps(o.get("rules", {})) for o in origins]
+    response = client.post(
+        f"/scenarios/{copy_id}/save/origins", data=origins_form, follow_redirects=False
+    )
+    assert response.status_code == 303, response.text
+    saved = client.get(f"/api/scenarios/{copy_id}").json()["data"]
+    oda = next(e for e in saved["rules"]["entities"] if e["id"] == "oda_fenn")
+    assert any(SECRET in k for k in oda["knowledge"]) and oda["moves"]
+    assert saved["origins"][0]["quests"] == ["find_the_ledger"] and saved["origins"][1]["build"][
+        "classes"
+    ] == ["priest"]

@@ -119,7 +119,10 @@ def apply_world(data: dict[str, Any], form: Any) -> dict[str, Any]:
     old = {e.get("id"): e for e in rules.get("entities", []) if isinstance(e, dict)}
     entities, possessions = [], {}
     for row in _rows(form, "ent", ("id", "name", "type", "aliases", "description", "status", "location", "holder")):
-        kept = {k: v for k, v in old.get(row["id"], {}).items() if k in ("conditions", "attributes")}
+        # Fields the form does not show survive a save: an NPC's persona, private knowledge
+        # and moves are edited in the JSON tab.
+        shown_elsewhere = ("conditions", "attributes", "persona", "knowledge", "moves", "companion")
+        kept = {k: v for k, v in old.get(row["id"], {}).items() if k in shown_elsewhere}
         entity = {
             "id": row["id"],
             "name": row["name"],
@@ -196,8 +199,12 @@ def apply_origins(data: dict[str, Any], form: Any) -> tuple[dict[str, Any], list
     """Origins from the form; an overlay that is not JSON is reported by its path."""
     data = copy.deepcopy(data)
     origins, problems = [], []
+    before = {o.get("id"): o for o in data.get("origins") or [] if isinstance(o, dict)}
     for i, row in enumerate(_rows(form, "origin", ("id", "title", "description", "opening", "rules"))):
-        origin: dict[str, Any] = {k: row[k] for k in ("id", "title", "description", "opening") if row[k]}
+        # What the form does not show (quests, items, facts, build, other texts) is kept.
+        kept = {k: v for k, v in before.get(row["id"], {}).items()
+                if k not in ("id", "title", "description", "opening", "rules")}
+        origin: dict[str, Any] = {**{k: row[k] for k in ("id", "title", "description", "opening") if row[k]}, **kept}
         if row["rules"]:
             try:
                 origin["rules"] = json.loads(row["rules"])
