@@ -216,7 +216,11 @@
     const text = input.value.trim();
     if (!text) { showError("Type an action first, or press Continue."); input.focus(); return; }
     const to = form.querySelector("select[name=to]");
-    if (kind === "talk" && to) { playTurn(kind, text, { body: { kind, text, to: to.value } }); return; }
+    if (kind === "talk") {
+      if (!to || !to.value) { showError("Choose whom you talk to."); return; }
+      playTurn(kind, text, { body: { kind, text, to: to.value } });
+      return;
+    }
     playTurn(kind, text);
   });
   form.addEventListener("change", (e) => {
