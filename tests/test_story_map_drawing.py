@@ -49,3 +49,4 @@ def test_reading_an_earlier_moment_marks_it_on_the_line(client: TestClient, tk: 
     client.post(f"/api/adventures/{adventure_id}/undo")
     (row,) = story_map.line_tree(tk, adventure_id)["drawing"]["rows"]
     assert row["here_x"] == round(story_map.LEFT + 1 * (story_map.WIDTH - 2 * story_map.LEFT) / 2, 1)
+

@@ -87,3 +87,17 @@ def test_save_points_panel(client: TestClient, adventure_id: int, scripted: Scri
     gone = client.post(f"/adventures/{adventure_id}/tree/save-points/{sid}/delete")
     assert "No Save Points yet." in gone.text
     assert story(client, adventure_id)["head_id"] == one  # deleting it moved nothing
+
+
+def test_an_edited_take_shows_its_own_chips(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+    """The chips under a turn are the take's being read, never the take it was edited from."""
+    block = '\n```state\n{"events": [{"type": "change_stat", "stat": "world.storm", "by": 2}]}\n```'
+    turn = play(client, adventure_id, scripted, "The storm rises." + block, "watch")["turn"]["id"]
+    before = client.get(f"/adventures/{adventure_id}").text
+    assert "Storm 4 → 6" in before
+    edited_block = '\n```state\n{"events": [{"type": "change_stat", "stat": "world.storm", "by": -1}]}\n```'
+    page = client.post(f"/adventures/{adventure_id}/tree/turns/{turn}/edit", data={"narration": "The storm eases." + edited_block}).text
+    assert "The storm eases." in page and "Storm 4 → 3" in page and "Storm 4 → 6" not in page
+    client.post(f"/api/adventures/{adventure_id}/turns/{turn}/choose")  # back to the first take
+    page = client.get(f"/adventures/{adventure_id}").text
+    assert "Storm 4 → 6" in page and "Storm 4 → 3" not in page
