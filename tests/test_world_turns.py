@@ -208,3 +208,15 @@ def test_a_partly_refused_correction_keeps_the_models_refusals_apart(
     prompt = scripted.requests[-1].messages[-1].content
     assert "Gwendolyn" in prompt  # the model's own refusal survived the correction
     assert "Bartholomew" not in prompt  # the player's refused edit is not the model's
+
+
+def test_the_crash_checker_accepts_a_correction_step(client: TestClient, tk, adventure_id: int) -> None:
+    """A state correction is a story step with no narration; the crash harness's
+    consistency checker must not call it half-written (it did)."""
+    from tests.reliability.invariants import check_database
+
+    url = f"/api/adventures/{adventure_id}/state/corrections"
+    response = client.post(url, json={"events": [{"type": "set_stat", "stat": "player.health", "value": 6}]})
+    assert response.status_code == 200, response.text
+    snap = check_database(tk.db.path)
+    assert any(n.kind == "correction" and not n.narration for n in snap.nodes.values())
