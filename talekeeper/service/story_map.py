@@ -74,7 +74,7 @@ def drawing(
         rows.append(
             {
                 "id": line["id"],
-                "label": line["name"] or f"Line {i + 1}",
+                "label": line["name"] or "Unnamed line",  # as the list below names it
                 "y": y,
                 "x1": round(LEFT + start * scale, 1),
                 "x2": round(LEFT + max(line["length"], start) * scale, 1),
