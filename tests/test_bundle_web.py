@@ -116,3 +116,27 @@ def test_pages_export_and_import(client: TestClient, adventure_id: int) -> None:
         and "Nothing was imported" in refused.text
         and 'id="bundle-error"' in refused.text
     )
+
+
+def test_every_builtin_scenario_round_trips_as_an_adventure_and_as_a_card(
+    client: TestClient,
+) -> None:
+    from talekeeper.service.interop.detect import convert
+
+    for scenario in client.get("/api/scenarios").json():
+        answers = {p["key"]: p.get("default") or "Ada" for p in scenario["placeholders"]}
+        started = client.post(
+            "/api/adventures", json={"scenario_id": scenario["id"], "answers": answers}
+        )
+        assert started.status_code == 201, started.text
+        exported = client.get(f"/api/adventures/{started.json()['id']}/export").content
+        imported = client.post("/api/adventures/import", content=exported)
+        assert imported.status_code == 201, (scenario["id"], imported.text)
+        again = client.get(f"/api/adventures/{imported.json()['id']}/export").content
+        assert comparable(again) == comparable(exported)
+        card = client.get(f"/api/scenarios/{scenario['id']}/card.png").content
+        result = convert(card, "card.png")[0]
+        assert (
+            result.exact
+            and result.document == client.get(f"/api/scenarios/{scenario['id']}").json()["data"]
+        )
