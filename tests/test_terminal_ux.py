@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
 from rich.console import Console
@@ -122,3 +123,12 @@ def test_ctrl_c_at_the_terminal_does_not_reach_the_embedded_model() -> None:
         assert os.getpgid(running.pid) != os.getpgid(0)
     finally:
         provider.server.stop()
+
+
+def test_state_shows_what_the_story_holds_true(tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+    scripted.queue("The wind rises.\n```state\n" + json.dumps({"events": [{"type": "change_stat", "stat": "world.storm", "by": 2}]}) + "\n```")
+    out = run_play(tk, ["wait", "/state", "/help"], monkeypatch, adventure_id=start(tk))
+    assert "Scene:" in out
+    assert re.search(r"storm\s+6 / 10\s+a gale", out), out
+    assert "☐ Obtain the brass key" in out and "turn None" not in out
+    assert "/state" in out.split("Command")[-1]  # /help lists it

@@ -22,6 +22,7 @@ from talekeeper.story import tree
 from talekeeper.story.actions import ActionError
 from talekeeper.terminal import character as terminal_character
 from talekeeper.terminal import tree as terminal_tree
+from talekeeper.terminal.state import show_state
 
 console = Console()
 
@@ -201,6 +202,9 @@ def play(tk: Talekeeper, scenario_id: str | None = None, adventure_id: int | Non
             continue
         if line in QUIT:
             break
+        if line == "/state":
+            show_state(tk, adventure_id, console)
+            continue
         if line.startswith("/") and not (terminal_tree.handles(line) or line == "/continue"):
             command = line.split(" ", 1)[0]
             console.print(f"[red]There is no command {escape(command)}.[/] Type [bold]/help[/] for the list; nothing was sent to the story.")

@@ -80,6 +80,7 @@ def _preview(text: str, width: int = 70) -> str:
 LOOP_COMMANDS: dict[str, str] = {
     "TEXT": "do something (prefix say or story to speak or to write the story)",
     "/continue": "let the story go on without an action",
+    "/state": "what the story holds true now: scene, stats, flags, milestones, quests",
 }
 LAST_COMMANDS: dict[str, str] = {"/help": "list these commands", "/quit": "leave (the story is saved as you go)"}
 

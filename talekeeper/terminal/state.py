@@ -1,0 +1,41 @@
+"""`/state` in `talekeeper play`: the story's truth at the moment being read, as the web's
+State panel groups it (scene, stats with their words, flags, milestones, quests)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from talekeeper.service import state_engine
+from talekeeper.service.adventures import get_adventure
+from talekeeper.service.app import Talekeeper
+from talekeeper.story import tree
+
+
+def _num(value: object) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def show_state(tk: Talekeeper, adventure_id: int, console: Console) -> None:
+    with tk.db.session() as session:
+        adventure = get_adventure(session, adventure_id)
+        rules = state_engine.rules_of(adventure)
+        view = state_engine.state_view(state_engine.document_of(tree.head(session, adventure).state, rules), rules)
+    scene = view["scene"]
+    console.print(f"[bold]Scene:[/] {escape(str(scene.get('location') or 'somewhere unknown'))}", highlight=False)
+    if view["stats"]:
+        table = Table("Stat", "Value", "", box=None)
+        for stat in view["stats"]:
+            owner = "" if stat["owner"] in ("world", "player") else f"{stat['owner']}'s "
+            span = f" / {_num(stat['max'])}" if stat["max"] is not None and stat["kind"] != "text" else ""
+            table.add_row(escape(f"{owner}{stat['name']}".replace("_", " ")), escape(f"{_num(stat['value'])}{span}"), escape(stat["band"] or ""))
+        console.print(table)
+    for flag in view["flags"]:
+        console.print(f"  {'☑' if flag['value'] else '☐'} {escape(flag['desc'] or flag['name'])}", highlight=False)
+    for milestone in view["milestones"]:
+        reached = milestone["reached_at"]
+        mark, when = ("✓", f" (turn {reached})") if reached is not None else ("☐", "")
+        console.print(f"  {mark} {escape(milestone['desc'] or milestone['id'])}{when}", highlight=False)
+    for thread in view["threads"]:
+        console.print(f"  • {escape(str(thread.get('title') or thread.get('id')))} — {escape(str(thread.get('status') or ''))}", highlight=False)
