@@ -34,6 +34,12 @@ class GenerationRequest(BaseModel):
     temperature: float = Field(0.8, ge=0.0, le=2.0)
     top_p: float = Field(0.95, gt=0.0, le=1.0)
     stop: list[str] = Field(default_factory=list)
+    # Optional samplers (None: the server's default). Which a provider passes on: `samplers`.
+    min_p: float | None = Field(None, ge=0.0, le=1.0)
+    top_k: int | None = Field(None, ge=1)
+    repetition_penalty: float | None = Field(None, gt=0.0)
+    presence_penalty: float | None = Field(None, ge=-2.0, le=2.0)
+    seed: int | None = None
     # A JSON Schema the output must follow, where the provider supports it.
     json_schema: dict[str, Any] | None = None
 
@@ -81,10 +87,20 @@ class ConnectionReport:
         }
 
 
+SAMPLERS = ("min_p", "top_k", "repetition_penalty", "presence_penalty", "stop", "seed")
+
+
 class Provider(ABC):
     """A model that streams text. Subclasses set `id` and their capabilities."""
 
     id: str = "base"
+    # The optional samplers this provider passes to its model; others are ignored, and the
+    # settings page says so (`unsupported_samplers`).
+    samplers: frozenset[str] = frozenset()
+
+    def unsupported_samplers(self, chosen: dict[str, object]) -> list[str]:
+        """Which of the samplers set (`GenerationSettings.samplers()`) this provider ignores."""
+        return [name for name in SAMPLERS if name in chosen and name not in self.samplers]
     supports_chat: bool = True
     supports_completion: bool = True
     supports_schema: bool = False

@@ -23,6 +23,7 @@ from talekeeper.llm.thinking import ThinkSplitter
 
 class OllamaProvider(HTTPProvider):
     id = "ollama"
+    samplers = frozenset({"min_p", "top_k", "repetition_penalty", "presence_penalty", "stop", "seed"})
     kind_label = "Ollama"
     supports_schema = True
 
@@ -60,6 +61,14 @@ class OllamaProvider(HTTPProvider):
         }
         if request.stop:
             options["stop"] = list(request.stop)
+        extra = {
+            "min_p": request.min_p,
+            "top_k": request.top_k,
+            "repeat_penalty": request.repetition_penalty,
+            "presence_penalty": request.presence_penalty,
+            "seed": request.seed,
+        }
+        options.update({k: v for k, v in extra.items() if v is not None})
         body: dict[str, Any] = {"model": model, "stream": True, "options": options}
         if request.json_schema is not None:
             body["format"] = request.json_schema

@@ -54,6 +54,7 @@ def _usage(raw: Any) -> Usage | None:
 
 class OpenAIProvider(HTTPProvider):
     id = "openai"
+    samplers = frozenset({"min_p", "top_k", "repetition_penalty", "presence_penalty", "stop", "seed"})
     kind_label = "OpenAI-compatible"
     supports_schema = True
 
@@ -125,6 +126,16 @@ class OpenAIProvider(HTTPProvider):
             body["stream_options"] = {"include_usage": True}
         if request.stop:
             body["stop"] = list(request.stop)
+        # presence_penalty and seed are OpenAI's own; min_p, top_k and repeat_penalty are the
+        # extensions llama.cpp's server, vLLM and LM Studio read (others ignore them).
+        extra = {
+            "presence_penalty": request.presence_penalty,
+            "seed": request.seed,
+            "min_p": request.min_p,
+            "top_k": request.top_k,
+            "repeat_penalty": request.repetition_penalty,
+        }
+        body.update({k: v for k, v in extra.items() if v is not None})
         body.update(self._schema_fields(request))
         if request.mode == "chat":
             body["messages"] = [m.model_dump() for m in request.messages]

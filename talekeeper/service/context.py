@@ -226,5 +226,6 @@ async def prepare_context(
         max_tokens=generation.max_tokens,
         temperature=generation.temperature,
         top_p=generation.top_p,
+        **generation.samplers(),
     )
     return PreparedContext(adventure_id, head_view, inputs, found, assembly, request, retrieval)

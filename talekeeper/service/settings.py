@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlalchemy.orm import Session
 
 from talekeeper.errors import Invalid
@@ -35,6 +35,13 @@ class GenerationSettings(BaseModel):
     max_tokens: int = Field(220, ge=16, le=4096, description="Longest narration per turn, in tokens.")
     temperature: float = Field(0.8, ge=0.0, le=2.0, description="Higher is more surprising.")
     top_p: float = Field(0.95, gt=0.0, le=1.0, description="Nucleus sampling cut-off.")
+    # More samplers, each left to the model server when empty (see llm/base.SAMPLERS).
+    min_p: float | None = Field(None, ge=0.0, le=1.0, description="Drop tokens less likely than this share of the likeliest. Empty: the server's default.")
+    top_k: int | None = Field(None, ge=1, le=1000, description="Consider only this many likeliest tokens. Empty: the server's default.")
+    repetition_penalty: float | None = Field(None, ge=0.5, le=2.0, description="Above 1 discourages repeating recent text. Empty: the server's default.")
+    presence_penalty: float | None = Field(None, ge=-2.0, le=2.0, description="Above 0 nudges towards new topics. Empty: the server's default.")
+    stop: str = Field("", max_length=400, description="Text that ends the narration at once, several separated by | (e.g. “\n> |###”).")
+    seed: int | None = Field(None, ge=0, le=2**31 - 1, description="The same seed and prompt give the same narration, where the server supports it. Empty: random.")
     context_budget: int = Field(
         3072, ge=512, le=131072, description="Tokens of story and instructions sent each turn."
     )
@@ -46,6 +53,25 @@ class GenerationSettings(BaseModel):
             "'auto' (structured for the embedded model and Ollama, inline otherwise)."
         ),
     )
+
+
+    @field_validator("min_p", "top_k", "repetition_penalty", "presence_penalty", "seed", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        """A cleared form field means "the server's default", not zero."""
+        return None if isinstance(value, str) and not value.strip() else value
+
+    def samplers(self) -> dict[str, Any]:
+        """The optional samplers that are set, as `GenerationRequest` fields."""
+        chosen: dict[str, Any] = {
+            name: getattr(self, name)
+            for name in ("min_p", "top_k", "repetition_penalty", "presence_penalty", "seed")
+            if getattr(self, name) is not None
+        }
+        stops = [s.replace("\\n", "\n") for s in self.stop.split("|") if s.strip()]
+        if stops:
+            chosen["stop"] = stops[:4]
+        return chosen
 
 
 class SettingsUpdate(BaseModel):

@@ -4,7 +4,7 @@ services as the JSON API; refusals are shown on the page in words."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -242,6 +242,9 @@ def form_fields(model: type[BaseModel], values: BaseModel, names: tuple[str, ...
         bounds = {type(m).__name__: m for m in info.metadata}
         kind = "text"
         annotation = info.annotation
+        given = [a for a in get_args(annotation) if a is not type(None)]
+        if len(given) == 1:  # `float | None`: optional, shown empty when unset
+            annotation = given[0]
         if annotation is bool:
             kind = "checkbox"
         elif annotation is int:
@@ -279,7 +282,12 @@ def _settings_context(tk: Talekeeper, errors: dict[str, str] | None = None, form
         generation = generation.model_construct(**{**generation.model_dump(), **form.get("generation", {})})
         context = context.model_construct(**{**context.model_dump(), **form.get("context", {})})
     generation_names = tuple(settings_service.GenerationSettings.model_fields)
+    try:  # samplers set that the active model does not take: said, not silently dropped
+        ignored = tk.provider().unsupported_samplers(tk.generation().samplers())
+    except LLMError:
+        ignored = []
     return {
+        "samplers_ignored": ignored,
         "section": "settings",
         "stored": stored,
         "effective": tk.model_settings(),
