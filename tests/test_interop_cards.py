@@ -711,3 +711,63 @@ def test_any_bytes_are_refused_in_words_or_imported(raw, prefix) -> None:
         return
     for result in results:
         assert check_scenario({**result.document, "id": "fuzz"}) == []
+
+
+def test_lorebook_cards_can_be_added_to_a_scenario_of_yours(
+    client: TestClient, tk: Talekeeper
+) -> None:
+    card = client.post(
+        "/api/interop/import",
+        params={"filename": "mira.json"},
+        content=json.dumps(v2_card()).encode(),
+    )
+    mira = client.post(
+        "/api/interop/save", json={"scenario": card.json()["items"][0]["scenario"]}
+    ).json()
+    world = {
+        "entries": {
+            "0": {
+                "uid": 0,
+                "key": ["Coast road"],
+                "content": "The coast road floods at spring tide.",
+                "constant": False,
+                "disable": False,
+            }
+        }
+    }
+    preview = client.post(
+        "/api/interop/import", params={"filename": "Coast.json"}, content=json.dumps(world).encode()
+    ).json()
+    lore = preview["items"][0]["scenario"]
+    before = len(mira["data"]["story_cards"])
+    added = client.post("/api/interop/save", json={"scenario": lore, "into": mira["id"]})
+    assert added.status_code == 200 or added.status_code == 201, added.text
+    assert added.json()["added"] == 1
+    cards = client.get(f"/api/scenarios/{mira['id']}").json()["data"]["story_cards"]
+    assert len(cards) == before + 1 and cards[-1]["triggers"] == "Coast road"
+    counts = row_counts(tk)
+    assert (
+        client.post(
+            "/api/interop/save", json={"scenario": lore, "into": "greywater-lantern"}
+        ).status_code
+        == 422
+    )
+    assert (
+        client.post("/api/interop/save", json={"scenario": lore, "into": "no-such"}).status_code
+        == 404
+    )
+    assert row_counts(tk) == counts
+    page = client.post(
+        "/interop/import",
+        files={"file": ("Coast.json", json.dumps(world).encode(), "application/json")},
+    )
+    assert f'value="{mira["id"]}"' in page.text
+    done = client.post(
+        "/interop/save",
+        data={"document": json.dumps(lore), "into": mira["id"]},
+        follow_redirects=False,
+    )
+    assert done.status_code == 303 and done.headers["location"] == f"/scenarios/{mira['id']}"
+    assert (
+        len(client.get(f"/api/scenarios/{mira['id']}").json()["data"]["story_cards"]) == before + 2
+    )

@@ -13,7 +13,7 @@ from talekeeper.service.interop import card_export
 from talekeeper.service.interop.containers import Refused
 from talekeeper.service.interop.detect import convert
 
-__all__ = ["Refused", "card_json", "card_png", "preview", "save"]
+__all__ = ["Refused", "add_cards", "card_json", "card_png", "own_scenarios", "preview", "save"]
 
 
 def preview(tk: Talekeeper, raw: bytes, filename: str = "") -> dict[str, Any]:
@@ -58,6 +58,28 @@ def save(tk: Talekeeper, document: dict[str, Any]) -> dict[str, Any]:
             session, {**document, "id": scenarios.free_id(session, wanted)}
         )
         return {**scenarios.scenario_summary(row), "data": row.data}
+
+
+def add_cards(tk: Talekeeper, scenario_id: str, document: dict[str, Any]) -> dict[str, Any]:
+    """Add a reviewed import's story cards to one of the player's own scenarios (a World
+    Info file for a card's world, say). The scenario is checked whole, as any edit."""
+    cards = document.get("story_cards") if isinstance(document, dict) else None
+    if not isinstance(cards, list) or not cards:
+        raise scenarios.ScenarioInvalid(["story_cards: this import has no story cards to add"])
+    with tk.db.session() as session:
+        row = scenarios.get_scenario(session, scenario_id)
+        data = {**row.data, "story_cards": [*(row.data.get("story_cards") or []), *cards]}
+        row = scenarios.update_scenario(session, scenario_id, data)
+        return {**scenarios.scenario_summary(row), "data": row.data, "added": len(cards)}
+
+
+def own_scenarios(tk: Talekeeper) -> list[dict[str, str]]:
+    with tk.db.session() as session:
+        return [
+            {"id": s.id, "title": s.title}
+            for s in scenarios.list_scenarios(session)
+            if not s.builtin
+        ]
 
 
 def card_json(tk: Talekeeper, scenario_id: str) -> tuple[dict[str, Any], str]:

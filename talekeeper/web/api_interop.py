@@ -5,7 +5,8 @@
     GET  /api/schemas/bundle             the JSON Schema of a bundle's line
     POST /api/interop/import?filename=…  a card, lorebook or other app's file (the body):
                                          what it would become and the import report; saves nothing
-    POST /api/interop/save               `{"scenario": …}` the reviewed document, saved (201)
+    POST /api/interop/save               `{"scenario": …}` the reviewed document, saved (201);
+                                         with `"into": id`, only its story cards, added to that scenario
     GET  /api/scenarios/{id}/card.json   the scenario as a Character Card V3
     GET  /api/scenarios/{id}/card.png    the same card inside a PNG
 
@@ -112,9 +113,19 @@ async def import_preview(
 
 @router.post("/interop/save", status_code=201, responses=REFUSED)
 def import_save(
-    scenario: dict[str, Any] = Body(..., embed=True), tk: Talekeeper = Depends(get_tk)
+    scenario: dict[str, Any] = Body(..., embed=True),
+    into: str | None = Body(
+        None,
+        embed=True,
+        max_length=80,
+        description="Add only the story cards to this scenario of yours.",
+    ),
+    tk: Talekeeper = Depends(get_tk),
 ) -> Any:
-    """Save a reviewed document from the preview as your own scenario."""
+    """Save a reviewed document from the preview as your own scenario, or add its story
+    cards to one you have (`into`)."""
+    if into:
+        return imports.add_cards(tk, into, scenario)
     return imports.save(tk, scenario)
 
 

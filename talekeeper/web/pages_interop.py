@@ -10,7 +10,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response, StreamingResponse
 
 from talekeeper.core import Talekeeper
-from talekeeper.service import bundles, imports, scenarios
+from talekeeper.errors import TalekeeperError
+from talekeeper.service import bundles, imports
 from talekeeper.service.interop.bundle_format import MEDIA_TYPE
 from talekeeper.web import flash, pages
 from talekeeper.web.api import get_tk
@@ -78,18 +79,26 @@ async def import_preview(request: Request, tk: Talekeeper = Depends(get_tk)) -> 
         return _scenarios_page(request, tk, f"{exc} Nothing was imported.")
     for item in preview["items"]:
         item["json"] = json.dumps(item["scenario"], ensure_ascii=False)
-    return pages.render(request, "interop_review.html", section="scenarios", preview=preview)
+    own = imports.own_scenarios(tk)
+    return pages.render(
+        request, "interop_review.html", section="scenarios", preview=preview, own=own
+    )
 
 
 @router.post("/interop/save")
 async def import_save(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
     form = await request.form()
+    into = str(form.get("into", "")).strip()
     try:
         document = json.loads(str(form.get("document", "")))
-        saved = imports.save(tk, document)
-    except (json.JSONDecodeError, scenarios.ScenarioError) as exc:
+        if into:
+            saved = imports.add_cards(tk, into, document)
+            message = f"Added {saved['added']} story cards to this scenario."
+        else:
+            saved = imports.save(tk, document)
+            message = "Imported. Review it here, then start an adventure from the home page."
+    except (json.JSONDecodeError, TalekeeperError) as exc:
         return _scenarios_page(request, tk, f"The reviewed scenario could not be saved: {exc}")
-    message = "Imported. Review it here, then start an adventure from the home page."
     return flash.redirect(f"/scenarios/{saved['id']}", message)
 
 
