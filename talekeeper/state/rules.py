@@ -389,6 +389,9 @@ def _stat_rule_errors(where: str, stat: dict[str, Any]) -> list[str]:
     integer = stat.get("integer", True)
     if lo is not None and hi is not None and hi < lo:
         errors.append(f"{where}.max: must be ≥ min ({_num(lo)})")
+        # One wrong bound is one mistake: checking the initial value and the bands against a
+        # range that cannot exist would report the same slip five times over.
+        lo = hi = None
     initial = stat.get("initial")
     if initial is not None:
         if not isinstance(initial, int | float) or isinstance(initial, bool):
@@ -421,9 +424,9 @@ def _stat_rule_errors(where: str, stat: dict[str, Any]) -> list[str]:
     if stat.get("hidden"):
         if not bands:
             errors.append(f"{where}.bands: a hidden stat needs bands — the model sees only their label")
-        elif lo is None or hi is None:
+        elif stat.get("min") is None or stat.get("max") is None:
             errors.append(f"{where}: a hidden stat needs min and max so its bands can cover the range")
-        elif not _covers(bands, lo, hi):
+        elif lo is not None and hi is not None and not _covers(bands, lo, hi):  # None: range reported
             errors.append(f"{where}.bands: a hidden stat's bands must cover {_num(lo)}–{_num(hi)} without gaps")
     return errors
 

@@ -152,3 +152,14 @@ def test_shape_and_reference_mistakes_are_reported_in_one_pass(raw_rules):
     assert any(e.startswith("entities[0].location:") and "atlantis" in e for e in errors), errors
     assert any(e.startswith("possessions.nowhere_item:") for e in errors), errors
     assert any(e.startswith(f"entities[{len(raw['entities']) - 1}]") for e in errors), errors
+
+
+def test_one_wrong_bound_is_one_mistake_not_a_cascade() -> None:
+    """min above max used to be reported again for the initial value and every band."""
+    from talekeeper.state.rules import check_rules
+
+    rules = {
+        "version": 1,
+        "stats": {"world": {"storm": {"min": 50, "max": 10, "initial": 4, "hidden": True, "bands": [[0, 3, "calm"], [3, 7, "a gale"], [7, 10, "a tempest"]]}}},
+    }
+    assert check_rules(rules) == ["stats.world.storm.max: must be ≥ min (50)"]
