@@ -10,7 +10,7 @@ PORT ?= 8000
 # llama.cpp compiles on the first install (~8-10 min on 2 cores); pip caches the wheel.
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: run serve play test install install-test browser bench clean
+.PHONY: run serve play test test-postgres install install-test browser bench clean
 
 run: install
 	$(BIN)/talekeeper serve --host $(HOST) --port $(PORT)
@@ -39,8 +39,22 @@ $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
 browser:
 	@sh scripts/install-browser.sh
 
+# The suite twice: on SQLite (the default store), then on PostgreSQL, which
+# scripts/postgres.sh starts on loopback (installing Debian's package where it may, as in
+# CI). Where PostgreSQL cannot be had, the second pass is skipped with a note, except in CI.
 test: install-test
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	env -u TALEKEEPER_DATABASE_URL $(BIN)/python -m pytest $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory test-postgres
+
+test-postgres: install-test
+	@if url=$$(sh scripts/postgres.sh); then \
+		echo "== the suite again, on PostgreSQL =="; \
+		TALEKEEPER_DATABASE_URL="$$url" $(BIN)/python -m pytest $(PYTEST_ARGS); \
+	elif [ -n "$$CI" ]; then \
+		echo "CI must run the suite on PostgreSQL too, and it could not be started"; exit 1; \
+	else \
+		echo "== PostgreSQL is not available here: the PostgreSQL pass was skipped =="; \
+	fi
 
 bench: install
 	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)

@@ -19,6 +19,14 @@ DataDir = Annotated[
     Path | None,
     typer.Option("--data-dir", help="Where the database lives (default: $TALEKEEPER_HOME or your user data folder)."),
 ]
+DatabaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--database-url",
+        help="Store the data in this database instead of the SQLite file in the data folder, e.g. "
+        "postgresql+psycopg://user:password@127.0.0.1/talekeeper (default: $TALEKEEPER_DATABASE_URL).",
+    ),
+]
 Endpoint = Annotated[
     str | None,
     typer.Option("--endpoint", help="OpenAI-compatible model server URL (overrides TALEKEEPER_ENDPOINT and settings)."),
@@ -29,11 +37,23 @@ ProviderOpt = Annotated[
 ]
 
 
-def _open(data_dir: Path | None, endpoint: str | None, model: str | None, provider: str | None):
+def _open(
+    data_dir: Path | None,
+    endpoint: str | None,
+    model: str | None,
+    provider: str | None,
+    database_url: str | None = None,
+):
     from talekeeper.core import Talekeeper
+    from talekeeper.store.db import UnsupportedDatabase
 
     overrides: dict[str, Any] = {"endpoint": endpoint, "model": model, "provider": provider}
-    return Talekeeper.open(data_dir, model_overrides={k: v for k, v in overrides.items() if v})
+    try:
+        return Talekeeper.open(
+            data_dir, model_overrides={k: v for k, v in overrides.items() if v}, database_url=database_url
+        )
+    except UnsupportedDatabase as exc:
+        raise typer.BadParameter(str(exc), param_hint="--database-url") from exc
 
 
 @app.command()
@@ -41,6 +61,7 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to listen on. Keep 127.0.0.1 unless you know why.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
     endpoint: Endpoint = None,
     model: Model = None,
     provider: ProviderOpt = None,
@@ -59,9 +80,9 @@ def serve(
     from talekeeper import terminal
     from talekeeper.web.app import create_app
 
-    tk = _open(data_dir, endpoint, model, provider)
+    tk = _open(data_dir, endpoint, model, provider, database_url)
     terminal.warm_up(tk)
-    terminal.console.print(f"talekeeper {__version__} — open [bold]http://{host}:{port}/[/bold] (data: {tk.data_dir})")
+    terminal.console.print(f"talekeeper {__version__} — open [bold]http://{host}:{port}/[/bold] (data: {tk.db.describe()})")
     allowed = {host, *(allow_host or [])}
     for name in allow_host or []:
         terminal.console.print(f"Also answering as [bold]http://{name}:{port}/[/bold]")
@@ -73,6 +94,7 @@ def play(
     scenario: Annotated[str | None, typer.Option(help="Start a new adventure from this scenario id.")] = None,
     adventure: Annotated[int | None, typer.Option(help="Continue this adventure id.")] = None,
     data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
     endpoint: Endpoint = None,
     model: Model = None,
     provider: ProviderOpt = None,
@@ -80,7 +102,7 @@ def play(
     """Play in the terminal: type actions, the narration streams in."""
     from talekeeper import terminal
 
-    tk = _open(data_dir, endpoint, model, provider)
+    tk = _open(data_dir, endpoint, model, provider, database_url)
     terminal.play(tk, scenario_id=scenario, adventure_id=adventure)
 
 
@@ -88,6 +110,7 @@ def play(
 def model_command(
     test: Annotated[bool, typer.Option("--test", help="Also try a short generation.")] = False,
     data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
     endpoint: Endpoint = None,
     model: Model = None,
     provider: ProviderOpt = None,
@@ -95,7 +118,7 @@ def model_command(
     """Show which model is active, and test it."""
     from talekeeper import terminal
 
-    tk = _open(data_dir, endpoint, model, provider)
+    tk = _open(data_dir, endpoint, model, provider, database_url)
     ok = terminal.show_model(tk, test=test)
     raise typer.Exit(0 if ok else 1)
 
@@ -105,22 +128,24 @@ def export_command(
     adventure: Annotated[int, typer.Argument(help="The adventure's id (see the home page or GET /api/adventures).")],
     path: Annotated[Path | None, typer.Argument(help="Where to write the bundle (default: a name from its title).")] = None,
     data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Export a whole adventure (every line, Save Points, memories, Insights) as one bundle file."""
     from talekeeper.terminal import interop as interop_cli
 
-    raise typer.Exit(interop_cli.export_adventure(_open(data_dir, None, None, None), adventure, path))
+    raise typer.Exit(interop_cli.export_adventure(_open(data_dir, None, None, None, database_url), adventure, path))
 
 
 @app.command("import")
 def import_command(
     path: Annotated[Path, typer.Argument(help="A bundle written by `talekeeper export`.")],
     data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Import an adventure bundle; it is checked whole first, and a bad file changes nothing."""
     from talekeeper.terminal import interop as interop_cli
 
-    raise typer.Exit(interop_cli.import_adventure(_open(data_dir, None, None, None), path))
+    raise typer.Exit(interop_cli.import_adventure(_open(data_dir, None, None, None, database_url), path))
 
 
 @app.command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,13 +11,36 @@ from fastapi.testclient import TestClient
 
 from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.store.db import DATABASE_URL_ENV
 from talekeeper.web.app import create_app
+from tests import pg
 
 DEMO = "greywater-lantern"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def postgres_database() -> Iterator[str | None]:
+    """With TALEKEEPER_DATABASE_URL at a PostgreSQL server: a database of this session's
+    own there, which every test (and every `talekeeper serve` it starts) uses."""
+    server = pg.configured_url()
+    if server is None:
+        yield None
+        return
+    name = f"talekeeper_test_{os.getpid()}"
+    url = pg.create_database(server, name).render_as_string(hide_password=False)
+    before = os.environ[DATABASE_URL_ENV]
+    os.environ[DATABASE_URL_ENV] = url
+    try:
+        yield url
+    finally:
+        os.environ[DATABASE_URL_ENV] = before
+        pg.drop_database(server, name)
+
+
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres_database: str | None) -> Path:
+    if postgres_database is not None:
+        pg.empty_tables(pg.parse_database_url(postgres_database))
     home = tmp_path / "home"
     monkeypatch.setenv("TALEKEEPER_HOME", str(home))
     for var in (

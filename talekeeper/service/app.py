@@ -18,9 +18,9 @@ import platformdirs
 from talekeeper.llm.base import Provider
 from talekeeper.llm.settings import ModelSettings
 from talekeeper.service import scenarios
-from talekeeper.service.locks import AdventureLocks
+from talekeeper.service.advisory_locks import locks_for
 from talekeeper.service.settings import effective_model_settings, generation_settings
-from talekeeper.store.db import Database
+from talekeeper.store.db import DATABASE_URL_ENV, Database
 
 HOME_ENV = "TALEKEEPER_HOME"
 
@@ -38,11 +38,15 @@ class Talekeeper:
     model_overrides: dict[str, Any] = field(default_factory=dict)
     # Tests inject a provider (scripted, or one bound to a fake server).
     provider_override: Provider | None = None
+    # A database server instead of the SQLite file in data_dir (--database-url, or
+    # $TALEKEEPER_DATABASE_URL): PostgreSQL, for several app processes on one database.
+    database_url: str | None = None
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir)
-        self.db = Database.in_directory(self.data_dir)
-        self.locks = AdventureLocks()
+        url = self.database_url or os.environ.get(DATABASE_URL_ENV) or None
+        self.db = Database(url) if url else Database.in_directory(self.data_dir)
+        self.locks = locks_for(self.db)
         self._provider: Provider | None = None
         self._provider_key: str | None = None
         self._memory_worker = None  # created on first use by talekeeper.memory.worker

@@ -1,4 +1,9 @@
-"""Opening the database: one SQLite file, WAL mode, migrations applied at start."""
+"""Opening the database, migrations applied at start.
+
+Two stores, one schema and one set of migrations: a SQLite file (the default: WAL mode,
+one local player) or a PostgreSQL server named by a URL (`TALEKEEPER_DATABASE_URL`,
+`--database-url`), for a host running several app processes on one database.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +18,50 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.script.revision import RevisionError
 from alembic.util import CommandError
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, make_url
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 DB_FILENAME = "talekeeper.db"
+DATABASE_URL_ENV = "TALEKEEPER_DATABASE_URL"
+# Any constant shared by every process: the key of the advisory lock that serialises
+# concurrent upgrades of one PostgreSQL database (several app processes starting at once).
+_MIGRATION_LOCK_KEY = 0x7461_6C65  # "tale"
+
+
+class UnsupportedDatabase(ValueError):
+    """A database URL talekeeper cannot use; says which ones it can."""
+
+
+def parse_database_url(url: str) -> URL:
+    """The URL as SQLAlchemy reads it, with PostgreSQL pinned to the psycopg 3 driver.
+
+    `postgresql://…` (what most hosts write) would pick psycopg2, which talekeeper does not
+    install; `postgres://` (Heroku-style) is accepted as the same thing.
+    """
+    text_url = url.strip()
+    if text_url.startswith("postgres://"):
+        text_url = "postgresql://" + text_url[len("postgres://") :]
+    try:
+        parsed = make_url(text_url)
+    except ArgumentError as exc:
+        raise UnsupportedDatabase(f"Not a database URL: {url!r} ({exc}).") from exc
+    if parsed.get_backend_name() == "postgresql":
+        if parsed.get_driver_name() not in ("psycopg", "postgresql"):  # "postgresql": none given
+            raise UnsupportedDatabase(
+                f"talekeeper talks to PostgreSQL through psycopg 3; use postgresql+psycopg://… "
+                f"(not the {parsed.get_driver_name()} driver)."
+            )
+        return parsed.set(drivername="postgresql+psycopg")
+    if parsed.get_backend_name() == "sqlite":
+        return parsed
+    raise UnsupportedDatabase(
+        f"talekeeper stores its data in SQLite (the default) or PostgreSQL "
+        f"(postgresql+psycopg://user:password@host:port/database), not {parsed.get_backend_name()}."
+    )
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -32,11 +75,28 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.close()
 
 
-def make_engine(path: Path) -> Engine:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(f"sqlite:///{path}", connect_args={"check_same_thread": False})
-    event.listen(engine, "connect", _sqlite_pragmas)
-    return engine
+def make_engine(target: Path | URL) -> Engine:
+    """An engine on a SQLite file (a path) or on the database a URL names."""
+    if isinstance(target, Path):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target = URL.create("sqlite", database=str(target))
+    if target.get_backend_name() == "sqlite":
+        engine = create_engine(target, connect_args={"check_same_thread": False})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    # Times are read and written in UTC whatever the server's zone (SQLite has no zones);
+    # pre_ping: a server restarted under a long-running app costs one failed request, not all.
+    return create_engine(
+        target,
+        pool_pre_ping=True,
+        pool_size=10,
+        max_overflow=20,
+        connect_args={"options": "-c timezone=UTC"},
+    )
+
+
+def is_postgresql(engine: Engine) -> bool:
+    return engine.dialect.name == "postgresql"
 
 
 class MigrationFailed(RuntimeError):
@@ -53,7 +113,8 @@ def migrate(engine: Engine, script_location: Path = MIGRATIONS) -> None:
     cascade into every row pointing at it (rebuilding `adventures` would delete every
     node). A foreign-key check runs before the commit instead. If anything fails, the
     transaction rolls back and the file is exactly as it was. Before an existing database
-    is upgraded, a copy is kept beside it (`talekeeper.db.rev-0001.bak`).
+    is upgraded, a copy is kept beside it (`talekeeper.db.rev-0001.bak`). PostgreSQL:
+    see `_migrate_postgresql`.
     """
     config = Config()
     config.set_main_option("script_location", str(script_location))
@@ -63,15 +124,11 @@ def migrate(engine: Engine, script_location: Path = MIGRATIONS) -> None:
         current = MigrationContext.configure(connection).get_current_revision()
     if current == head:
         return
+    _check_known(script, current, head)
+    if is_postgresql(engine):
+        _migrate_postgresql(engine, config, script, head)
+        return
     if current is not None:
-        try:
-            script.get_revision(current)
-        except (CommandError, RevisionError) as exc:
-            raise MigrationFailed(
-                f"This database was written by a newer version of talekeeper (schema "
-                f"revision {current}; this version knows up to {head}). Upgrade talekeeper "
-                "to open it; the database was not touched."
-            ) from exc
         _backup(engine, current)
 
     upgrader = create_engine(engine.url, poolclass=NullPool)
@@ -92,6 +149,52 @@ def migrate(engine: Engine, script_location: Path = MIGRATIONS) -> None:
         ) from exc
     finally:
         upgrader.dispose()
+
+
+def _check_known(script: ScriptDirectory, current: str | None, head: str | None) -> None:
+    if current is None:
+        return
+    try:
+        script.get_revision(current)
+    except (CommandError, RevisionError) as exc:
+        raise MigrationFailed(
+            f"This database was written by a newer version of talekeeper (schema "
+            f"revision {current}; this version knows up to {head}). Upgrade talekeeper "
+            "to open it; the database was not touched."
+        ) from exc
+
+
+def _migrate_postgresql(engine: Engine, config: Config, script: ScriptDirectory, head: str | None) -> None:
+    """The same migrations, all or nothing, on PostgreSQL.
+
+    PostgreSQL's DDL is transactional and its foreign keys are always enforced, so the
+    upgrade is simply one transaction: a failure rolls every statement back. Several app
+    processes may start at once on one database, so the upgrade first takes a
+    transaction-scoped advisory lock and reads the revision again under it: the first
+    process upgrades, the others find the schema current and go on.
+
+    No copy is made beside the database as on SQLite: there is no file to copy, and a
+    server's backups are the host's (`pg_dump`, see the README); since the upgrade either
+    commits whole or not at all, the data a failed upgrade leaves is the data it found.
+    """
+    current = None
+    try:
+        with engine.begin() as connection:
+            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_KEY})")
+            current = MigrationContext.configure(connection).get_current_revision()
+            if current == head:
+                return
+            _check_known(script, current, head)
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+    except MigrationFailed:
+        raise
+    except Exception as exc:
+        raise MigrationFailed(
+            f"Upgrading the database from schema {current or '(empty)'} to {head} failed: "
+            f"{exc}. The upgrade was rolled back, so nothing was changed; talekeeper will not "
+            "start on a half-upgraded database."
+        ) from exc
 
 
 def _migration_pragmas(dbapi_connection, _record) -> None:
@@ -121,17 +224,35 @@ def _backup(engine: Engine, revision: str) -> Path | None:
 
 
 class Database:
-    """The app's handle on its SQLite file."""
+    """The app's handle on its store: a SQLite file (a path) or a database URL."""
 
-    def __init__(self, path: Path):
-        self.path = path
-        self.engine = make_engine(path)
+    def __init__(self, target: Path | str):
+        if isinstance(target, str):
+            self.url = parse_database_url(target)
+            database = self.url.database if self.url.get_backend_name() == "sqlite" else None
+            self.path = Path(database) if database and database != ":memory:" else None
+            self.engine = make_engine(self.url)
+        else:
+            self.path = target
+            self.engine = make_engine(target)
+            self.url = self.engine.url
         migrate(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._lock_engine: Engine | None = None
 
     @classmethod
     def in_directory(cls, data_dir: Path) -> Database:
         return cls(data_dir / DB_FILENAME)
+
+    @property
+    def is_postgresql(self) -> bool:
+        return is_postgresql(self.engine)
+
+    def describe(self) -> str:
+        """Where the data lives, for people: the file, or the server without its password."""
+        if self.path is not None:
+            return str(self.path)
+        return self.url.render_as_string(hide_password=True)
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -139,5 +260,22 @@ class Database:
         with self._sessions() as session, session.begin():
             yield session
 
+    def lock_engine(self) -> Engine:
+        """Connections for holding locks in the database (PostgreSQL's advisory locks): a
+        pool of their own, so a held lock never takes one the sessions need, in autocommit,
+        so holding one opens no transaction."""
+        if self._lock_engine is None:
+            self._lock_engine = create_engine(
+                self.engine.url,
+                isolation_level="AUTOCOMMIT",
+                pool_pre_ping=True,
+                pool_size=5,
+                max_overflow=45,
+                pool_timeout=10,
+            )
+        return self._lock_engine
+
     def dispose(self) -> None:
         self.engine.dispose()
+        if self._lock_engine is not None:
+            self._lock_engine.dispose()

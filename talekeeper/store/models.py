@@ -133,7 +133,7 @@ class Setting(Base):
     __tablename__ = "settings"
 
     key: Mapped[str] = mapped_column(String(100), primary_key=True)
-    value: Mapped[Any] = mapped_column(JSON)
+    value: Mapped[Any] = mapped_column(JSON, nullable=True)  # as migration 0001 made it
 
 
 # --- Context and memory (migration 0002) -------------------------------------------

@@ -74,9 +74,10 @@ def free_port() -> int:
 class ServerProcess:
     """One `talekeeper serve` process on `data_dir`."""
 
-    def __init__(self, data_dir: Path, endpoint: str) -> None:
+    def __init__(self, data_dir: Path, endpoint: str, database_url: str | None = None) -> None:
         self.data_dir = data_dir
         self.endpoint = endpoint
+        self.database_url = database_url  # a PostgreSQL database instead of the SQLite file
         self.proc: subprocess.Popen[bytes] | None = None
         self.base_url = ""
         self.log = data_dir / "serve.log"
@@ -96,6 +97,8 @@ class ServerProcess:
             "--data-dir", str(self.data_dir),
             "--endpoint", self.endpoint, "--model", "fake",
         ]  # fmt: skip
+        if self.database_url:
+            command += ["--database-url", self.database_url]
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(command, stdout=log, stderr=log, env=env, cwd=REPO)
@@ -111,6 +114,10 @@ class ServerProcess:
             time.sleep(0.02)
         self.kill()
         raise RuntimeError(f"talekeeper serve did not answer within {timeout}s:\n{self.tail()}")
+
+    def store(self) -> Path | str:
+        """Where this server keeps its data, as `check_database` takes it."""
+        return self.database_url or self.data_dir / DB_NAME
 
     def kill_later(self, delay: float) -> threading.Timer:
         """SIGKILL this start of the server after `delay` seconds, if it is still this one."""
@@ -177,11 +184,13 @@ class KillReport:
 class CrashRun:
     """Plays, kills and checks, over and over, on one data directory."""
 
-    def __init__(self, data_dir: Path, fake: FakeModelServer, seed: int) -> None:
+    def __init__(
+        self, data_dir: Path, fake: FakeModelServer, seed: int, database_url: str | None = None
+    ) -> None:
         self.data_dir = data_dir
         self.fake = fake
         self.rng = random.Random(seed)
-        self.server = ServerProcess(data_dir, fake.endpoint)
+        self.server = ServerProcess(data_dir, fake.endpoint, database_url)
         self.ledger = Ledger()
         self.previous: Snapshot | None = None
         self.reports: list[KillReport] = []
@@ -341,7 +350,7 @@ class CrashRun:
 
     # -- checks --------------------------------------------------------------------
     def verify(self, moment: str) -> KillReport:
-        snap = check_database(self.data_dir / DB_NAME)
+        snap = check_database(self.server.store())
         report = KillReport(moment)
         ledger = self.ledger
         for node_id, (parent, kind, action, narration) in ledger.nodes.items():
@@ -415,12 +424,17 @@ class CrashRun:
 
 
 def run(
-    data_dir: Path, kill_points: int, seed: int, first_moment: int = 0, chunk_delay: float = 0.004
+    data_dir: Path,
+    kill_points: int,
+    seed: int,
+    first_moment: int = 0,
+    chunk_delay: float = 0.004,
+    database_url: str | None = None,
 ) -> CrashRun:
     """`kill_points` kills, cycling through every moment (from `first_moment`, so runs side
-    by side can share the moments out), on one data directory."""
+    by side can share the moments out), on one data directory (or one PostgreSQL database)."""
     with FakeModelServer(chunk_delay=chunk_delay) as fake:
-        crash = CrashRun(data_dir, fake, seed)
+        crash = CrashRun(data_dir, fake, seed, database_url)
         crash.start()
         try:
             moments = [KILL_MOMENTS[(first_moment + i) % len(KILL_MOMENTS)] for i in range(kill_points)]

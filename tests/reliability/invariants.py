@@ -1,7 +1,8 @@
-"""What a consistent talekeeper database looks like, checked straight from the file.
+"""What a consistent talekeeper database looks like, checked straight from the store.
 
-Plain `sqlite3`, not the app's models: the crash tests read a database that a killed
-server left behind, and the check must not depend on the code under test.
+Plain `sqlite3` (or plain psycopg, on PostgreSQL), not the app's models: the crash tests
+read a database that a killed server left behind, and the check must not depend on the
+code under test.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sqlite3
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -52,12 +54,39 @@ def _unpack(blob: bytes | None, what: str) -> None:
         raise AssertionError(f"{what} does not decode: {exc}") from exc
 
 
-def check_database(path: Path) -> Snapshot:
-    """Assert every structural invariant of the story tree; return what the file holds."""
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+class _Postgres:
+    """Just enough of sqlite3's connection for the checks below, over psycopg."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        conninfo = url.replace("postgresql+psycopg://", "postgresql://", 1)
+        self.connection = psycopg.connect(conninfo, autocommit=False)
+        self.connection.read_only = True
+
+    def execute(self, sql: str):
+        return self.connection.execute(sql)
+
+    def close(self) -> None:
+        self.connection.rollback()
+        self.connection.close()
+
+
+def check_database(target: Any) -> Snapshot:
+    """Assert every structural invariant of the story tree; return what the store holds.
+
+    `target`: the SQLite file, a PostgreSQL URL, or the app's `Database`. On PostgreSQL there is no integrity or
+    foreign-key check to run: the server enforces foreign keys on every write, and the
+    whole read runs in one (read-only) transaction, so it sees one consistent moment.
+    """
+    if hasattr(target, "engine"):  # the app's Database handle: only where it points is used
+        target = target.path if target.path is not None else target.url.render_as_string(hide_password=False)
+    on_sqlite = isinstance(target, Path)
+    db = sqlite3.connect(f"file:{target}?mode=ro", uri=True) if on_sqlite else _Postgres(target)
     try:
-        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)], "integrity_check"
-        assert db.execute("PRAGMA foreign_key_check").fetchall() == [], "foreign_key_check"
+        if on_sqlite:
+            assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)], "integrity_check"
+            assert db.execute("PRAGMA foreign_key_check").fetchall() == [], "foreign_key_check"
         snap = Snapshot()
         for row in db.execute(
             "SELECT id, adventure_id, parent_id, active_child_id, depth, action_kind, "
@@ -103,7 +132,14 @@ def check_database(path: Path) -> Snapshot:
             node = snap.nodes.get(node_id)
             assert node is not None and node.adventure_id == adventure_id, f"save point {sp_id}"
             snap.save_points[sp_id] = (adventure_id, node_id, name)
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        tables = {
+            row[0]
+            for row in db.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'"
+                if on_sqlite
+                else "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+            )
+        }
         for table in ("memories", "story_summaries"):  # the memory bank's writes (0002)
             if table not in tables:
                 continue

@@ -197,7 +197,7 @@ def test_while_a_turn_streams_every_other_writer_gets_409(live, gate: ThreadGate
     with httpx.Client(base_url=base, timeout=30) as http:
         after = http.get(f"/api/adventures/{adventure}").json()
     assert after["turns"] == 2 and len(after["turns_shown"]) == 3
-    snap = check_database(tk.db.path)
+    snap = check_database(tk.db)
     assert len([n for n in snap.nodes.values() if n.adventure_id == adventure]) == 3
 
 
@@ -231,7 +231,7 @@ def test_simultaneous_generations_on_one_adventure_exactly_one_proceeds(live, ga
         results = [f.result() for f in futures]
     statuses = Counter(status for status, _ in results)
     assert statuses == {200: 1, 409: CLIENTS - 1}, (statuses, [t[:120] for s, t in results if s not in (200, 409)])
-    snap = check_database(tk.db.path)
+    snap = check_database(tk.db)
     assert len([n for n in snap.nodes.values() if n.adventure_id == adventure]) == 3  # root, turn, one more
 
 
@@ -258,7 +258,7 @@ def test_simultaneous_moves_never_lose_an_update(live, gate: ThreadGate) -> None
     with httpx.Client(base_url=base, timeout=30) as http:
         story = http.get(f"/api/adventures/{adventure}").json()
     assert story["turns"] == 6 - undone + redone
-    check_database(tk.db.path)
+    check_database(tk.db)
 
 
 def test_different_adventures_play_at_the_same_time(live, gate: ThreadGate) -> None:
@@ -295,7 +295,7 @@ def test_different_adventures_play_at_the_same_time(live, gate: ThreadGate) -> N
         assert [f.result(timeout=30) for f in futures] == ["done"] * count
     with httpx.Client(base_url=base, timeout=30) as http:
         assert all(http.get(f"/api/adventures/{a}").json()["turns"] == 1 for a in adventures)
-    check_database(tk.db.path)
+    check_database(tk.db)
 
 
 def test_a_player_who_hangs_up_mid_stream_leaves_the_story_as_it_was(live, gate: ThreadGate) -> None:
@@ -313,7 +313,7 @@ def test_a_player_who_hangs_up_mid_stream_leaves_the_story_as_it_was(live, gate:
             for line in response.iter_lines():
                 if line == "event: text":
                     break  # streaming, held at the gate: hang up here
-        before = check_database(tk.db.path)
+        before = check_database(tk.db)
         deadline = time.monotonic() + 10
         while True:  # the server notices the hang-up and lets go of the adventure
             answer = http.post(f"/api/adventures/{adventure}/undo")
@@ -323,7 +323,7 @@ def test_a_player_who_hangs_up_mid_stream_leaves_the_story_as_it_was(live, gate:
             time.sleep(0.05)
         gate.set()  # were the generation still alive, it could finish now
         time.sleep(0.3)
-        assert check_database(tk.db.path).nodes == before.nodes
+        assert check_database(tk.db).nodes == before.nodes
         story = http.get(f"/api/adventures/{adventure}").json()
         assert story["turns"] == 0 and len(story["turns_shown"]) == 1
         assert http.post(f"/api/adventures/{adventure}/turns", json={"kind": "continue"}).status_code == 200

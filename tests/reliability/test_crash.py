@@ -17,6 +17,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from tests import pg
 from tests.reliability import crash
 
 KILL_POINTS = 20
@@ -27,10 +28,17 @@ def test_sigkill_at_random_moments_loses_nothing_the_player_saw(tmp_path: Path) 
     base_seed = int(os.environ.get("TALEKEEPER_CRASH_SEED") or random.randrange(1_000_000))
     per_run = KILL_POINTS // RUNS
 
+    server = pg.configured_url()  # on PostgreSQL: a database of its own for each run
+
     def one(index: int) -> crash.CrashRun:
         seed = base_seed + index
         try:
-            return crash.run(tmp_path / f"run{index}", kill_points=per_run, seed=seed, first_moment=index * per_run)
+            if server is None:
+                return crash.run(tmp_path / f"run{index}", kill_points=per_run, seed=seed, first_moment=index * per_run)
+            with pg.fresh_database(server, f"{server.database}_crash{index}") as url:
+                return crash.run(
+                    tmp_path / f"run{index}", kill_points=per_run, seed=seed, first_moment=index * per_run, database_url=url
+                )
         except BaseException as exc:
             raise AssertionError(f"crash run failed; rerun with TALEKEEPER_CRASH_SEED={base_seed}") from exc
 

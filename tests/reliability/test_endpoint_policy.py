@@ -7,15 +7,18 @@ flag or environment. Nothing may leave the machine before the policy has judged 
 from __future__ import annotations
 
 import json
-import sqlite3
+import os
 from pathlib import Path
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 
 from talekeeper.core import Talekeeper
 from talekeeper.llm import policy
+from talekeeper.store.db import DATABASE_URL_ENV
 from talekeeper.web.app import create_app
 from tests.conftest import DEMO
 
@@ -37,10 +40,15 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[httpx.Request]:
 
 
 def edit_database(home: Path, model: dict) -> None:
-    """What a hand edit or another tool does: bypass the settings page entirely."""
-    with sqlite3.connect(home / "talekeeper.db") as db:
-        db.execute("DELETE FROM settings WHERE key = 'model'")
-        db.execute("INSERT INTO settings(key, value) VALUES ('model', ?)", (json.dumps(model),))
+    """What a hand edit or another tool does: bypass the settings page entirely (plain SQL
+    on the store the app uses: the SQLite file, or the PostgreSQL database)."""
+    engine = create_engine(os.environ.get(DATABASE_URL_ENV) or f"sqlite:///{home / 'talekeeper.db'}", poolclass=NullPool)
+    try:
+        with engine.begin() as db:
+            db.execute(text("DELETE FROM settings WHERE key = 'model'"))
+            db.execute(text("INSERT INTO settings(key, value) VALUES ('model', :v)"), {"v": json.dumps(model)})
+    finally:
+        engine.dispose()
 
 
 def play(tk: Talekeeper) -> httpx.Response:

@@ -27,6 +27,8 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import create_engine
+from sqlalchemy.pool import NullPool
 
 from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
@@ -67,13 +69,26 @@ json_values = st.recursive(
 
 class CommitWatch:
     """Whether anything was committed since the last look, in O(1) however large the
-    database grows: SQLite's `data_version` changes when another connection commits."""
+    database grows: SQLite's `data_version` changes when another connection commits.
 
-    def __init__(self, path: Path) -> None:
-        self.db = sqlite3.connect(path, check_same_thread=False)
+    PostgreSQL has no such number for one database, so there the test gives it one: a row
+    trigger on every table adds to a one-row counter in the same transaction as the write,
+    so only a committed change moves it (a write rolled back takes its count with it).
+    """
+
+    def __init__(self, db) -> None:
+        self.postgres = db.path is None
+        if self.postgres:
+            self.engine = create_engine(db.url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+            self.connection = self.engine.connect()
+            _count_writes(self.connection)
+        else:
+            self.db = sqlite3.connect(db.path, check_same_thread=False)
         self.seen = self.version()
 
     def version(self) -> int:
+        if self.postgres:
+            return self.connection.exec_driver_sql("SELECT n FROM tk_test_writes").scalar_one()
         return self.db.execute("PRAGMA data_version").fetchone()[0]
 
     def changed(self) -> bool:
@@ -82,7 +97,37 @@ class CommitWatch:
         return now != before
 
     def close(self) -> None:
-        self.db.close()
+        if self.postgres:  # later tests run without the triggers
+            connection = self.connection
+            for table in _tables(connection):
+                connection.exec_driver_sql(f'DROP TRIGGER IF EXISTS tk_test_count ON "{table}"')
+            connection.exec_driver_sql("DROP TABLE tk_test_writes")
+            connection.close()
+            self.engine.dispose()
+        else:
+            self.db.close()
+
+
+def _tables(connection) -> list[str]:
+    return connection.exec_driver_sql(
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'tk_test_writes'"
+    ).scalars().all()
+
+
+def _count_writes(connection) -> None:
+    connection.exec_driver_sql("CREATE TABLE IF NOT EXISTS tk_test_writes (n bigint NOT NULL)")
+    connection.exec_driver_sql("DELETE FROM tk_test_writes")
+    connection.exec_driver_sql("INSERT INTO tk_test_writes VALUES (0)")
+    connection.exec_driver_sql(
+        "CREATE OR REPLACE FUNCTION tk_test_count_write() RETURNS trigger AS $$ "
+        "BEGIN UPDATE tk_test_writes SET n = n + 1; RETURN NULL; END $$ LANGUAGE plpgsql"
+    )
+    for table in _tables(connection):
+        connection.exec_driver_sql(f'DROP TRIGGER IF EXISTS tk_test_count ON "{table}"')
+        connection.exec_driver_sql(
+            f'CREATE TRIGGER tk_test_count AFTER INSERT OR UPDATE OR DELETE ON "{table}" '
+            "FOR EACH ROW EXECUTE FUNCTION tk_test_count_write()"
+        )
 
 
 # --- HTTP requests ---------------------------------------------------------------------
@@ -127,7 +172,7 @@ def test_any_request_gets_a_clear_answer_and_a_refusal_changes_nothing(
             ids["save_point_id"] = point.json()["id"]
 
     operations, components = api_operations(client.app)
-    watch = CommitWatch(tk.db.path)
+    watch = CommitWatch(tk.db)
 
     def body_for(operation: dict[str, Any]) -> st.SearchStrategy[Any]:
         schema = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
@@ -243,7 +288,7 @@ def test_any_scenario_file_is_imported_and_playable_or_refused_whole(isolated_ho
     provider = ScriptedProvider(lambda request: "The fog lifts a little.", chunk_size=9)
     tk = Talekeeper(isolated_home, provider_override=provider)
     client = TestClient(create_app(tk), base_url="http://127.0.0.1:8000", raise_server_exceptions=False)
-    watch = CommitWatch(tk.db.path)
+    watch = CommitWatch(tk.db)
     exported = client.get(f"/api/scenarios/{DEMO}/export").json()
     files = st.one_of(
         mutated(GREYWATER),
@@ -318,7 +363,7 @@ def test_whatever_the_model_writes_the_story_stays_whole(isolated_home: Path, qu
     tk = Talekeeper(isolated_home, provider_override=provider)
     client = TestClient(create_app(tk), base_url="http://127.0.0.1:8000", raise_server_exceptions=False)
     adventure = client.post("/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}}).json()["id"]
-    watch = CommitWatch(tk.db.path)
+    watch = CommitWatch(tk.db)
 
     @FUZZ
     @given(model_replies())

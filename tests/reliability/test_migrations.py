@@ -28,6 +28,13 @@ from talekeeper.web.app import create_app
 from tests.reliability.invariants import check_database
 
 OLD_REVISION = "0001"
+
+
+@pytest.fixture(autouse=True)
+def on_sqlite_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the SQLite file (its copy before an upgrade, its rebuilt
+    tables), in either pass; test_migrations_postgres.py holds PostgreSQL's counterparts."""
+    monkeypatch.delenv(store_db.DATABASE_URL_ENV, raising=False)
 STAMP = "2026-01-02 03:04:05.000000"
 
 

@@ -1,0 +1,84 @@
+"""The writer lock across processes, on PostgreSQL: one advisory lock per adventure.
+
+Several app processes on one database cannot see each other's in-process locks, so on
+PostgreSQL a writer also takes `pg_try_advisory_lock(namespace, adventure id)` on a
+connection of its own, kept for the whole turn and given back after. The lock belongs to
+that database session, not to a transaction: the connection sits idle (autocommit) while
+the model writes, so no transaction stays open during a turn, and the turn's own unit of
+work commits as before. If the process dies, PostgreSQL ends its session and the lock goes
+with it, so a crash never leaves an adventure locked.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, Engine, text
+
+from talekeeper.service.locks import AdventureBusy, AdventureLocks
+from talekeeper.store.db import Database
+
+# The first half of every key: keeps talekeeper's locks apart from any other advisory
+# locks an application sharing the server might take ("tk").
+NAMESPACE = 0x746B
+
+_TRY = text("SELECT pg_try_advisory_lock(:ns, :id)")
+_UNLOCK = text("SELECT pg_advisory_unlock(:ns, :id)")
+_HELD = text(
+    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+    "AND classid = :ns AND objid = :id AND objsubid = 2 "
+    "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))"
+)
+
+
+class AdvisoryLocks(AdventureLocks):
+    """The in-process lock first (a refusal costs no connection), then the database's."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__()
+        self._engine = engine  # autocommit: holding a lock opens no transaction
+        self._connections: dict[int, Connection] = {}
+
+    def acquire(self, adventure_id: int) -> None:
+        super().acquire(adventure_id)
+        try:
+            connection = self._engine.connect()
+            try:
+                got = connection.execute(_TRY, {"ns": NAMESPACE, "id": adventure_id}).scalar()
+            except BaseException:
+                connection.invalidate()
+                connection.close()
+                raise
+            if not got:
+                connection.close()
+                raise AdventureBusy(adventure_id)
+        except BaseException:
+            super().release(adventure_id)
+            raise
+        with self._guard:
+            self._connections[adventure_id] = connection
+
+    def release(self, adventure_id: int) -> None:
+        with self._guard:
+            connection = self._connections.pop(adventure_id, None)
+        if connection is not None:
+            try:
+                connection.execute(_UNLOCK, {"ns": NAMESPACE, "id": adventure_id})
+            except Exception:
+                # Could not say so: drop the connection instead, which ends its database
+                # session and so releases the lock all the same.
+                connection.invalidate()
+            finally:
+                connection.close()
+        super().release(adventure_id)
+
+    def is_busy(self, adventure_id: int) -> bool:
+        if super().is_busy(adventure_id):
+            return True
+        with self._engine.connect() as connection:
+            return bool(connection.execute(_HELD, {"ns": NAMESPACE, "id": adventure_id}).scalar())
+
+
+def locks_for(db: Database) -> AdventureLocks:
+    """The writer lock fit for the store: SQLite is one local app process, so the
+    in-process lock; PostgreSQL may have several processes on one database, so its
+    advisory locks as well."""
+    return AdvisoryLocks(db.lock_engine()) if db.is_postgresql else AdventureLocks()
