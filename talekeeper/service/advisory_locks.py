@@ -20,11 +20,12 @@ from talekeeper.store.db import Database
 # locks an application sharing the server might take ("tk").
 NAMESPACE = 0x746B
 
-_TRY = text("SELECT pg_try_advisory_lock(:ns, :id)")
-_UNLOCK = text("SELECT pg_advisory_unlock(:ns, :id)")
+_INT4 = (-(2**31), 2**31 - 1)  # PostgreSQL's integer: adventure ids and lock keys
+_TRY = text("SELECT pg_try_advisory_lock(CAST(:ns AS integer), CAST(:id AS integer))")
+_UNLOCK = text("SELECT pg_advisory_unlock(CAST(:ns AS integer), CAST(:id AS integer))")
 _HELD = text(
     "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
-    "AND classid = :ns AND objid = :id AND objsubid = 2 "
+    "AND classid::bigint = :ns AND objid::bigint = :id AND objsubid = 2 "
     "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))"
 )
 
@@ -39,6 +40,8 @@ class AdvisoryLocks(AdventureLocks):
 
     def acquire(self, adventure_id: int) -> None:
         super().acquire(adventure_id)
+        if not _INT4[0] <= adventure_id <= _INT4[1]:
+            return  # no such adventure can exist (ids are 32-bit here): the lookup will say so
         try:
             connection = self._engine.connect()
             try:
@@ -73,6 +76,8 @@ class AdvisoryLocks(AdventureLocks):
     def is_busy(self, adventure_id: int) -> bool:
         if super().is_busy(adventure_id):
             return True
+        if not _INT4[0] <= adventure_id <= _INT4[1]:
+            return False
         with self._engine.connect() as connection:
             return bool(connection.execute(_HELD, {"ns": NAMESPACE, "id": adventure_id}).scalar())
 

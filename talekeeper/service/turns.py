@@ -230,8 +230,9 @@ def clean_narration(raw: str) -> str:
 
 
 def unicode_safe(text: str) -> str:
-    """Join surrogate pairs that arrived as separate halves; a lone half becomes U+FFFD."""
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    """Join surrogate pairs that arrived as separate halves; a lone half becomes U+FFFD.
+    NUL characters are dropped: never prose, and PostgreSQL text cannot hold them."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").replace("\x00", "")
 
 
 async def collect_turn(tk: Talekeeper, adventure_id: int, kind: str, text: str = "") -> dict[str, Any]:

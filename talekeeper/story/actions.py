@@ -109,6 +109,8 @@ def normalise_action(kind: str, text: str) -> tuple[str, str]:
     if kind not in ACTION_KINDS:
         raise ActionError(f"Unknown action kind {kind!r}; use one of: {', '.join(ACTION_KINDS)}.")
     text = (text or "").strip()
+    if "\x00" in text:  # never meant, and PostgreSQL cannot store it
+        raise ActionError("The action contains a NUL character (\\x00); remove it and try again.")
     if len(text) > MAX_ACTION_CHARS:
         raise ActionError(f"The action is too long ({len(text)} characters; at most {MAX_ACTION_CHARS}).")
     if kind == "continue":

@@ -17,6 +17,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException
 
 from talekeeper.errors import TalekeeperError, status_of
@@ -50,6 +51,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(TalekeeperError, refused)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(OverflowError, number_out_of_range)
+    app.add_exception_handler(DataError, value_not_storable)
     app.add_exception_handler(RequestValidationError, invalid_request)
 
 
@@ -93,4 +95,15 @@ async def number_out_of_range(request: Request, exc: Exception) -> JSONResponse:
         422,
         "A number in this request is too large (ids and numbers must fit in 64 bits). Nothing was changed.",
         "NumberOutOfRange",
+    )
+
+
+async def value_not_storable(request: Request, exc: DataError) -> JSONResponse:
+    # PostgreSQL checks what SQLite lets through: an id past its 32-bit integer columns, a
+    # NUL character in text. The unit of work rolled back, so nothing was changed.
+    reason = str(getattr(exc, "orig", exc)).splitlines()[0]
+    return error_response(
+        422,
+        f"A value in this request is beyond what the database can hold ({reason}). Nothing was changed.",
+        "ValueNotStorable",
     )

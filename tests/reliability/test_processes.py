@@ -15,7 +15,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 
+from talekeeper.core import Talekeeper
+from talekeeper.service.locks import AdventureBusy
+from talekeeper.store.db import parse_database_url
 from tests import pg
 from tests.reliability.crash import DEMO, ServerProcess, is_summariser
 from tests.reliability.fakemodel import FakeModelServer
@@ -127,6 +132,9 @@ def test_two_processes_refuse_a_second_writer_and_play_different_adventures_in_p
             assert_busy(on_b.post(f"/api/adventures/{first}/undo"))
             assert_busy(on_b.post(f"/api/adventures/{first}/save-points", json={"name": "now"}))
             assert_busy(on_a.post(f"/api/adventures/{first}/turns", json={"kind": "continue"}))
+            # The model is writing, and no transaction is open anywhere on the database:
+            # the lock is held by an idle connection, not by a transaction.
+            assert open_transactions(postgres_database) == []
             # … while process B plays another adventure at the same time: its turn reaches
             # the model while A's is still held there.
             turn_on_b = pool.submit(stream_turn, b.base_url, second)
@@ -171,6 +179,42 @@ def test_a_process_killed_mid_turn_takes_its_lock_with_it(
         story = on_b.get(f"/api/adventures/{adventure}").json()
     assert story["turns"] == 1  # the killed turn wrote nothing; B's turn is the only one
     check_database(postgres_database)
+
+
+def open_transactions(url: str) -> list[tuple]:
+    engine = create_engine(parse_database_url(url), poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            return connection.execute(
+                text(
+                    "SELECT pid, state, query FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND pid <> pg_backend_pid() AND xact_start IS NOT NULL"
+                )
+            ).fetchall()
+    finally:
+        engine.dispose()
+
+
+def test_the_writer_lock_lives_in_the_database(tmp_path: Path, postgres_database: str) -> None:
+    """Two app objects on one database stand for two processes: neither sees the other's
+    in-process lock, only the database's."""
+    one, two = Talekeeper(tmp_path / "one"), Talekeeper(tmp_path / "two")
+    try:
+        one.locks.acquire(7)
+        with pytest.raises(AdventureBusy):
+            two.locks.acquire(7)
+        assert two.locks.is_busy(7) and not two.locks.is_busy(8)
+        two.locks.acquire(8)  # another adventure: free
+        one.locks.release(7)
+        assert not two.locks.is_busy(7)
+        with two.locks.hold(7):
+            with pytest.raises(AdventureBusy):
+                one.locks.acquire(7)
+        two.locks.release(8)
+        assert not one.locks.is_busy(7) and not one.locks.is_busy(8)
+    finally:
+        one.db.dispose()
+        two.db.dispose()
 
 
 def _swallow(function, *args):
