@@ -34,8 +34,10 @@ from talekeeper.context.prompt import RetrievedMemory
 from talekeeper.context.settings import ContextSettings
 from talekeeper.memory import lexical
 from talekeeper.memory.vectors import VectorIndex, pack
+from talekeeper.store.db import serialize
 from talekeeper.store.models import Memory, Node, StorySummary, utcnow
 
+MEMORY_WRITES = 0x746B_6D  # `serialize` scope: the memory bank's writes per adventure
 log = logging.getLogger(__name__)
 
 QUERY_TURNS = 4  # the recent story retrieval compares against: the last 4 turns and the action
@@ -250,7 +252,9 @@ def excerpt(session: Session, path: Sequence[int], first_depth: int, last_depth:
 def add_memory(
     session: Session, adventure_id: int, block: Block, text_: str, source: str = "auto"
 ) -> Memory | None:
-    """Insert a memory unless the block got one meanwhile (another run raced us)."""
+    """Insert a memory unless the block got one meanwhile (another run raced us, perhaps
+    in another app process on the same PostgreSQL database)."""
+    serialize(session, MEMORY_WRITES, adventure_id)
     exists = session.scalar(
         select(func.count()).select_from(Memory).where(Memory.adventure_id == adventure_id, Memory.node_id == block.node_id)
     )
@@ -354,6 +358,7 @@ def summary_material(session: Session, adventure_id: int, path: Sequence[int], a
 def add_summary(session: Session, adventure_id: int, path: Sequence[int], depth: int, text_: str, expected: SummaryInForce) -> bool:
     """Write an auto summary at `depth` unless the summary in force there changed since
     it was read (the player edited it meanwhile): their edit is never overwritten."""
+    serialize(session, MEMORY_WRITES, adventure_id)
     now = summary_at(session, adventure_id, path[: depth + 1], expected.text if expected.id is None else "")
     if (now.id, now.text) != (expected.id, expected.text):
         return False

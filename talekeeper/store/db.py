@@ -18,7 +18,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.script.revision import RevisionError
 from alembic.util import CommandError
-from sqlalchemy import Engine, create_engine, event, make_url
+from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
@@ -97,6 +97,19 @@ def make_engine(target: Path | URL) -> Engine:
 
 def is_postgresql(engine: Engine) -> bool:
     return engine.dialect.name == "postgresql"
+
+
+def serialize(session: Session, scope: int, key: int) -> None:
+    """Until this session's transaction ends, no other transaction in any process passes
+    `serialize` with the same (scope, key): for a read-then-write ("insert unless one
+    exists") that several app processes might run at once. PostgreSQL: a transaction-scoped
+    advisory lock. SQLite: nothing to do, its one app process runs such work one at a time
+    and the file serialises its writers."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(
+            text("SELECT pg_advisory_xact_lock(CAST(:scope AS integer), CAST(:key AS integer))"),
+            {"scope": scope, "key": key},
+        )
 
 
 class MigrationFailed(RuntimeError):
