@@ -113,3 +113,16 @@ def empty_tables(url: URL) -> None:
                 connection.exec_driver_sql(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
     finally:
         engine.dispose()
+
+
+@contextmanager
+def own_database(name: str) -> Iterator[str | None]:
+    """For a fixture that outlives one test (module scope) or stands for a second
+    installation: on PostgreSQL, a database of its own (the per-test emptying of the shared
+    one must not touch it); on SQLite, None (its own data folder is its own file)."""
+    server = configured_url()
+    if server is None:
+        yield None
+        return
+    with fresh_database(server, f"{server.database}_{name}") as url:
+        yield url

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from talekeeper.core import Talekeeper
 from talekeeper.service.bundles import BundleInvalid
 from talekeeper.service.interop.bundle_format import bundle_schema
+from tests import pg
 from tests.interop_helpers import (
     build_story,
     comparable,
@@ -51,16 +52,18 @@ OPS = st.lists(
 
 @pytest.fixture(scope="module")
 def shared_tk(tmp_path_factory: pytest.TempPathFactory):
-    app = Talekeeper(tmp_path_factory.mktemp("bundle-home"))
-    yield app
-    app.db.dispose()
+    with pg.own_database("bundle_home") as url:  # two installations: two databases
+        app = Talekeeper(tmp_path_factory.mktemp("bundle-home"), database_url=url)
+        yield app
+        app.db.dispose()
 
 
 @pytest.fixture(scope="module")
 def other_tk(tmp_path_factory: pytest.TempPathFactory):
-    app = Talekeeper(tmp_path_factory.mktemp("bundle-other"))
-    yield app
-    app.db.dispose()
+    with pg.own_database("bundle_other") as url:  # two installations: two databases
+        app = Talekeeper(tmp_path_factory.mktemp("bundle-other"), database_url=url)
+        yield app
+        app.db.dispose()
 
 
 @settings(
