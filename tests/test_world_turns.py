@@ -218,5 +218,5 @@ def test_the_crash_checker_accepts_a_correction_step(client: TestClient, tk, adv
     url = f"/api/adventures/{adventure_id}/state/corrections"
     response = client.post(url, json={"events": [{"type": "set_stat", "stat": "player.health", "value": 6}]})
     assert response.status_code == 200, response.text
-    snap = check_database(tk.db.path)
+    snap = check_database(tk.db)
     assert any(n.kind == "correction" and not n.narration for n in snap.nodes.values())
