@@ -127,3 +127,20 @@ def test_two_adventures_of_one_scenario_can_be_renamed_and_found(isolated_home) 
         expect(page.locator("#adventure-list > li:visible")).to_contain_text("Bea, the harbour way")
         page.get_by_label("Find an adventure").fill("")
         expect(page.locator("#adventure-list > li:visible")).to_have_count(2)
+
+
+def test_a_refused_scenario_save_does_not_post_again_on_reload(isolated_home) -> None:
+    with web(isolated_home, ["Fog."]) as w:
+        page = w.page
+        page.goto(w.url + "/scenarios/greywater-lantern")
+        page.get_by_role("button", name="Duplicate to edit").click()
+        expect(page.get_by_role("status")).to_contain_text("your own copy")
+        page.get_by_label("Title").fill("")
+        page.get_by_role("button", name="Save").first.click()
+        expect(page.locator("#errors")).to_contain_text("a scenario needs a title")
+        assert "/save/" not in page.url and page.url.endswith("?part=story")
+        posts: list[str] = []
+        page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+        page.reload()
+        expect(page.get_by_label("Title")).to_be_visible()
+        assert posts == []

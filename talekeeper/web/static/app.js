@@ -2,8 +2,14 @@
 // - form[data-confirm] / button[data-confirm]: ask before a destructive plain-form submit.
 // - input[type=file][data-autosubmit]: submit the form when a file is chosen.
 // - #adventure-filter: show only the adventures whose title or scenario matches.
+// - form[data-canonical]: a refused save is shown at the form's POST address; the address
+//   bar shows the editor's own instead, so a reload reads the page and never re-posts.
 (function () {
   "use strict";
+  const canonical = document.querySelector("form[data-canonical]");
+  if (canonical && location.pathname + location.search !== canonical.dataset.canonical) {
+    history.replaceState(null, "", canonical.dataset.canonical);
+  }
   const filter = document.getElementById("adventure-filter");
   if (filter) {
     filter.closest(".filter").hidden = false;
