@@ -1,6 +1,6 @@
 """Load test: N players at once against 1 and 2 app processes on PostgreSQL, and 1 on SQLite.
 
-    .venv/bin/python benchmarks/load.py [--players 8] [--turns 15] [--database-url URL]
+    .venv/bin/python benchmarks/load.py [--players 8] [--turns 25] [--database-url URL]
 
 Everything on loopback and bounded: a fake OpenAI-compatible model server that answers at
 once (tests/reliability/fakemodel.py), real `talekeeper serve` subprocesses, and N player
@@ -153,7 +153,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--players", type=int, default=8, help="players at once (default 8)")
-    parser.add_argument("--turns", type=int, default=15, help="turns per player (default 15)")
+    parser.add_argument("--turns", type=int, default=25, help="turns per player (default 25)")
     parser.add_argument(
         "--database-url", default=os.environ.get(DATABASE_URL_ENV), help="a PostgreSQL server"
     )

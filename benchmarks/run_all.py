@@ -14,7 +14,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 QUICK = [["tree.py"], ["memory.py", "--skip-models"], ["insights_size.py"], ["hostile_imports.py"]]
-SLOW = [["prefix_cache.py"], ["crash_soak.py", "--kills", "60"], ["bundle.py"]]
+SLOW = [["prefix_cache.py"], ["crash_soak.py", "--kills", "60"], ["load.py"], ["bundle.py"]]
 
 
 def main() -> int:
