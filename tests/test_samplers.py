@@ -28,3 +28,27 @@ def test_the_settings_page_saves_them_and_names_what_the_model_ignores(client: T
     request = scripted.requests[-1]
     assert (request.min_p, request.top_k, request.seed) == (0.05, 40, 7)
     assert json.loads(request.model_dump_json())["repetition_penalty"] is None
+
+
+def test_presets_and_an_adventures_own_samplers_reach_its_turns(client: TestClient, scripted: ScriptedProvider, adventure_id: int) -> None:
+    aid = adventure_id
+    assert client.put("/api/sampler-presets/Tight", json={"min_p": 0.1, "top_k": 20, "stop": "###"}).json() == {"min_p": 0.1, "top_k": 20, "stop": "###"}
+    assert client.put("/api/sampler-presets/Wild", json={"min_p": 0.01}).status_code == 200
+    assert set(client.get("/api/sampler-presets").json()) == {"Tight", "Wild"}
+    assert client.put("/api/sampler-presets/Bad", json={"top_k": 0}).status_code == 422
+    assert client.put("/api/sampler-presets/Bad", json={"temperature": 1}).status_code == 422
+    # The adventure follows "Tight" and sets a seed of its own; its own values win.
+    chosen = client.put(f"/api/adventures/{aid}/samplers", json={"preset": "Tight", "values": {"seed": 3, "top_k": 30}})
+    assert chosen.status_code == 200, chosen.text
+    effective = client.get(f"/api/adventures/{aid}/samplers").json()["effective"]
+    assert effective == {"min_p": 0.1, "top_k": 30, "seed": 3, "stop": ["###"]}
+    scripted.queue("Fog.")
+    client.post(f"/api/adventures/{aid}/turns", json={"kind": "do", "text": "wait"})
+    request = scripted.requests[-1]
+    assert (request.min_p, request.top_k, request.seed, request.stop[-1:]) == (0.1, 30, 3, ["###"])
+    # Another adventure keeps the installation's samplers.
+    other = client.post("/api/adventures", json={"scenario_id": "greywater-lantern"}).json()["id"]
+    assert client.get(f"/api/adventures/{other}/samplers").json()["effective"] == {}
+    assert client.put(f"/api/adventures/{aid}/samplers", json={"preset": "Nope"}).status_code == 422
+    assert client.delete("/api/sampler-presets/Wild").status_code == 204
+    assert client.delete("/api/sampler-presets/Wild").status_code == 404

@@ -31,6 +31,8 @@ from talekeeper.llm.base import GenerationRequest
 from talekeeper.memory import bank
 from talekeeper.memory.panel import used_in_last_prompt
 from talekeeper.memory.worker import embed
+from talekeeper.service import samplers as sampler_choice
+from talekeeper.service.settings import generation_settings
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story.actions import format_action
 
@@ -190,7 +192,8 @@ async def prepare_context(
         rules = adventure.rules
         card_last_fired = card_timers(session, path, _timer_lookback(plot))
         previous = frozenset(used_in_last_prompt(session, head.id)) if pool else frozenset()
-    generation = tk.generation()
+        generation = generation_settings(session)  # tk.generation(), read in this session
+        samplers = sampler_choice.for_adventure(session, adventure_id, generation)
     provider = tk.provider()
     action_line = format_action(kind, text)
     retrieval = await retrieve(tk, pool, recent_text(history, action_line), settings, previous)
@@ -226,6 +229,6 @@ async def prepare_context(
         max_tokens=generation.max_tokens,
         temperature=generation.temperature,
         top_p=generation.top_p,
-        **generation.samplers(),
+        **samplers,
     )
     return PreparedContext(adventure_id, head_view, inputs, found, assembly, request, retrieval)

@@ -26,6 +26,7 @@ from talekeeper.web import (
     pages_state,
     pages_tree,
     rename,
+    samplers,
     search,
 )
 from talekeeper.web.security import LocalOnlyMiddleware
@@ -55,6 +56,7 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     app.include_router(pages.router)
     app.include_router(rename.router)
     app.include_router(search.router)
+    app.include_router(samplers.router)
     app.include_router(pages_tree.router)
     app.include_router(pages_state.router)
     app.include_router(pages_scenarios.router)
