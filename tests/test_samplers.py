@@ -52,3 +52,17 @@ def test_presets_and_an_adventures_own_samplers_reach_its_turns(client: TestClie
     assert client.put(f"/api/adventures/{aid}/samplers", json={"preset": "Nope"}).status_code == 422
     assert client.delete("/api/sampler-presets/Wild").status_code == 204
     assert client.delete("/api/sampler-presets/Wild").status_code == 404
+
+
+def test_the_samplers_page_saves_an_adventures_choice_and_a_preset(client: TestClient, adventure_id: int) -> None:
+    url = f"/adventures/{adventure_id}/samplers"
+    page = client.get(url).text
+    assert 'name="preset"' in page and 'name="min_p"' in page and "the server's defaults" in page
+    saved = client.post(url, data={"preset": "", "min_p": "0.07", "seed": "11", "save_as": "Careful"}, follow_redirects=False)
+    assert saved.status_code == 303 and "message" not in saved.headers["location"]
+    page = client.get(saved.headers["location"]).text
+    assert "kept as the preset “Careful”" in page and 'value="0.07"' in page and "min_p 0.07; seed 11" in page
+    assert client.get("/api/sampler-presets").json() == {"Careful": {"min_p": 0.07, "seed": 11}}
+    refused = client.post(url, data={"top_k": "0"})
+    assert refused.status_code == 422 and 'role="alert"' in refused.text
+    assert client.get(f"/api/adventures/{adventure_id}/samplers").json()["values"] == {"min_p": 0.07, "seed": 11}

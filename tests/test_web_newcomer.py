@@ -144,3 +144,18 @@ def test_a_refused_scenario_save_does_not_post_again_on_reload(isolated_home) ->
         page.reload()
         expect(page.get_by_label("Title")).to_be_visible()
         assert posts == []
+
+
+def test_an_adventure_keeps_its_own_samplers_and_presets(isolated_home) -> None:
+    with web(isolated_home, ["Fog."]) as w:
+        page = w.page
+        w.start()
+        page.get_by_role("link", name="Plot").click()
+        page.get_by_role("link", name="Samplers").click()
+        page.get_by_label("Min p").fill("0.05")
+        page.get_by_label("Top k").fill("40")
+        page.get_by_label("Also keep these values as a preset named").fill("Tight")
+        page.get_by_role("button", name="Save").click()
+        expect(page.get_by_role("status")).to_contain_text("kept as the preset “Tight”")
+        expect(page.locator("#samplers-effective")).to_contain_text("min_p 0.05; top_k 40")
+        expect(page.locator("#preset")).to_contain_text("Tight")

@@ -57,6 +57,7 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     app.include_router(rename.router)
     app.include_router(search.router)
     app.include_router(samplers.router)
+    app.include_router(samplers.page_router)
     app.include_router(pages_tree.router)
     app.include_router(pages_state.router)
     app.include_router(pages_scenarios.router)

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from talekeeper.llm.errors import LLMError
 from talekeeper.service import samplers
 from talekeeper.service.adventures import get_adventure
 from talekeeper.service.app import Talekeeper
+from talekeeper.web import flash
 from talekeeper.web.api import get_tk
+from talekeeper.web.pages import render
 
 router = APIRouter(prefix="/api", tags=["samplers"])
 
@@ -57,3 +61,48 @@ def set_adventure_samplers(adventure_id: int, body: AdventureSamplers, tk: Talek
     with tk.locks.hold(adventure_id), tk.db.session() as session:
         get_adventure(session, adventure_id)
         return samplers.set_adventure_choice(session, adventure_id, body.preset, body.values.model_dump(exclude_none=True))
+
+
+# --- the page: /adventures/{id}/samplers -------------------------------------------------------
+
+page_router = APIRouter()
+
+
+@page_router.get("/adventures/{adventure_id}/samplers", response_class=HTMLResponse)
+def samplers_page(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    return _page(request, tk, adventure_id)
+
+
+def _page(request: Request, tk: Talekeeper, adventure_id: int, message: str | None = None, status_code: int = 200) -> HTMLResponse:
+    with tk.db.session() as session:
+        title = get_adventure(session, adventure_id).title
+        choice = samplers.adventure_choice(session, adventure_id)
+        presets = samplers.presets(session)
+        effective = samplers.for_adventure(session, adventure_id, tk.generation())
+    try:
+        ignored = tk.provider().unsupported_samplers(effective)
+    except LLMError:
+        ignored = []
+    return render(
+        request, "samplers.html", status_code=status_code, adventure_id=adventure_id, title=title, choice=choice,
+        presets=presets, effective=effective, ignored=ignored, fields=samplers.FIELDS, message=message,
+    )
+
+
+@page_router.post("/adventures/{adventure_id}/samplers", response_class=HTMLResponse)
+async def samplers_save(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> Response:
+    """Save this adventure's preset and values; optionally also keep the values as a preset."""
+    form = await request.form()
+    values = {name: str(form.get(name, "")).strip() for name in samplers.FIELDS if str(form.get(name, "")).strip()}
+    preset = str(form.get("preset", "")).strip() or None
+    new_preset = str(form.get("save_as", "")).strip()
+    try:
+        with tk.locks.hold(adventure_id), tk.db.session() as session:
+            get_adventure(session, adventure_id)
+            if new_preset:
+                samplers.save_preset(session, new_preset, values)
+            samplers.set_adventure_choice(session, adventure_id, preset, values)
+    except samplers.SamplersInvalid as exc:
+        return _page(request, tk, adventure_id, message=str(exc), status_code=422)
+    saved = "Saved." + (f" The values are also kept as the preset “{new_preset}”." if new_preset else "")
+    return flash.redirect(f"/adventures/{adventure_id}/samplers", saved)
