@@ -66,3 +66,12 @@ def test_the_samplers_page_saves_an_adventures_choice_and_a_preset(client: TestC
     refused = client.post(url, data={"top_k": "0"})
     assert refused.status_code == 422 and 'role="alert"' in refused.text
     assert client.get(f"/api/adventures/{adventure_id}/samplers").json()["values"] == {"min_p": 0.07, "seed": 11}
+
+
+def test_deleting_an_adventure_forgets_its_samplers(client: TestClient, tk, adventure_id: int) -> None:
+    from talekeeper.store.models import Setting
+
+    client.put(f"/api/adventures/{adventure_id}/samplers", json={"values": {"seed": 1}})
+    assert client.delete(f"/api/adventures/{adventure_id}").status_code == 204
+    with tk.db.session() as session:
+        assert session.get(Setting, f"adventure_samplers:{adventure_id}") is None

@@ -127,13 +127,14 @@ def delete_adventure(session: Session, adventure: Adventure) -> None:
     # Save Points restrict node deletion; an adventure's deletion takes everything with it.
     from sqlalchemy import delete
 
-    from talekeeper.store.models import SavePoint
+    from talekeeper.store.models import SavePoint, Setting
 
     session.execute(delete(SavePoint).where(SavePoint.adventure_id == adventure.id))
     session.execute(
         Node.__table__.update().where(Node.adventure_id == adventure.id).values(parent_id=None)
     )
     session.execute(delete(Node).where(Node.adventure_id == adventure.id))
+    session.execute(delete(Setting).where(Setting.key == f"adventure_samplers:{adventure.id}"))  # service/samplers
     session.delete(adventure)
 
 
