@@ -41,10 +41,6 @@ def on_postgresql() -> bool:
     return configured_url() is not None
 
 
-sqlite_only = pytest.mark.skipif(
-    on_postgresql(),
-    reason="about the SQLite file itself; its PostgreSQL counterpart runs in this pass",
-)
 postgresql_only = pytest.mark.skipif(not on_postgresql(), reason=NEEDS_POSTGRESQL)
 
 
