@@ -9,6 +9,12 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # llama.cpp compiles on the first install (~8-10 min on 2 cores); pip caches the wheel.
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
+# A portable x86-64 build (AVX2/FMA/F16C), not -march=native: a native build on a processor
+# with AMX used AMX kernels for the model's Q4_1 weights and crashed (SIGSEGV) on any prompt
+# longer than one token where the system does not grant AMX state (containers, some VMs).
+ifeq ($(shell uname -m),x86_64)
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+endif
 
 .PHONY: run serve play test test-postgres install install-test browser bench clean
 
