@@ -24,9 +24,11 @@ from talekeeper.state import (
     extract_reply,
     load_rules,
     normalise,
+    refusal_notes,
     refusals_for_prompt,
     stat_guide,
     state_for_prompt,
+    state_notes,
     vocabulary_prompt,
 )
 from talekeeper.state.canon import event_line, record_event
@@ -64,19 +66,35 @@ def last_report(proposal: dict[str, Any] | None) -> Report | None:
 
 
 def prompt_sections(
-    rules: Rules, document: Document, story_proposal: dict[str, Any] | None, in_scene_ids: list[str]
+    rules: Rules,
+    document: Document,
+    story_proposal: dict[str, Any] | None,
+    in_scene_ids: list[str],
+    mode: str = "inline",
 ) -> dict[str, str | None]:
-    """The state engine's prompt sections, in DESIGN.md's order.
+    """The state engine's prompt sections for the narrator, in DESIGN.md's order.
 
-    The vocabulary, canon and stat guide never change within an adventure, so they stay
-    byte-identical from turn to turn (prompt-prefix caching). `story_proposal` is the last
-    *model-written* turn's record (`HeadView.story_proposal`): refusals are the model's
-    feedback, so a player's refused correction is never presented as the model's own.
+    Only in `inline` mode does the narrator write a state block, so only then does it get
+    the vocabulary, ids and stat paths it must write; in `structured` and `off` modes it
+    reads the state as notes in words (`state_notes`) and nothing it could copy as
+    protocol. The vocabulary, canon and stat guide never change within an adventure, so
+    they stay byte-identical from turn to turn (prompt-prefix caching). `story_proposal` is
+    the last *model-written* turn's record (`HeadView.story_proposal`): refusals are the
+    model's feedback, so a player's refused correction is never presented as its own.
     """
     head_proposal = story_proposal if (story_proposal or {}).get("source") != "player" else None
     report = last_report(head_proposal)
-    vocabulary = vocabulary_prompt()
     canon = canon_prompt(rules)
+    if mode != "inline":
+        refusals = refusal_notes(report, document, rules) if mode == "structured" else ""
+        return {
+            "event_vocabulary": canon or None,
+            "stat_guide": None,
+            "current_state": state_notes(document, rules, in_scene_ids),
+            "refusals": refusals or None,
+            "emit_reminder": None,
+        }
+    vocabulary = vocabulary_prompt()
     return {
         "event_vocabulary": "\n\n".join(part for part in (vocabulary, canon) if part),
         "stat_guide": stat_guide(rules) or None,
@@ -84,11 +102,6 @@ def prompt_sections(
         "refusals": refusals_for_prompt(report, unreadable=(head_proposal or {}).get("parse_error")) or None,
         "emit_reminder": emit_instructions(),
     }
-
-
-def canon_only(rules: Rules) -> str | None:
-    """The campaign canon without the event vocabulary (when the narrator writes no block)."""
-    return canon_prompt(rules) or None
 
 
 def extract_prose(reply: str) -> str:

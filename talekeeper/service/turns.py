@@ -190,12 +190,7 @@ async def build_context(
 
     def render_state(head: HeadView, in_scene_ids: list[str]) -> StateSections:
         document = state_engine.document_of(head.state, rules)
-        sections = state_engine.prompt_sections(rules, document, head.story_proposal, in_scene_ids)
-        if mode != "inline":
-            # The narrator is not asked for a block: a structured pass (or nothing) follows.
-            sections.update(event_vocabulary=state_engine.canon_only(rules), emit_reminder=None)
-        if mode == "off":
-            sections.update(refusals=None)
+        sections = state_engine.prompt_sections(rules, document, head.story_proposal, in_scene_ids, mode)
         return StateSections(**sections)
 
     return await prepare_context(

@@ -10,7 +10,8 @@ Modules, each one concept: `document` (the stored shape), `rules` (what a scenar
 declares, checked by path), `initial` (a new adventure's document), `normalise` (read a
 stored document back), `events` (the closed allowlist), `resolve` (names → ids),
 `validate` (the layers), `stats` (stat mechanics), `apply`, `report`, `prompt` (text
-for the model), `extract` (the state-block protocol), `schema` (published schemas).
+for the model), `notes` (the state in words, for the narrator), `extract` (the state-block
+protocol), `schema` (published schemas).
 """
 
 from .apply import apply_proposal
@@ -35,6 +36,7 @@ from .events import EVENT_TYPES, EVENTS, MAX_EVENTS
 from .extract import FENCE_INFO, Extraction, emit_instructions, extract_reply, visible_prefix
 from .initial import initial_document
 from .normalise import normalise
+from .notes import refusal_notes, state_notes
 from .prompt import (
     canon_prompt,
     refusals_for_prompt,
@@ -54,6 +56,7 @@ __all__ = [
     "Report", "Rules", "RulesError", "Scene", "StatRule", "StatValue", "Stats", "Thread",
     "apply_proposal", "band_label", "canon_prompt", "check_rules", "document_schema", "emit_instructions",
     "empty_document", "empty_rules", "extract_reply", "initial_document", "load_rules", "normalise",
-    "proposal_schema", "refusals_for_prompt", "rules_schema", "stat_guide", "stat_paths", "state_for_prompt",
+    "proposal_schema", "refusal_notes", "refusals_for_prompt", "rules_schema", "stat_guide", "stat_paths",
+    "state_for_prompt", "state_notes",
     "visible_prefix", "vocabulary_prompt",
 ]

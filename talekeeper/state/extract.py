@@ -51,6 +51,8 @@ _LABEL_LINE = re.compile(
     re.IGNORECASE,
 )
 _JSON_INFOS = {"", "json", "json5", "jsonc", "javascript", "js"}
+_INNER_FENCE = re.compile(r"^[ \t]{0,3}`{3,}[ \t]*[^\s`]", re.MULTILINE)
+_FENCE_ONLY = re.compile(r"^[ \t]{0,3}`{3,}[^\S\n]*$")
 
 EXAMPLE_BLOCK = '{"events": [ ...one object per change... ]}'
 
@@ -199,8 +201,13 @@ def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
             if looks:
                 blocks.append(_Block(m.start(1), end, content, close is not None))
                 pos = end
-            else:  # a story's own block stays, but a state fence inside it is still ours
-                pos = m.end() if _STATE_OPEN.search(text, m.end(), end) else end
+            elif close is None or _STATE_OPEN.search(text, m.end(), end) or _INNER_FENCE.search(content):
+                # A story's own block stays, but what it may hide is read: a state fence
+                # inside it, or — when it is never closed, or holds another fence's opening
+                # line, so its "closing" line belonged to that one — a block after it.
+                pos = m.end()
+            else:
+                pos = end
         else:
             brace = m.end() - 1
             if not _could_be_events(text[brace:], final=not streaming):
@@ -312,6 +319,46 @@ def _drop_label_line(prose: str) -> str:
     return head + newline if _LABEL_LINE.match(last) else prose
 
 
+def _is_fence(line: str) -> bool:
+    return bool(_FENCE_OPEN.fullmatch(line.rstrip()))
+
+
+def _fences(text: str) -> int:
+    return sum(1 for line in text.split("\n") if _is_fence(line))
+
+
+def _drop_fence_line(piece: str, at_end: bool) -> str:
+    """Remove the bare fence lines a model leaves around a removed block: one opening a
+    wrapper just before it (an odd fence line: it closes no story block) and strays just
+    after it ("```\n```" left at the end)."""
+    lines = piece.split("\n")
+    if at_end:
+        last = len(lines) - 1
+        while last > 0 and not lines[last].strip():
+            last -= 1
+        if _FENCE_ONLY.match(lines[last]) and _fences(piece) % 2:
+            return "\n".join(lines[:last]) + "\n"
+        return piece
+    start = 0
+    while start < len(lines) and (not lines[start].strip() or _FENCE_ONLY.match(lines[start])):
+        start += 1
+    if not any(_FENCE_ONLY.match(line) for line in lines[:start]):
+        return piece
+    return "\n" + "\n".join(lines[start:])
+
+
+def _drop_stray_fences(prose: str) -> str:
+    """Trailing bare fence lines that close no block of the prose (an odd count) go."""
+    lines = prose.rstrip().split("\n")
+    fences = _fences(prose)
+    while lines and _FENCE_ONLY.match(lines[-1]) and fences % 2:
+        lines.pop()
+        fences -= 1
+        while lines and not lines[-1].strip():
+            lines.pop()
+    return "\n".join(lines)
+
+
 def _drop_echoes(prose: str) -> str:
     return "\n".join(line for line in prose.split("\n") if _norm_line(line) not in _REMINDER_LINES)
 
@@ -322,9 +369,12 @@ def extract_reply(text: str) -> Extraction:
     pieces: list[str] = []
     pos = 0
     for block in blocks:
-        pieces.append(_drop_label_line(text[pos: block.start]))
+        piece = text[pos: block.start]
+        if pos:  # after a removed block
+            piece = _drop_fence_line(piece, at_end=False)
+        pieces.append(_drop_fence_line(_drop_label_line(piece), at_end=True))
         pos = block.end
-    pieces.append(text[pos:])
+    pieces.append(_drop_fence_line(text[pos:], at_end=False) if blocks else text)
     prose = ""
     for i, piece in enumerate(pieces):
         piece = _drop_echoes(piece)
@@ -335,7 +385,7 @@ def extract_reply(text: str) -> Extraction:
             continue
         inline = not prose.rstrip(" \t").endswith("\n") and not piece.lstrip(" \t").startswith("\n")
         prose = prose.rstrip() + (" " if inline else "\n\n") + piece.lstrip()
-    prose = prose.rstrip()
+    prose = _drop_stray_fences(prose) if blocks else prose.rstrip()
     if not blocks:
         return Extraction(prose, None, None, None)
     raw = "\n".join(text[b.start: b.end] for b in blocks)
@@ -363,6 +413,10 @@ def visible_prefix(streaming_text: str) -> str:
     blocks, undecided = _scan(text, streaming=True)
     cut = min([b.start for b in blocks] + ([undecided] if undecided is not None else []) + [len(text)])
     shown = text[:cut]
+    body = shown.rstrip()
+    last_start = body.rfind("\n") + 1
+    if _FENCE_ONLY.match(body[last_start:]) and _fences(body) % 2:  # may be wrapping a block
+        shown = shown[:last_start]
     offset = 0
     for line in shown.split("\n"):  # an echoed reminder line: stop before it
         if _norm_line(line) in _REMINDER_LINES:

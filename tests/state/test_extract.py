@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from talekeeper.state import emit_instructions, extract_reply, visible_prefix
@@ -124,3 +126,32 @@ def test_streaming_never_shows_protocol_and_only_grows(reply):
 ])
 def test_streaming_holds_back_what_may_become_protocol(text, shown):
     assert visible_prefix(text) == shown
+
+
+LEFT_BEHIND = '{"events": [{"type": "note_event", "text": "The tide turned."}]}'
+
+
+@pytest.mark.parametrize(
+    ("reply", "prose"),
+    [
+        # a stray or doubled fence left after a state block
+        ("Prose.\n```state\n" + LEFT_BEHIND + "\n```\n```", "Prose."),
+        ("Prose.\n```\n```state\n" + LEFT_BEHIND + "\n```", "Prose."),
+        ("Prose.\n```\n```state\n" + LEFT_BEHIND + "\n```\n```", "Prose."),
+        ("Prose.\n```\n" + LEFT_BEHIND + "\n```\n```", "Prose."),
+        ("Prose.\n```\nmore prose\n```\n" + LEFT_BEHIND + "\n```", "Prose.\n```\nmore prose\n```"),
+        # a state block after a story fence that is never closed
+        ("Prose.\n```python\ncode\n" + LEFT_BEHIND, "Prose.\n```python\ncode"),
+        ("Prose.\n```\ncode\n" + LEFT_BEHIND, "Prose.\n```\ncode"),
+        ("Prose.\n```text\nmore prose\n" + LEFT_BEHIND + "\n", "Prose.\n```text\nmore prose"),
+        ("Prose.\n```text\nmore prose\n\n```json\n" + LEFT_BEHIND + "\n```", "Prose.\n```text\nmore prose"),
+        # a story's own closed block before a state block keeps its closing fence
+        ("See:\n```python\nx = 1\n```\n```state\n" + LEFT_BEHIND + "\n```\nIt hums.", "See:\n```python\nx = 1\n```\n\nIt hums."),
+    ],
+)
+def test_no_fence_or_block_is_left_behind(reply: str, prose: str) -> None:
+    extraction = extract_reply(reply)
+    assert extraction.prose == prose
+    assert extraction.proposal == json.loads(LEFT_BEHIND)
+    shown = visible_prefix(reply)
+    assert prose.startswith(shown.rstrip()), shown

@@ -1,0 +1,221 @@
+"""The echo guard: lines of a reply that repeat the prompt's own notes are not story.
+
+A small model often copies its instructions, its state notes or a story card into the
+narration — verbatim, in part, or reworded (11 of 14 turns of a played demo). Such a line
+is removed before anything is shown or stored, and the removal is said in Insights.
+
+A line is judged by its opening (`OPENING_WORDS` words, or the whole line if shorter), so
+a stream can decide as soon as that much has arrived and the shown text only ever grows:
+a held line is released once its opening is judged story, and never retracted. It is an
+echo when its opening
+
+- is a run of a source line (`verbatim`);
+- is mostly made of three-word runs found in the sources (`partial`);
+- uses mostly the content words of one source line or clause, and covers most of them
+  (`paraphrase`) — so prose that merely shares a few names with the state stays;
+- or writes protocol: a stat path (`player.health`), an `(id, kind)` tag, a JSON event
+  (`protocol`).
+
+Pure: the sources are texts; the turn and the memory writer say which.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+OPENING_WORDS = 16
+"""Words a line's verdict rests on: enough to know an echo, few enough to stream soon."""
+PARTIAL_SHARE = 0.6
+PARAPHRASE_SHARE = 0.75
+COVER_SHARE = 0.5
+MIN_CONTENT = 4
+
+ECHO_SOURCES = (
+    "narrator",
+    "persona",
+    "event_vocabulary",
+    "stat_guide",
+    "ai_instructions",
+    "plot_essentials",
+    "story_cards",
+    "author_note",
+    "current_state",
+    "refusals",
+    "emit_reminder",
+)
+"""The prompt's sections that are not story: a reply repeating them is echoing the
+prompt. History, memories and the summary are the story itself, so prose may retell them."""
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_PROTOCOL = re.compile(
+    r"\b(?:world|player)\.[a-z][a-z0-9_]*|\bnpc\.[a-z0-9_-]+\.[a-z]|\{\s*[\"']?(?:type|events)[\"']?\s*:",
+    re.IGNORECASE,
+)
+_STOP = frozenset(
+    """a an the and or but of to in on at by for from with without into onto over under as is are was were be been
+    being am it its it's this that these those there here now then still so very you your yours you're i me my we
+    our he him his she her hers they them their not no yes do does did has have had will would can could may
+    might must shall should one all any some each""".split()
+)
+
+
+def _tokens(text: str) -> list[str]:
+    return _WORD.findall(text.casefold().replace("’", "'"))
+
+
+def _stem(word: str) -> str:
+    word = word.removesuffix("'s")
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def _content(tokens: Sequence[str]) -> frozenset[str]:
+    return frozenset(_stem(t) for t in tokens if t not in _STOP and not t.isdigit())
+
+
+def opening(line: str) -> str | None:
+    """The part of a line its verdict rests on, or None while a streamed line is still
+    too short to judge (see `EchoGuard.shown`)."""
+    words = line.split()
+    if len(words) <= OPENING_WORDS:
+        return line
+    return " ".join(words[:OPENING_WORDS])
+
+
+@dataclass(frozen=True)
+class Removed:
+    """One removed line: what it said, how it echoed, and which section it echoed."""
+
+    line: str
+    kind: str  # verbatim · partial · paraphrase · protocol
+    section: str
+
+    def describe(self) -> str:
+        text = self.line.strip()
+        text = text if len(text) <= 80 else text[:79] + "…"
+        where = f", {self.section.replace('_', ' ')}" if self.section else ""
+        return f"“{text}” ({self.kind}{where})"
+
+
+@dataclass(frozen=True)
+class _Unit:
+    section: str
+    joined: str  # the tokens, space-joined, padded for whole-word search
+    content: frozenset[str]
+
+
+class EchoGuard:
+    """Judges lines against a set of named source texts (see the module docstring)."""
+
+    def __init__(
+        self, sources: Iterable[tuple[str, str]], protocol_terms: Iterable[str] = ()
+    ) -> None:
+        self._units: list[_Unit] = []
+        self._shingles: dict[tuple[str, str, str], str] = {}
+        for section, text in sources:
+            for line in (text or "").splitlines():
+                tokens = _tokens(line)
+                if not tokens:
+                    continue
+                self._units.append(_Unit(section, f" {' '.join(tokens)} ", _content(tokens)))
+                for clause in re.split(r"[;:—]| - ", line):  # a long note line holds several facts
+                    words = _tokens(clause)
+                    if words and len(words) < len(tokens):
+                        self._units.append(_Unit(section, f" {' '.join(words)} ", _content(words)))
+                for i in range(len(tokens) - 2):
+                    self._shingles.setdefault((tokens[i], tokens[i + 1], tokens[i + 2]), section)
+        terms = sorted({t for t in protocol_terms if t}, key=len, reverse=True)
+        self._terms = (
+            re.compile(
+                r"\(\s*(?:" + "|".join(re.escape(t) for t in terms) + r")\s*[,)]", re.IGNORECASE
+            )
+            if terms
+            else None
+        )
+
+    @classmethod
+    def for_sections(
+        cls, sections: Iterable[tuple[str, str]], ids: Iterable[str] = ()
+    ) -> EchoGuard:
+        """A guard over the prompt's non-story sections (`ECHO_SOURCES`); `ids` are the
+        entity ids an `(id, kind)` tag would name."""
+        return cls(((name, text) for name, text in sections if name in ECHO_SOURCES), ids)
+
+    def judge(self, line: str) -> Removed | None:
+        """Why `line` is an echo of the sources, or None when it is story."""
+        key = opening(line) or ""
+        if _PROTOCOL.search(key) or (self._terms is not None and self._terms.search(key)):
+            return Removed(line, "protocol", "")
+        tokens = _tokens(key)
+        if not tokens:
+            return None
+        joined = f" {' '.join(tokens)} "
+        for unit in self._units:
+            if (len(tokens) >= 4 or joined == unit.joined) and joined in unit.joined:
+                return Removed(line, "verbatim", unit.section)
+        runs = [(tokens[i], tokens[i + 1], tokens[i + 2]) for i in range(len(tokens) - 2)]
+        if len(runs) >= 3:
+            found = [self._shingles[r] for r in runs if r in self._shingles]
+            if len(found) >= PARTIAL_SHARE * len(runs):
+                return Removed(line, "partial", max(set(found), key=found.count))
+        content = _content(tokens)
+        if len(content) >= MIN_CONTENT:
+            for unit in self._units:
+                shared = len(content & unit.content)
+                if (
+                    shared >= MIN_CONTENT
+                    and shared >= PARAPHRASE_SHARE * len(content)
+                    and shared >= COVER_SHARE * len(unit.content)
+                ):
+                    return Removed(line, "paraphrase", unit.section)
+        return None
+
+    def clean(self, text: str) -> tuple[str, list[Removed]]:
+        """The finished text without its echo lines, and what was removed."""
+        kept, removed = self._filter(text.split("\n"))
+        return "\n".join(kept).strip("\n"), removed
+
+    def shown(self, text: str) -> str:
+        """What of a still-streaming text may be shown: every complete line that is story,
+        and the unfinished last one once its opening has arrived and is story. A prefix of
+        `clean(final)[0]` for any continuation, so the shown text only grows."""
+        lines = text.split("\n")
+        last = lines.pop()
+        words = last.split()
+        decided = len(words) > OPENING_WORDS or (
+            len(words) == OPENING_WORDS and last[-1:].isspace()
+        )
+        if decided:
+            lines.append(last)
+        kept, _ = self._filter(lines)
+        while kept and not kept[-1].strip():  # a blank line is shown with the line after it
+            kept.pop()
+        return "\n".join(kept)
+
+    def _filter(self, lines: list[str]) -> tuple[list[str], list[Removed]]:
+        kept: list[str] = []
+        removed: list[Removed] = []
+        for line in lines:
+            verdict = self.judge(line) if line.strip() else None
+            if verdict is not None:
+                removed.append(verdict)
+                continue
+            if not line.strip() and (not kept or not kept[-1].strip()):
+                continue  # no blank line at the start or twice in a row (where an echo was)
+            kept.append(line)
+        return kept, removed
+
+
+def summary(removed: Sequence[Removed]) -> str:
+    """The Insights note for a turn's removed lines."""
+    if not removed:
+        return ""
+    lines = "line" if len(removed) == 1 else "lines"
+    return (
+        f"The echo guard removed {len(removed)} {lines} of the reply that repeated the prompt "
+        "instead of telling the story: " + "; ".join(r.describe() for r in removed) + "."
+    )

@@ -1,0 +1,275 @@
+"""The state as the narrator reads it: short notes in words, with no ids, paths or JSON.
+
+In `structured` and `off` modes the narrator writes no state block, so it needs no id to
+write one — and a small model given `Maren (maren, person) — alive` or
+`player.health 10/10` copies it into the story (11 of 14 narrations in a played demo).
+Here every fact that matters to the scene is kept, said the way a story would: names,
+places, who holds what, band words for stats; a number only where the scenario lets the
+player see it. Hidden stats appear only as their band word. The id-ful text in
+`prompt.py` stays for the places where the model must write ids: the inline block's
+vocabulary and the structured state pass.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .document import PLAYER_ID, Document
+from .report import LOST, Report
+from .rules import Rules, StatRule
+from .stats import band_label, num
+
+
+def words(name: str) -> str:
+    """An id or key as words: `lamp_oil` → "lamp oil"."""
+    return name.replace("_", " ").replace("-", " ").strip()
+
+
+def _name(doc: Document, ref: Any) -> str:
+    """An entity's name for an id (or a name the model wrote), never a bare id."""
+    if not isinstance(ref, str) or not ref:
+        return "someone"
+    entity = doc.entities.get(ref)
+    if entity is not None:
+        return "you" if ref == PLAYER_ID else entity.name
+    return _plain(ref) or "someone"
+
+
+def _stat(rule: StatRule, value: Any) -> str:
+    """A stat's value as the narrator may see it: band words, and the number only when
+    the stat is not hidden."""
+    if isinstance(value, str):
+        return f'"{value}"'
+    label = band_label(rule, value)
+    if rule.hidden:
+        return label or "unknown"
+    amount = f"{num(value)} of {num(rule.max)}" if rule.max is not None else num(value)
+    return f"{label} ({amount})" if label else amount
+
+
+def _stats(doc: Document, rules: Rules, owner: str, npc: str | None = None) -> list[str]:
+    if owner == "npc":
+        declared, live = rules.stats.npcs.get(npc or "", {}), doc.stats.npcs.get(npc or "", {})
+    else:
+        declared, live = getattr(rules.stats, owner), getattr(doc.stats, owner)
+    out = []
+    for name, rule in declared.items():
+        current = live.get(name)
+        out.append(f"{words(name)}: {_stat(rule, current.value if current else rule.initial)}")
+    return out
+
+
+def _holds(doc: Document, holder: str) -> list[str]:
+    return [_name(doc, item) for item, who in doc.possessions.items() if who == holder]
+
+
+def _person(doc: Document, eid: str) -> str:
+    """One line about someone or something in view: name, status, conditions, what they
+    hold, their attributes — in words."""
+    e = doc.entities[eid]
+    bits = [e.name]
+    if e.status:
+        bits.append(e.status)
+    if e.conditions:
+        bits.append(", ".join(e.conditions))
+    if e.attributes:
+        bits.append(", ".join(f"{words(k)} {v}" for k, v in e.attributes.items()))
+    held = _holds(doc, eid)
+    if held:
+        bits.append("holding " + ", ".join(held))
+    return ", ".join(bits)
+
+
+def _in_view(doc: Document, present: list[str]) -> list[str]:
+    """What is shown in full: who is present, what they hold, what lies in the place."""
+    ids = list(present)
+    holders = {PLAYER_ID, *present}
+    ids += [item for item, holder in doc.possessions.items() if holder in holders]
+    ids += [
+        i
+        for i, e in doc.entities.items()
+        if doc.scene.location and e.location == doc.scene.location
+    ]
+    return [
+        i
+        for i in dict.fromkeys(ids)
+        if i in doc.entities and i not in (PLAYER_ID, doc.scene.location)
+    ]
+
+
+def _fact(doc: Document, fact: Any) -> str:
+    obj = _name(doc, fact.object) if fact.object in doc.entities else fact.object
+    text = " ".join(x for x in (_name(doc, fact.subject), words(fact.predicate), obj) if x)
+    if fact.value is not None:
+        text += f": {fact.value}"
+    return text[0].upper() + text[1:] if text else text
+
+
+def state_notes(document: Document, rules: Rules, in_scene_ids: list[str] | None = None) -> str:
+    """The current state as a few lines of notes for the narrator (see the module doc).
+
+    `in_scene_ids` are the characters the recent window puts in scene (default: the
+    scene's `present`); only their stats are given.
+    """
+    doc = document
+    present = [i for i in doc.scene.present if i in doc.entities and i != PLAYER_ID]
+    in_scene = [
+        i for i in (in_scene_ids if in_scene_ids is not None else present) if i in doc.entities
+    ]
+    scene = doc.scene
+    lines: list[str] = []
+    where = _name(doc, scene.location) if scene.location else ""
+    head = f"You are at {where}" if where else "Where you are is not yet known"
+    if scene.time:
+        head += f", {scene.time}"
+    lines.append(head + ".")
+    if present:
+        lines.append("With you: " + "; ".join(_person(doc, i) for i in present) + ".")
+    if scene.summary:
+        lines.append(f"Now: {scene.summary}")
+    you = doc.entities.get(PLAYER_ID)
+    if you is not None:
+        about = [b for b in (you.status, ", ".join(you.conditions)) if b]
+        about += [f"{words(k)} {v}" for k, v in you.attributes.items()]
+        held = _holds(doc, PLAYER_ID)
+        if about:
+            lines.append("You are " + ", ".join(about) + ".")
+        if held:
+            lines.append("You carry " + ", ".join(held) + ".")
+    if rules.stats.player:
+        lines.append("Your " + "; ".join(_stats(doc, rules, "player")) + ".")
+    if rules.stats.world:
+        lines.append("The world: " + "; ".join(_stats(doc, rules, "world")) + ".")
+    for npc in in_scene:
+        if npc in rules.stats.npcs and rules.stats.npcs[npc]:
+            lines.append(f"{_name(doc, npc)}'s " + "; ".join(_stats(doc, rules, "npc", npc)) + ".")
+    nearby = [
+        i for i in _in_view(doc, list(dict.fromkeys([*present, *in_scene]))) if i not in present
+    ]
+    loose = [i for i in nearby if i not in doc.possessions]
+    if loose:
+        lines.append("Here too: " + "; ".join(_person(doc, i) for i in loose) + ".")
+    shown = {PLAYER_ID, scene.location, *present, *nearby}
+    elsewhere = []
+    for eid, e in doc.entities.items():
+        if eid in shown or eid in doc.possessions:  # a held thing is named with its holder
+            continue
+        bits = [e.name] + ([e.status] if e.status else [])
+        if e.location and e.location in doc.entities and e.location != eid:
+            bits.append(f"at {_name(doc, e.location)}")
+        held = _holds(doc, eid)
+        if held:
+            bits.append("holding " + ", ".join(held))
+        elsewhere.append(", ".join(bits))
+    if elsewhere:
+        lines.append("Elsewhere: " + "; ".join(elsewhere) + ".")
+    flags = [f.desc or words(n) for n, f in rules.flags.items() if doc.flags.get(n, f.initial)]
+    if flags:
+        lines.append("True now: " + "; ".join(flags) + ".")
+    pending = [
+        m.desc or words(mid)
+        for mid, m in rules.milestones.items()
+        if doc.milestones.get(mid) is None
+    ]
+    reached = [
+        m.desc or words(mid)
+        for mid, m in rules.milestones.items()
+        if doc.milestones.get(mid) is not None
+    ]
+    if pending:
+        lines.append("Still to do: " + "; ".join(pending) + ".")
+    if reached:
+        lines.append("Already done: " + "; ".join(reached) + ".")
+    for t in (t for t in doc.threads.values() if t.status == "open"):
+        todo = [o.text for o in t.objectives if not o.done]
+        line = f"{'Quest' if t.kind == 'quest' else 'Open matter'}: {t.title}"
+        if todo:
+            line += " — next: " + "; ".join(todo)
+        lines.append(line + ".")
+    active = [_fact(doc, f) for f in doc.facts if f.status == "active"]
+    if active:
+        lines.append("Known: " + "; ".join(active) + ".")
+    withdrawn = [_fact(doc, f) for f in doc.facts if f.status == "withdrawn"]
+    if withdrawn:
+        lines.append("No longer true: " + "; ".join(withdrawn) + ".")
+    rels = [
+        f"{_name(doc, r.source)} {words(r.kind)} {_name(doc, r.target)}"
+        for r in doc.relationships
+        if r.status == "active"
+    ]
+    if rels:
+        lines.append("Between people: " + "; ".join(rels) + ".")
+    if doc.recent_events:
+        lines.append("Lately: " + " ".join(_sentence(e.text) for e in doc.recent_events))
+    return "\n".join(lines)
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith((".", "!", "?", "…", '"', "”")) else text + "."
+
+
+# --- last turn's refusals, in words -------------------------------------------------------
+
+
+def refusal_notes(report: Report | None, document: Document, rules: Rules) -> str:
+    """What the story said last turn that the state did not take, in words: so the
+    narrator does not build on it. Empty when nothing was lost."""
+    lost = (
+        [o for o in report.outcomes if o.status in LOST and o.index is not None] if report else []
+    )
+    if not lost:
+        return ""
+    lines = ["Last turn, these did not happen (the notes above are what is true):"]
+    for o in lost:
+        what = _event_words(o.event, document, rules)
+        lines.append(f"- {what}" + (" (it is at its limit)" if o.status == "unchanged" else ""))
+    return "\n".join(dict.fromkeys(lines))
+
+
+def _event_words(event: Any, doc: Document, rules: Rules) -> str:
+    if not isinstance(event, dict):
+        return "a change to the story's state"
+    kind = event.get("type")
+    name = lambda key: _name(doc, event.get(key))  # noqa: E731 - a local shorthand
+    if kind in ("change_stat", "set_stat"):
+        return f"{stat_words(event.get('stat'), doc)} did not change"
+    if kind == "set_possession":
+        return f"{name('item')} did not pass to {name('holder')}"
+    if kind == "clear_possession":
+        return f"{name('item')} was not let go"
+    if kind == "set_location":
+        return f"{name('entity')} did not move"
+    if kind == "set_status":
+        return f"{name('entity')} did not become {_plain(event.get('status')) or 'something else'}"
+    if kind == "reach_milestone":
+        rule = rules.milestones.get(str(event.get("milestone") or ""))
+        return f"'{rule.desc}' was not reached" if rule and rule.desc else "a goal was not reached"
+    if kind == "set_flag":
+        rule = rules.flags.get(str(event.get("flag") or ""))
+        return f"'{rule.desc}' did not change" if rule and rule.desc else "a switch did not change"
+    if kind == "create_entity":
+        return f"{_plain(event.get('name')) or 'someone new'} was not added"
+    return f"a {words(_plain(kind) or 'change')} did not happen"
+
+
+def _plain(value: Any) -> str:
+    """A model-written value quoted back only when it is plain words (it may be anything)."""
+    return (
+        value
+        if isinstance(value, str) and re.fullmatch(r"[A-Za-z][A-Za-z' -]{0,39}", value)
+        else ""
+    )
+
+
+def stat_words(path: Any, doc: Document) -> str:
+    """`npc.maren.trust` → "Maren's trust", `player.lamp_oil` → "your lamp oil"."""
+    parts = str(path or "").split(".")
+    if parts[0] == "npc" and len(parts) >= 3:
+        return f"{_name(doc, parts[1])}'s {words(parts[2])}"
+    if parts[0] == "player" and len(parts) >= 2:
+        return f"your {words(parts[1])}"
+    if parts[0] == "world" and len(parts) >= 2:
+        return f"the {words(parts[1])}"
+    return "a stat"
