@@ -201,8 +201,13 @@ def state_notes(document: Document, rules: Rules, in_scene_ids: list[str] | None
     if rels:
         lines.append("Between people: " + "; ".join(rels) + ".")
     if doc.recent_events:
-        lines.append("Lately: " + " ".join(_sentence(e.text) for e in doc.recent_events))
+        lines.append("Lately: " + " ".join(_sentence(_unpathed(e.text, doc)) for e in doc.recent_events))
     return "\n".join(lines)
+
+
+def _unpathed(text: str, doc: Document) -> str:
+    """A recorded event line in words: the engine writes stat paths into some."""
+    return re.sub(r"\b(?:world|player|npc)\.[\w.-]*\w", lambda m: stat_words(m.group(0), doc), text)
 
 
 def _sentence(text: str) -> str:
