@@ -11,6 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from talekeeper.errors import Invalid, NotFound
+from talekeeper.service import json_depth
 from talekeeper.service.origins import origin_summaries
 from talekeeper.store.models import Scenario
 
@@ -381,6 +382,12 @@ def import_scenario(session: Session, raw: bytes) -> tuple[Scenario, list[str]]:
             f"That file is too large to be a scenario (at most {MAX_SCENARIO_BYTES // 1024 // 1024} MB). "
             "Nothing was imported."
         )
+    try:
+        json_depth.check(raw)
+    except json_depth.TooDeep:
+        raise ScenarioError(
+            f"That file nests too deeply to be a scenario (at most {json_depth.MAX_DEPTH} levels). Nothing was imported."
+        ) from None
     try:
         data = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError:

@@ -64,7 +64,7 @@ async def http_error(request: Request, exc: Exception) -> JSONResponse:
     # Starlette's own refusals (unknown path, wrong method) and the body-size guard.
     assert isinstance(exc, HTTPException)
     detail = exc.detail if isinstance(exc.detail, str) else "The request was refused."
-    name = {404: "NotFound", 405: "MethodNotAllowed", 413: "RequestTooLarge"}.get(exc.status_code, "HTTPError")
+    name = getattr(exc, "error", None) or {404: "NotFound", 405: "MethodNotAllowed"}.get(exc.status_code, "HTTPError")
     return error_response(exc.status_code, detail, name, headers=getattr(exc, "headers", None))
 
 

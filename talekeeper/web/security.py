@@ -34,6 +34,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from talekeeper.service.json_depth import DepthScanner, TooDeep
 from talekeeper.web.errors import error_body
 
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
@@ -80,8 +81,19 @@ class BodyTooLarge(HTTPException):
     answers 413 with this message; the guard answers it itself if it escapes the app.
     """
 
+    error = "RequestTooLarge"
+
     def __init__(self, limit: int):
         super().__init__(status_code=413, detail=too_large_message(limit))
+
+
+class BodyTooDeep(HTTPException):
+    """Raised from `receive` when a JSON body nests past `json_depth.MAX_DEPTH` (422)."""
+
+    error = "TooDeep"
+
+    def __init__(self, message: str):
+        super().__init__(status_code=422, detail=message)
 
 
 def too_large_message(limit: int, size: int | None = None) -> str:
@@ -196,14 +208,24 @@ class LocalOnlyMiddleware:
 
         received = 0
         started = False
+        # JSON (and bodies of no declared type: the import reads raw bytes) is refused past
+        # a sane nesting depth before anything parses it; form posts are not JSON.
+        content_type = Headers(scope=scope).get("content-type", "")
+        depth = None if content_type.startswith(("multipart/", "application/x-www-form-urlencoded")) else DepthScanner()
 
         async def counting_receive() -> Message:
             nonlocal received
             message = await receive()
             if message["type"] == "http.request":
-                received += len(message.get("body", b""))
+                body = message.get("body", b"")
+                received += len(body)
                 if received > limit:
                     raise BodyTooLarge(limit)
+                if depth is not None and body:
+                    try:
+                        depth.feed(body)
+                    except TooDeep as exc:
+                        raise BodyTooDeep(str(exc)) from None
             return message
 
         async def tracking_send(message: Message) -> None:
@@ -218,6 +240,10 @@ class LocalOnlyMiddleware:
             if started:
                 raise
             await _too_large(limit)(scope, receive, send)
+        except BodyTooDeep as exc:
+            if started:
+                raise
+            await JSONResponse(error_body(str(exc.detail), "TooDeep"), status_code=422)(scope, receive, send)
 
 
 def _content_length(scope: Scope) -> int | None:

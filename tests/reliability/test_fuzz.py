@@ -65,6 +65,14 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
     max_leaves=25,
 )
+# Nesting as deep as a hostile client likes (up to 100,000 levels), as raw bytes: Python's
+# JSON reader recurses per level, so unguarded this was a 500 (RecursionError).
+deep_json = st.builds(
+    lambda depth, kind: {"list": b"[" * depth + b"]" * depth, "object": b'{"a":' * depth + b"1" + b"}" * depth,
+                         "open": b"[" * depth, "in a body": b'{"kind": "do", "text": "x", "a": ' + b"[" * depth + b"]" * depth + b"}"}[kind],
+    st.integers(1, 100_000) | st.sampled_from([63, 64, 65, 1_000, 100_000]),
+    st.sampled_from(["list", "object", "open", "in a body"]),
+)
 
 
 class CommitWatch:
@@ -199,7 +207,7 @@ def test_any_request_gets_a_clear_answer_and_a_refusal_changes_nothing(
                         else st.just(ids.get(name, 1))
                     )
                     url = url.replace("{" + name + "}", str(value))
-            raw = draw(st.one_of(st.none(), st.none(), st.binary(max_size=64), st.just(b'{"kind": "do", "text": ')))
+            raw = draw(st.one_of(st.none(), st.none(), st.binary(max_size=64), st.just(b'{"kind": "do", "text": '), deep_json))
             return url, draw(body_for(spec)), raw
 
         return draw_request()
@@ -294,7 +302,7 @@ def test_any_scenario_file_is_imported_and_playable_or_refused_whole(isolated_ho
         mutated(GREYWATER),
         mutated(exported),
         json_values,
-    ).map(lambda doc: json.dumps(doc).encode()) | st.binary(max_size=200)
+    ).map(lambda doc: json.dumps(doc).encode()) | st.binary(max_size=200) | deep_json
 
     @FUZZ
     @given(files)

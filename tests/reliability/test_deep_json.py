@@ -1,0 +1,78 @@
+"""A JSON body nested 100,000 levels deep gets a clear 4xx on every route that reads JSON,
+and changes nothing (it used to be a 500: Python's JSON reader recurses per level)."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from talekeeper.service.json_depth import MAX_DEPTH, DepthScanner, TooDeep, check
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+def _json_routes(client: TestClient) -> list[tuple[str, str]]:
+    spec = client.app.openapi()
+    found = []
+    for path, methods in spec["paths"].items():
+        for method, operation in methods.items():
+            if path.startswith("/api/") and ("requestBody" in operation or path.endswith("/import")):
+                found.append((method.upper(), path))
+    return found
+
+
+def test_every_json_route_refuses_a_body_nested_100000_deep(client: TestClient) -> None:
+    story = client.post("/api/adventures", json={"scenario_id": "greywater-lantern", "answers": {"name": "Ada"}}).json()
+    before = client.get(f"/api/adventures/{story['id']}").json()
+    routes = _json_routes(client)
+    assert len(routes) >= 12 and ("POST", "/api/scenarios/import") in routes
+    for method, path in routes:
+        url = path.replace("{adventure_id}", str(story["id"])).replace("{node_id}", str(story["head_id"]))
+        url = url.replace("{scenario_id}", "greywater-lantern").replace("{leaf_id}", str(story["head_id"]))
+        for name in ("{index}", "{memory_id}", "{save_point_id}"):
+            url = url.replace(name, "0")
+        for content_type in ("application/json", None):
+            headers = {"Content-Type": content_type} if content_type else {}
+            response = client.request(method, url, content=DEEP, headers=headers)
+            assert 400 <= response.status_code < 500, (method, url, response.status_code, response.text[:200])
+            assert response.json()["detail"], response.text
+    assert client.get(f"/api/adventures/{story['id']}").json() == before
+
+
+def test_the_scenario_import_page_refuses_a_deep_file(client: TestClient) -> None:
+    page = client.post("/scenarios/import", files={"file": ("deep.json", DEEP, "application/json")})
+    assert page.status_code == 422 and "nests too deeply" in page.text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.none() | st.integers() | st.text(alphabet='[]{}"\\ab', max_size=8),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text('[]{}"\\', max_size=4), inner, max_size=3),
+                    max_leaves=30),
+       st.integers(1, 7))
+def test_the_scanner_measures_depth_as_the_parser_nests(value, chunk) -> None:
+    """Depth by the scanner (fed in any chunking) equals the parsed value's nesting."""
+    import json
+
+    text = json.dumps(value).encode()
+
+    def nesting(v) -> int:
+        if isinstance(v, list):
+            return 1 + max((nesting(x) for x in v), default=0)
+        if isinstance(v, dict):
+            return 1 + max((nesting(x) for x in v.values()), default=0)
+        return 0
+
+    depth = nesting(value)
+    scanner = DepthScanner(limit=max(depth, 1))
+    for i in range(0, len(text), chunk):
+        scanner.feed(text[i : i + chunk])
+    assert scanner.depth == 0
+    if depth > 1:
+        try:
+            check(text, depth - 1)
+        except TooDeep:
+            pass
+        else:
+            raise AssertionError(f"depth {depth} passed a limit of {depth - 1}: {text!r}")
+    assert MAX_DEPTH >= 32
