@@ -8,13 +8,16 @@ regex keys, groups, probability, sticky/cooldown timers, and a quarter of the ca
 on the state (flags, stats in a band, locations, items). Each turn scans a recent window of
 four turns of ~120-word narration plus the action, with the timers carried turn to turn.
 
-Prints the median and 95th percentile per turn, and the ratio to the 5 ms goal. Timing
-is measured here, not asserted in tests (the machine is shared).
+Prints the median and 95th percentile per turn (wall clock and this process's CPU time:
+on a busy shared machine the wall clock includes waiting for a core), and the ratio to
+the 5 ms goal. Timing is measured here, not asserted in tests. The keys are parsed once
+(a warm-up turn), as they are between turns of a running adventure.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -27,8 +30,9 @@ from talekeeper.context.cardspec import StoryCard  # noqa: E402
 from talekeeper.context.worldinfo import Part, select  # noqa: E402
 
 GOAL_MS = 5.0
-_SYL = ("mar", "tob", "gre", "lan", "hea", "sto", "fer", "bel", "oak", "riv", "kes", "dun", "vor", "ash", "quil", "zan", "yel", "orm", "pel", "thr")
-VOCAB = [f"{a}{b}{c}" for a in _SYL for b in ("a", "e", "i", "o", "u") for c in ("n", "wick", "ton", "mere", "hold", "gate", "fall", "den")]
+_NAMES = random.Random(0)
+VOCAB = sorted({"".join(_NAMES.choices("abcdefghijklmnopqrstuvwxyz", k=_NAMES.randint(5, 9))) for _ in range(3000)})
+"""Proper names (places, people, things): what lorebook keys are, mostly."""
 PLAIN = "the a of and you she he rain sea wind night lamp door stone light dark cold old road hill tower".split()
 RULES = {
     "flags": {f"flag{i}": {} for i in range(20)},
@@ -89,25 +93,29 @@ def main() -> int:
     }
     history = [narration(rng) for _ in range(4)]
     last: dict[int, int] = {}
-    times, fired = [], []
+    times, cpu_times, fired = [], [], []
+    select(cards, [Part.of("your action", "warm up", 0)], turn=0, seed="", state=state, rules=RULES)  # parse keys once
     for turn in range(1, args.turns + 1):
         history = [*history[1:], narration(rng)]
         parts = [Part.of("your action", "> You " + narration(rng, 8), 0)]
         for age, text in enumerate(reversed(history), start=1):
             parts.append(Part.of(f"turn {turn - age} (narration)", text, age))
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         selection = select(cards, parts, turn=turn, seed=str(turn), state=state, rules=RULES, last_fired=last)
         times.append((time.perf_counter() - began) * 1000)
+        cpu_times.append((time.process_time() - cpu) * 1000)
         for d in selection.fired:
             if d.fresh:
                 last[d.index] = turn
         fired.append(len(selection.fired))
     times.sort()
-    median = statistics.median(times)
+    median, cpu = statistics.median(times), statistics.median(cpu_times)
     p95 = times[int(len(times) * 0.95) - 1]
+    load = os.getloadavg()[0]
     print(f"cards: {args.cards} cards (a quarter gated), {args.turns} turns, window 4 turns x ~120 words + action")
     print(f"  per turn: median {median:.2f} ms, p95 {p95:.2f} ms, max {times[-1]:.2f} ms; {statistics.mean(fired):.1f} cards fired on average")
-    print(f"  median / {GOAL_MS:g} ms goal: {median / GOAL_MS:.2f}  ({'within' if median <= GOAL_MS else 'OVER'} the goal)")
+    print(f"  CPU time per turn: median {cpu:.2f} ms (load average {load:.1f} on {os.cpu_count()} CPUs while measuring)")
+    print(f"  median / {GOAL_MS:g} ms goal: wall {median / GOAL_MS:.2f}, CPU {cpu / GOAL_MS:.2f}")
     return 0
 
 

@@ -127,10 +127,10 @@ def make_key(raw: str, case_sensitive: bool, whole_words: bool) -> Key:
 
 
 @lru_cache(maxsize=16384)
-def _parse(text: str, case_sensitive: bool, whole_words: bool) -> tuple[Key, ...]:
+def parse_keys_tuple(text: str, case_sensitive: bool, whole_words: bool) -> tuple[Key, ...]:
     return tuple(make_key(k, case_sensitive, whole_words) for k in split_keys(text))
 
 
 def parse_keys(text: str, case_sensitive: bool = False, whole_words: bool = False) -> list[Key]:
     """The card's keys, ready to match; raises BadKey for an invalid regex."""
-    return list(_parse(text or "", case_sensitive, whole_words))
+    return list(parse_keys_tuple(text or "", case_sensitive, whole_words))

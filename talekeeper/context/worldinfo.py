@@ -26,7 +26,7 @@ from typing import Any
 
 from talekeeper.context import gates as gate_engine
 from talekeeper.context.cardspec import StoryCard
-from talekeeper.context.keys import BadKey, Key, RegexTimeout, parse_keys
+from talekeeper.context.keys import BadKey, Key, RegexTimeout, parse_keys_tuple
 
 REGEX_TURN_BUDGET = 40
 """Regex keys cut off in one turn before the rest are skipped (each cut costs its timeout)."""
@@ -82,16 +82,99 @@ def _fraction(seed: str, *salt: object) -> float:
     return int.from_bytes(digest, "big") / 2**64
 
 
+ALL = 10**9
+"""A scan depth that reaches every part (candidates are found over the whole window)."""
+
+
+@dataclass
+class _Index:
+    """Each card's parsed keys, and its primary keys filed under their first three
+    characters, so a scan looks up the window's trigrams instead of testing every key."""
+
+    keys: list[tuple[tuple[Key, ...], tuple[Key, ...]] | BadKey]
+    by_gram: dict[bool, dict[str, list[int]]]  # folded? → trigram → card indexes
+    always: list[int]  # cards with a regex or a key under three characters
+
+
+_INDEXES: dict[tuple, _Index] = {}
+
+
+def _index(cards: Sequence[StoryCard]) -> _Index:
+    signature = tuple((c.triggers, c.secondary_triggers, c.case_sensitive, c.whole_words) for c in cards)
+    found = _INDEXES.get(signature)
+    if found is not None:
+        return found
+    keys: list[tuple[tuple[Key, ...], tuple[Key, ...]] | BadKey] = []
+    by_gram: dict[bool, dict[str, list[int]]] = {True: {}, False: {}}
+    always: list[int] = []
+    for i, (triggers, secondary, case, whole) in enumerate(signature):
+        try:
+            primary = parse_keys_tuple(triggers, case, whole)
+            keys.append((primary, parse_keys_tuple(secondary, case, whole)))
+        except BadKey as exc:
+            keys.append(exc)
+            continue
+        if any(k.is_regex or len(k.needle) < 3 for k in primary):
+            always.append(i)
+            continue
+        for k in primary:
+            by_gram[k.folded].setdefault(k.needle[:3], []).append(i)
+    found = _Index(keys, by_gram, always)
+    if len(_INDEXES) >= 8:
+        _INDEXES.clear()
+    _INDEXES[signature] = found
+    return found
+
+
 class _Scanner:
     """The window joined per scan depth, so each key is one substring search, and a regex
     cut-off is counted against the turn's allowance."""
 
     def __init__(self, parts: Sequence[Part]):
         self.parts = list(parts)
+        self.oldest = max((p.age for p in self.parts), default=0)
         self._joined: dict[int, tuple[str, str]] = {}
+        self._grams: dict[tuple[int, bool], set[str]] = {}
         self.cut: list[str] = []
 
+    def grams(self, depth: int, folded: bool) -> set[str]:
+        depth = min(depth, self.oldest)
+        grams = self._grams.get((depth, folded))
+        if grams is None:
+            text = self.text(depth)[1 if folded else 0]
+            grams = {text[i : i + 3] for i in range(len(text) - 2)}
+            self._grams[(depth, folded)] = grams
+        return grams
+
+    def candidates(self, index: _Index) -> set[int]:
+        """Cards one of whose primary keys could occur anywhere in these parts."""
+        found = set(index.always)
+        for folded, table in index.by_gram.items():
+            if not table:
+                continue
+            grams = self.grams(ALL, folded)
+            if len(grams) < len(table):
+                for gram in grams:
+                    hit = table.get(gram)
+                    if hit:
+                        found.update(hit)
+            else:
+                for gram, hit in table.items():
+                    if gram in grams:
+                        found.update(hit)
+        return found
+
+    def _could(self, key: Key, depth: int) -> bool:
+        """False when a plain key cannot occur: its first or last three characters are
+        not among the text's trigrams (one set look-up instead of a scan of the text)."""
+        needle = key.needle
+        if key.is_regex or len(needle) < 3:
+            return True
+        grams = self.grams(depth, key.folded)
+        return needle[:3] in grams and needle[-3:] in grams
+
     def text(self, depth: int) -> tuple[str, str]:
+        depth = min(depth, self.oldest)  # deeper than the window reads the same text
         found = self._joined.get(depth)
         if found is None:
             chosen = [p for p in self.parts if 0 <= p.age <= depth]
@@ -103,7 +186,7 @@ class _Scanner:
         """The first key that occurs within `depth`, and the newest part it is in."""
         text, lowered = self.text(depth)
         for key in keys:
-            if self._find(key, text, lowered):
+            if self._could(key, depth) and self._find(key, text, lowered):
                 for part in self.parts:
                     if 0 <= part.age <= depth and self._find(key, part.text, part.lowered):
                         return key, part.where
@@ -111,7 +194,7 @@ class _Scanner:
 
     def present(self, keys: Sequence[Key], depth: int) -> list[bool]:
         text, lowered = self.text(depth)
-        return [self._find(key, text, lowered) for key in keys]
+        return [self._could(key, depth) and self._find(key, text, lowered) for key in keys]
 
     def _find(self, key: Key, text: str, lowered: str) -> bool:
         if key.is_regex and len(self.cut) >= REGEX_TURN_BUDGET:
@@ -164,13 +247,23 @@ def select(
     """
     last_fired = last_fired or {}
     scanner = _Scanner(parts)
+    index_ = _index(cards)
+    candidates = scanner.candidates(index_)
     decisions: dict[int, Decision] = {}
     fired: list[Decision] = []
-    pending: list[tuple[int, StoryCard, list[Key], list[Key]]] = []  # may still fire by recursion
+    pending: list[tuple[int, StoryCard, Sequence[Key], Sequence[Key]]] = []  # may still fire by recursion
     unmatched = 0
 
     for index, card in enumerate(cards):
-        if not card.enabled or not card.entry.strip():
+        if not card.enabled or not card.entry or card.entry.isspace():
+            continue
+        if not (index in candidates or card.constant or card.delay or card.sticky or card.cooldown or card.gates):
+            # No key of it is in the window: only recursion can still fire it.
+            parsed = index_.keys[index]
+            if isinstance(parsed, BadKey) or card.exclude_recursion:
+                unmatched += 1
+            else:
+                pending.append((index, card, parsed[0], parsed[1]))
             continue
         d = Decision(index, card.name or f"card {index + 1}", order=card.order, constant=card.constant)
         if turn < card.delay:
@@ -193,13 +286,12 @@ def select(
             d.why = f"cooling down: fired at turn {last}, can fire again at turn {last + card.sticky + card.cooldown + 1}"
             decisions[index] = d
             continue
-        try:
-            keys = parse_keys(card.triggers, card.case_sensitive, card.whole_words)
-            secondary = parse_keys(card.secondary_triggers, card.case_sensitive, card.whole_words)
-        except BadKey as exc:
-            d.stopped, d.why = "key", str(exc)
+        parsed = index_.keys[index]
+        if isinstance(parsed, BadKey):
+            d.stopped, d.why = "key", str(parsed)
             decisions[index] = d
             continue
+        keys, secondary = parsed
         depth = window_turns if card.scan_depth is None else card.scan_depth
         if card.constant:
             d.how, d.why = "constant", "constant"
@@ -210,7 +302,7 @@ def select(
             continue
         else:
             before = len(scanner.cut)
-            hit = scanner.first(keys, depth)
+            hit = scanner.first(keys, depth) if index in candidates else None
             if hit is None:
                 if len(scanner.cut) > before:
                     d.stopped = "regex"
@@ -246,9 +338,10 @@ def select(
         if not texts:
             break
         sub = _Scanner(texts)
+        maybe = sub.candidates(index_)
         source, still = [], []
         for index, card, keys, secondary in pending:
-            if card.exclude_recursion:
+            if card.exclude_recursion or index not in maybe:
                 still.append((index, card, keys, secondary))
                 continue
             hit = sub.first(keys, 0)
