@@ -115,9 +115,22 @@ class StoryCard(BaseModel):
     gates: list[Gate] = Field(default_factory=list, max_length=20, description="Conditions on the story's state.")
 
     def dump(self) -> dict[str, Any]:
+        """The stored form: the basic fields always, the rest only where not the default
+        (so a plain card stays as small as it was, and a file says what it changes)."""
+        data = self.model_dump(exclude={"gates"}, exclude_defaults=True)
+        data = {**{k: getattr(self, k) for k in BASIC}, **data}
+        if self.gates:
+            data["gates"] = [g.dump() for g in self.gates]
+        return data
+
+    def view(self) -> dict[str, Any]:
+        """Every field, defaults included (for forms)."""
         data = self.model_dump(exclude={"gates"})
         data["gates"] = [g.dump() for g in self.gates]
         return data
+
+
+BASIC = ("type", "name", "entry", "triggers", "notes")
 
 
 FIELDS = tuple(StoryCard.model_fields)

@@ -97,7 +97,7 @@ def card_view(index: int, card: dict[str, Any]) -> dict[str, Any]:
     model = load_card(card)
     return {
         "index": index,
-        **model.dump(),
+        **model.view(),
         "trigger_list": split_keys(model.triggers),
         "rules_in_words": rules_in_words(model),
     }

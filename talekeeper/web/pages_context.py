@@ -124,7 +124,8 @@ def cards_page(request: Request, adventure_id: int, message: str | None = None, 
         adventure = get_adventure(session, adventure_id)
         cards = plot_service.cards(adventure)
         title = adventure.title
-    return render(request, "cards.html", adventure_id=adventure_id, title=title, cards=cards, message=message)
+    blank = plot_service.StoryCard().view()
+    return render(request, "cards.html", adventure_id=adventure_id, title=title, cards=cards, message=message, blank_card=blank)
 
 
 def _card_from(form: Any) -> plot_service.StoryCard:

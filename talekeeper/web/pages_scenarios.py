@@ -17,11 +17,15 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import ValidationError
 
+from talekeeper.context.cardspec import StoryCard, rules_in_words
+from talekeeper.context.triggers import MAX_CARDS
 from talekeeper.core import Talekeeper
 from talekeeper.service import scenarios
 from talekeeper.web import flash
 from talekeeper.web.api import get_tk
+from talekeeper.web.card_form import card_from_form
 from talekeeper.web.pages import render
 
 router = APIRouter(prefix="/scenarios", include_in_schema=False)
@@ -96,9 +100,23 @@ def apply_story(data: dict[str, Any], form: Any) -> dict[str, Any]:
 
 def apply_cards(data: dict[str, Any], form: Any) -> dict[str, Any]:
     data = copy.deepcopy(data)
-    data["story_cards"] = _rows(form, "card", ("type", "name", "triggers", "entry", "notes"))
-    for card in data["story_cards"]:
-        card["type"] = card["type"] or "other"
+    removed = {str(v) for v in form.getlist("card_remove")}
+    try:
+        count = min(int(str(form.get("card_count") or 0)), MAX_CARDS + 1)
+    except ValueError:
+        count = 0
+    cards = []
+    for i in range(count):
+        card = card_from_form(form, f"card-{i}-")
+        if str(i) in removed or not (card.get("name") or card.get("entry", "").strip() or card.get("triggers") or card.get("gates")):
+            continue
+        card["type"] = card.get("type") or "other"
+        try:  # stored in its compact form; a card with mistakes is kept as typed so the check names them
+            card = StoryCard.model_validate(card).dump()
+        except ValidationError:
+            pass
+        cards.append(card)
+    data["story_cards"] = cards
     return data
 
 
@@ -262,6 +280,21 @@ def errors_at(errors: list[str], path: str) -> list[str]:
     return [e for e in errors if e.startswith(path) and e[len(path): len(path) + 1] in (".", "[", ":")]
 
 
+def _card_context(cards: Any) -> dict[str, Any]:
+    """Each card with every field filled in (for the form) and its rules in words."""
+    views, words = [], []
+    for card in cards if isinstance(cards, list) else []:
+        try:
+            model = StoryCard.model_validate(card)
+        except ValidationError:
+            views.append(card if isinstance(card, dict) else {})
+            words.append([])
+            continue
+        views.append(model.view())
+        words.append(rules_in_words(model))
+    return {"card_views": views, "card_words": words, "blank_card": StoryCard().view()}
+
+
 def editor_context(row_id: str, data: dict[str, Any], builtin: bool, section: str, errors: list[str]) -> dict[str, Any]:
     rules = data.get("rules") or {}
     entities = [e for e in rules.get("entities", []) if isinstance(e, dict)]
@@ -281,6 +314,7 @@ def editor_context(row_id: str, data: dict[str, Any], builtin: bool, section: st
         "errors": errors,
         "errors_at": lambda path: errors_at(errors, path),
         "json_text": json.dumps(data, indent=2, ensure_ascii=False),
+        **_card_context(data.get("story_cards")),
         "origins": [
             {**o, "rules_text": o["rules"] if isinstance(o.get("rules"), str) else json.dumps(o["rules"], indent=2, ensure_ascii=False) if o.get("rules") else ""}
             for o in (data.get("origins") or []) if isinstance(o, dict)
