@@ -206,3 +206,25 @@ def test_insights_page_lists_recent_turns(client: TestClient, adventure_id: int,
     play(client, scripted, adventure_id, "listen", "The gulls.")
     page = client.get(f"/adventures/{adventure_id}/insights").text
     assert f"/adventures/{adventure_id}/insights?turn={first}" in page and "turn 2" in page
+
+
+def test_a_gated_card_follows_the_state_through_undo_and_redo(client: TestClient, scripted: ScriptedProvider, adventure_id: int) -> None:
+    """A card gated on a flag fires once the flag is set, leaves on Undo, returns on Redo."""
+    card = {"name": "Hired ferry", "entry": "Maren's ferry waits for you.", "triggers": "",
+            "gates": [{"kind": "flag", "id": "ferry_hired"}]}
+    assert client.post(f"/api/adventures/{adventure_id}/story-cards", json=card).status_code == 201
+    bad = client.post(f"/api/adventures/{adventure_id}/story-cards", json={**card, "gates": [{"kind": "flag", "id": "ferry_hierd"}]})
+    assert bad.status_code == 422 and "no flag 'ferry_hierd'" in bad.text
+
+    def fired() -> list[str]:
+        nxt = client.get(f"/api/adventures/{adventure_id}/insights/next").json()
+        return [i["key"] for i in nxt["triggered_cards"] if i["included"]]
+
+    assert "Hired ferry" not in fired()
+    play(client, scripted, adventure_id, "offer coins",
+         'Maren nods.\n\n```state\n{"events": [{"type": "set_flag", "flag": "ferry_hired", "value": true}]}\n```')
+    assert "Hired ferry" in fired()
+    client.post(f"/api/adventures/{adventure_id}/undo")
+    assert "Hired ferry" not in fired()
+    client.post(f"/api/adventures/{adventure_id}/redo")
+    assert "Hired ferry" in fired()
