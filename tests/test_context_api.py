@@ -228,3 +228,14 @@ def test_a_gated_card_follows_the_state_through_undo_and_redo(client: TestClient
     assert "Hired ferry" not in fired()
     client.post(f"/api/adventures/{adventure_id}/redo")
     assert "Hired ferry" in fired()
+
+
+def test_sticky_and_cooldown_count_turns_on_the_path(client: TestClient, scripted: ScriptedProvider, adventure_id: int) -> None:
+    card = {"name": "Bell", "entry": "The drowned bell tolls.", "triggers": "bell", "scan_depth": 0, "sticky": 1, "cooldown": 2}
+    assert client.post(f"/api/adventures/{adventure_id}/story-cards", json=card).status_code == 201
+    sent = []
+    for action in ("ring the bell", "wait", "ring the bell", "ring the bell", "ring the bell"):
+        node = play(client, scripted, adventure_id, action, "Time passes.")["turn"]["id"]
+        data = client.get(f"/api/adventures/{adventure_id}/turns/{node}/insights").json()
+        sent.append(any(i["key"] == "Bell" and i["included"] for i in data["triggered_cards"]))
+    assert sent == [True, True, False, False, True]  # fired, sticky for 1, cooling down for 2, fires again
