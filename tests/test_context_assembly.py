@@ -59,6 +59,7 @@ def test_sections_follow_the_design_order_with_state_sections() -> None:
             story_summary="So far, so good.",
             memories=[RetrievedMemory(7, "Ada met Tobin.", 0.9, depth=6, first_depth=1)],
             event_vocabulary="EVENTS",
+            canon="CANON",
             stat_guide="STATS",
             current_state="STATE",
             refusals="REFUSED",
@@ -72,7 +73,9 @@ def test_sections_follow_the_design_order_with_state_sections() -> None:
     assert chat.messages[0].content.startswith("You narrate.")
     assert chat.messages[-1].content.endswith("EMIT")
     last = chat.messages[-1].content
-    assert last.index("STATE") < last.index("REFUSED") < last.index("> You look around.") < last.index("EMIT")
+    assert last.index("STATE") < last.index("REFUSED") < last.index("> You look around.")
+    assert last.index("> You look around.") < last.index("EVENTS") < last.index("EMIT")
+    assert "CANON" in chat.messages[0].content and "EVENTS" not in chat.messages[0].content
 
 
 def test_always_on_reserved_first_and_history_fills_the_rest() -> None:
@@ -97,14 +100,15 @@ def test_cards_dropped_first_when_the_budget_is_tight() -> None:
     assert tight.history_included >= 1  # the newest turn always goes
 
 
-def test_history_start_steps_for_cache_stability() -> None:
-    starts = []
-    for n in range(30, 38):
-        assembly = asyncio.run(
-            assemble(build(history=history(n), options=ContextOptions(budget=400, reserve_for_reply=50, history_step=4)), words)
-        )
+def test_history_start_moves_in_steps_for_cache_stability() -> None:
+    starts, start = [], None
+    for n in range(30, 50):
+        options = ContextOptions(budget=400, reserve_for_reply=50, history_step=4)
+        assembly = asyncio.run(assemble(build(history=history(n), options=options, previous_history_start=start), words))
+        start = assembly.history[0].node_id
         starts.append(assembly.history[0].depth)
-    assert all(s % 4 == 0 for s in starts)
+    moves = [b - a for a, b in zip(starts, starts[1:], strict=False) if b != a]
+    assert moves and all(m >= 4 for m in moves)
     assert len(set(starts)) < len(starts)  # the same start is kept across turns
 
 

@@ -98,7 +98,11 @@ class StoryCard(BaseModel):
     scan_depth: int | None = Field(
         None, ge=0, le=200, description="Past turns scanned besides your action; empty: the adventure's window."
     )
-    position: Position = Field("before_history", description="Where the entry goes. SillyTavern: position.")
+    position: Position = Field(
+        "after_history",
+        description="Where the entry goes; by default after the story so far, where a card coming or going "
+        "costs the model's prompt cache least. SillyTavern: position.",
+    )
     depth: int = Field(4, ge=0, le=1000, description="Lines from the end of the story, for position at_depth.")
     order: int = Field(100, ge=-100000, le=100000, description="Higher: kept first under the budget, placed later.")
     probability: int = Field(100, ge=0, le=100, description="Chance in percent, rolled once per turn (a retry rolls the same).")

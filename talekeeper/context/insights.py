@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import zlib
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from sqlalchemy import select
@@ -25,7 +25,9 @@ from talekeeper.context.prompt import (
     Item,
     Section,
     build_request,
+    flat_prompt,
     prompt_digest,
+    shared_prefix_share,
 )
 from talekeeper.errors import NotFound
 from talekeeper.llm.base import GenerationRequest
@@ -92,6 +94,7 @@ def compact(assembly: Assembly, request: GenerationRequest) -> tuple[dict[str, A
         "notes": assembly.notes,
         "action": assembly.action_line,
         "pd": prompt_digest(request),
+        "pfx": assembly.prefix_share,
         "opts": {k: v for k, v in request.model_dump().items() if k in ("max_tokens", "temperature", "top_p")},
     }
     if assembly.inserts:
@@ -131,6 +134,39 @@ def store_text(session: Session, adventure_id: int, digest: str, text: str) -> N
 
 def texts_for(session: Session, adventure_id: int, digests: set[str]) -> dict[str, str]:
     return _texts(session, adventure_id, digests)
+@dataclass(frozen=True)
+class PreviousPrompt:
+    """What the prompt that wrote a node held, read back so the next one can keep it
+    stable (the model server's cache): where history started, which cards and memories."""
+
+    history_start: int | None = None  # node id
+    cards: frozenset[int] = frozenset()  # card indexes
+    memories: frozenset[int] = frozenset()  # memory ids
+
+
+def previous_prompt(session: Session, node_id: int) -> PreviousPrompt:
+    row = session.get(TurnInsight, node_id)
+    if row is None:
+        return PreviousPrompt()
+    record = row.data
+    included: dict[str, frozenset[int]] = {}
+    for section in record.get("sections", []):
+        if section.get("n") in ("story_cards", "memories"):
+            refs = (i.get("ref") for i in section.get("items", []) if i.get("in"))
+            included[section["n"]] = frozenset(int(r) for r in refs if r is not None)
+    start = (record.get("hist") or [None])[0]
+    return PreviousPrompt(start, included.get("story_cards", frozenset()), included.get("memories", frozenset()))
+
+
+def prefix_share(session: Session, node: Node, request: GenerationRequest) -> float | None:
+    """The share of `request` byte-identical to the prompt that wrote `node` (None: that
+    turn has no Insights, e.g. the opening)."""
+    try:
+        assembly, record = load(session, node)
+    except InsightsMissing:
+        return None
+    previous = rebuild_request(assembly, record)
+    return round(shared_prefix_share(flat_prompt(previous), flat_prompt(request)), 4)
 
 
 def _texts(session: Session, adventure_id: int, digests: set[str]) -> dict[str, str]:
@@ -185,6 +221,7 @@ def load(session: Session, node: Node) -> tuple[Assembly, dict[str, Any]]:
         notes=record["notes"],
         inserts=[(at, texts.get(h, "")) for at, h in record.get("ins", [])],
         cards_fired=list(record.get("wi", [])),
+        prefix_share=record.get("pfx"),
     )
     for section in assembly.sections:
         if section.name == "history":

@@ -1,19 +1,23 @@
 """Assembling what the model sees each turn, within a token budget, with the reasons.
 
-The order (DESIGN.md "Context and memory"):
+The order (DESIGN.md "Context and memory"): the model receives the story, not the
+protocol, and what changes goes last.
 
      1. narrator instructions          ┐
      2. persona (the protagonist)      │ stable: byte-identical turn to turn, so
-     3. event vocabulary and canon     │ llama.cpp, Ollama and vLLM reuse the
+     3. campaign canon                 │ llama.cpp, Ollama and vLLM reuse the
      4. stat guide                     │ cached prompt prefix
      5. AI instructions                │
      6. plot essentials                ┘
      7. story summary                  (changes every 15 turns, or when the player edits it)
-     8. retrieved memories             (in story order, so the set, not the score, decides)
-     9. triggered story cards          (in card order; the first thing dropped)
-    10. history, newest first within budget, the author's note a few lines from its end
-    11. current state · 12. last turn's refusals · 13. the player's action
-    14. the emit reminder (last)
+     8. history, the author's note a few lines from its end; dropped from the front in
+        chunks, so between drops it only grows and the cached prefix covers it
+     9. retrieved memories             ┐ volatile: after the history, so a memory or
+    10. triggered story cards          │ card coming or going costs the cache only
+    11. current state                  │ these few lines
+    12. last turn's refusals           │
+    13. the player's action            ┘
+    14. (inline mode only) the event vocabulary and the emit reminder, last
 
 Budgeting: the always-on sections (everything except memories, cards and history) are
 reserved first; memories and then cards get capped shares; history fills the rest. Each
@@ -48,24 +52,27 @@ CONTINUE_CUE = "(The story continues.)"
 BEGIN_CUE = "(Begin the story.)"
 SEPARATOR = "\n\n"
 
-STABLE = ("narrator", "persona", "event_vocabulary", "stat_guide", "ai_instructions", "plot_essentials")
+STABLE = ("narrator", "persona", "canon", "stat_guide", "ai_instructions", "plot_essentials")
 """The sections that stay byte-identical between turns (unless the player edits them)."""
 
 ORDER = (
     *STABLE,
     "story_summary",
-    "memories",
-    "story_cards",
+    "story_cards",  # only cards an author placed "before the history"
     "history",
     "author_note",
+    "memories",
     "story_cards_after",
     "current_state",
     "refusals",
     "action",
+    "event_vocabulary",
     "emit_reminder",
 )
 HEAD = frozenset(ORDER[: ORDER.index("history")])
-TAIL = ("story_cards_after", "current_state", "refusals", "action", "emit_reminder")
+TAIL = ("memories", "story_cards_after", "current_state", "refusals", "action", "event_vocabulary", "emit_reminder")
+PROTOCOL = frozenset({"event_vocabulary", "emit_reminder"})
+"""What the model is told only so it can write the state block (inline mode)."""
 
 
 @dataclass
@@ -76,8 +83,10 @@ class ContextOptions:
     card_share: float = 0.2  # at most this share of the budget goes to story cards
     memory_share: float = 0.15  # ... and this to retrieved memories
     window_turns: int = DEFAULT_WINDOW_TURNS
-    history_step: int = 4  # history starts on a multiple of this depth (cache stability)
+    history_step: int = 4  # a drop removes at least this many turns
+    history_chunk: float = 0.3  # ... and enough that this share of the room is free again
     recursion_depth: int = 2  # how many times fired cards' text may trigger more cards
+    card_linger_turns: int = 4  # a card with no timer of its own stays this many turns after it last fired
 
 
 @dataclass
@@ -128,6 +137,7 @@ class ContextInput:
     current_state: str | None = None
     refusals: str | None = None
     emit_reminder: str | None = None
+    canon: str | None = None
     options: ContextOptions = field(default_factory=ContextOptions)
     # Story-card timing: the turn being written, its seed (the head it is written below,
     # so a retry rolls the same) and, per card index, the turn it last fired on this path.
@@ -135,6 +145,9 @@ class ContextInput:
     seed: str = ""
     rules: dict[str, Any] | None = None  # the adventure's state rules (stat bands for gates)
     card_last_fired: dict[int, int] = field(default_factory=dict)
+    # Where the history of the prompt that wrote the head started (node id; from its
+    # Insights): kept while it fits, so the cached prefix stays valid.
+    previous_history_start: int | None = None
 
 
 @dataclass
@@ -187,6 +200,9 @@ class Assembly:
     # Story cards placed inside the history ("at depth"): (line index, text), like the note.
     inserts: list[tuple[int, str]] = field(default_factory=list)
     cards_fired: list[int] = field(default_factory=list)  # fired by their own rules and sent (timers)
+    # The share of the prompt (as sent) byte-identical to the prompt that wrote the turn
+    # before: what a model server's prompt cache can reuse. None: no earlier prompt.
+    prefix_share: float | None = None
 
     @property
     def history_included(self) -> int:
@@ -217,6 +233,7 @@ class Assembly:
             "notes": self.notes,
             "inserts": self.inserts,
             "cards_fired": self.cards_fired,
+            "prefix_share": self.prefix_share,
         }
 
 
@@ -240,6 +257,11 @@ def scan_parts(inputs: ContextInput, turns: int) -> list[worldinfo.Part]:
 def select_cards(inputs: ContextInput) -> worldinfo.Selection:
     """Story cards with their World Info rules and gates (see `worldinfo`)."""
     cards = [load_card(c) for c in (inputs.plot.get("story_cards") or [])[:MAX_CARDS] if isinstance(c, dict)]
+    linger = inputs.options.card_linger_turns
+    if linger > 0:
+        # Hysteresis: a card with no timers of its own stays `linger` turns after it last
+        # fired, so it does not flicker in and out of the prompt as a word comes and goes.
+        cards = [c if c.sticky or c.cooldown else c.model_copy(update={"sticky": linger}) for c in cards]
     deepest = max([inputs.options.window_turns, *(c.scan_depth or 0 for c in cards)])
     return worldinfo.select(
         cards,
@@ -320,7 +342,8 @@ async def assemble(inputs: ContextInput, count_tokens: CountFn, found: Scan | No
     fixed: dict[str, Section | None] = {
         "narrator": await make("narrator", plot.get("narrator_instructions"), "always sent", "plot: narrator instructions"),
         "persona": await make("persona", persona_text(plot.get("persona")), "always sent", "plot: persona"),
-        "event_vocabulary": await make("event_vocabulary", inputs.event_vocabulary, "always sent: the events the model may propose and the campaign's canon", "state engine"),
+        "canon": await make("canon", inputs.canon, "always sent: the campaign's canon", "state engine"),
+        "event_vocabulary": await make("event_vocabulary", inputs.event_vocabulary, "inline mode: the events the model may propose, for this scenario", "state engine"),
         "stat_guide": await make("stat_guide", inputs.stat_guide, "always sent: the stats, their ranges and bands", "state engine"),
         "ai_instructions": await make("ai_instructions", plot.get("ai_instructions"), "always sent", "plot: AI instructions"),
         "plot_essentials": await make("plot_essentials", _labelled("Essentials", plot.get("plot_essentials")), "always sent", "plot: plot essentials"),
@@ -362,7 +385,9 @@ async def assemble(inputs: ContextInput, count_tokens: CountFn, found: Scan | No
         author.text = note_text
         author.tokens = await count_tokens(note_text)  # the cards' share was counted by _fit_cards
 
-    kept, history_notes = await _fit_history(history, count_tokens, usable - spent, options.history_step)
+    kept, history_notes = await _fit_history(
+        history, count_tokens, usable - spent, options.history_step, options.history_chunk, inputs.previous_history_start
+    )
     notes.extend(history_notes)
     if memory_section is not None and kept:
         memory_section, spent = await _drop_covered(memory_section, inputs, kept[0].depth, count_tokens, spent)
@@ -574,27 +599,38 @@ async def _cut(line: str, limit: int, count_tokens: CountFn) -> str:
 
 
 async def _fit_history(
-    history: list[HistoryTurn], count_tokens: CountFn, room: int, step: int
+    history: list[HistoryTurn],
+    count_tokens: CountFn,
+    room: int,
+    step: int,
+    chunk: float = 0.3,
+    previous_start: int | None = None,
 ) -> tuple[list[HistoryTurn], list[str]]:
-    """Newest first while it fits; the newest turn always goes. Then, when older turns
-    had to be cut, start on a multiple of `step` so the start stays put for a few turns
-    and the server's prompt cache keeps matching."""
-    kept = 0
-    spent = 0
-    for turn in reversed(history):
-        cost = await _turn_cost(turn, count_tokens)
-        if spent + cost > room and kept:
-            break
-        spent += cost
-        kept += 1
-    start = len(history) - kept
-    notes = []
-    if start > 0 and step > 1 and kept > step:
-        first_depth = history[start].depth
-        aligned = -(-first_depth // step) * step
-        start += aligned - first_depth
-    if start > 0:
-        notes.append(f"{start} older turns did not fit and were left out.")
+    """The turns to send: dropped from the front in chunks, never a turn at a time.
+
+    While everything from the last prompt's first turn (`previous_start`, a node id) still
+    fits, the history starts there again and only grows, so the model server's cached
+    prefix covers all of it. When it no longer fits, at least `step` turns are dropped,
+    and enough that `chunk` of the room is free again: the next drop is several turns
+    away. The newest turn always goes."""
+    costs = [await _turn_cost(turn, count_tokens) for turn in history]
+    suffix = [0] * (len(history) + 1)
+    for i in range(len(history) - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + costs[i]
+    last = max(0, len(history) - 1)
+    if suffix[0] <= room:
+        start = 0
+    else:
+        ids = [t.node_id for t in history]
+        before = ids.index(previous_start) if previous_start is not None and previous_start in ids else None
+        if before is not None and suffix[before] <= room:
+            start = before
+        else:
+            target = room * (1.0 - max(0.0, min(0.9, chunk)))
+            start = next((i for i in range(len(history)) if suffix[i] <= target), last)
+            if before is not None:
+                start = max(start, min(before + max(1, step), last))
+    notes = [f"{start} older turns did not fit and were left out."] if start > 0 else []
     return history[start:], notes
 
 
@@ -631,6 +667,25 @@ def _all_inserts(note: str | None, note_at: int | None, inserts: Sequence[tuple[
     if note and note_at is not None:
         placed.setdefault(note_at, []).append(note)
     return placed
+def flat_prompt(request: GenerationRequest) -> str:
+    """The request as one text, in the order a server reads it (for prefix comparisons)."""
+    if request.mode == "chat":
+        return "".join(f"<{m.role}>\n{m.content}\n" for m in request.messages)
+    return request.prompt
+
+
+def shared_prefix_share(previous: str, current: str) -> float:
+    """How much of `current`, from its start, is byte-identical to `previous`."""
+    a, b = previous.encode(), current.encode()
+    n = min(len(a), len(b))
+    lo, hi = 0, n  # binary search on the longest common prefix (C-speed comparisons)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo / len(b) if b else 0.0
 
 
 def prompt_digest(request: GenerationRequest) -> str:

@@ -125,6 +125,10 @@ class Provider(ABC):
         memory bank then retrieves lexically). Raises `LLMError`s like `stream`."""
         return None
 
+    async def context_window(self) -> int | None:
+        """Tokens the model can read at once, as the server reports it (None: unknown)."""
+        return None
+
     @abstractmethod
     async def check(self) -> ConnectionReport:
         """Test the connection and say plainly what works and what does not."""

@@ -156,6 +156,9 @@ class EmbeddedProvider(Provider):
             read_timeout=settings.read_timeout,
         )
 
+    async def context_window(self) -> int | None:
+        return self.n_ctx
+
     @property
     def description(self) -> str:
         return f"embedded {model_label(self.model_path)} (demo quality)"

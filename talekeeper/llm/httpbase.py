@@ -155,6 +155,8 @@ class HTTPProvider(Provider):
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._default_model: str | None = None
+        self._window: int | None = None
+        self._window_asked = False
 
     # Where the server usually listens when the settings name no endpoint (None: required).
     default_endpoint: str | None = None
@@ -236,6 +238,29 @@ class HTTPProvider(Provider):
             raise ProviderHTTPError(
                 f"The model server at {self.endpoint} sent something that is not JSON from {url}."
             ) from exc
+
+    async def context_window(self) -> int | None:
+        """Asked once (see `llm.window`); a server that cannot be reached is asked again
+        next time, one that does not say is not."""
+        if not self._window_asked:
+            try:
+                self._window = await self._ask_window()
+            except (ServerUnavailable, EndpointRefused):
+                return None
+            except LLMError:
+                self._window = None
+            self._window_asked = True
+        return self._window
+
+    async def _ask_window(self) -> int | None:
+        return None
+
+    async def _try_json(self, method: str, url: str, body: Any = None) -> Any:
+        """An optional endpoint: its JSON, or None when the server has no such route."""
+        try:
+            return await self._json(method, url, body)
+        except ProviderHTTPError:
+            return None
 
     async def model_name(self) -> str:
         """The configured model, or the first one the server lists when none is set."""

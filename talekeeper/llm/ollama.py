@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from talekeeper.llm import window
 from talekeeper.llm.base import GenerationRequest, StreamEvent, Usage
 from talekeeper.llm.errors import ProviderHTTPError, StreamInterrupted
 from talekeeper.llm.httpbase import HTTPProvider, message_from_body
@@ -40,6 +41,11 @@ class OllamaProvider(HTTPProvider):
         body = await self._get_json(f"{self.endpoint}/api/tags")
         entries = body.get("models", []) if isinstance(body, dict) else []
         return [str(e.get("name") or e.get("model")) for e in entries if isinstance(e, dict)]
+
+    async def _ask_window(self) -> int | None:
+        """`POST /api/show`: the model's num_ctx, else Ollama's default (see `llm.window`)."""
+        model = await self.model_name()
+        return window.from_ollama_show(await self._try_json("POST", f"{self.endpoint}/api/show", {"model": model}))
 
     async def embed(self, texts: list[str], model: str | None = None) -> list[list[float]] | None:
         """`POST /api/embed` with the named embedding model (None without one)."""

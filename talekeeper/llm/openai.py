@@ -16,13 +16,14 @@ from typing import Any
 
 import httpx
 
+from talekeeper.llm import window
 from talekeeper.llm.base import GenerationRequest, StreamEvent, Usage
 from talekeeper.llm.errors import ProviderHTTPError, StreamInterrupted
 from talekeeper.llm.httpbase import (
     HTTPProvider,
     message_from_body,
 )
-from talekeeper.llm.settings import openai_base
+from talekeeper.llm.settings import openai_base, server_root
 from talekeeper.llm.thinking import ThinkSplitter
 
 
@@ -85,6 +86,21 @@ class OpenAIProvider(HTTPProvider):
         body = await self._get_json(f"{self.endpoint}/models")
         entries = body.get("data", []) if isinstance(body, dict) else []
         return [str(e["id"]) for e in entries if isinstance(e, dict) and "id" in e]
+
+    async def _ask_window(self) -> int | None:
+        """llama.cpp's /props, vLLM's /v1/models, LM Studio's /api/v0, Ollama's /api/show."""
+        root = server_root(self.endpoint)
+        found = window.from_llama_props(await self._try_json("GET", f"{root}/props"))
+        if found:
+            return found
+        found = window.from_openai_models(await self._try_json("GET", f"{self.endpoint}/models"), self.model)
+        if found:
+            return found
+        model = await self.model_name()
+        found = window.from_lmstudio_model(await self._try_json("GET", f"{root}/api/v0/models/{model}"))
+        if found:
+            return found
+        return window.from_ollama_show(await self._try_json("POST", f"{root}/api/show", {"model": model}))
 
     async def embed(self, texts: list[str], model: str | None = None) -> list[list[float]] | None:
         """`POST /v1/embeddings` with the named embedding model (None without one)."""

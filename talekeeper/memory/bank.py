@@ -27,15 +27,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from talekeeper.context.prompt import RetrievedMemory
 from talekeeper.context.settings import ContextSettings
-from talekeeper.memory import lexical
+from talekeeper.memory import lexical, recall
 from talekeeper.memory.vectors import VectorIndex, pack
 from talekeeper.store.db import serialize
 from talekeeper.store.models import Memory, Node, StorySummary, utcnow
+from talekeeper.story.paths import full_path
 
 MEMORY_WRITES = 0x746B_6D  # `serialize` scope: the memory bank's writes per adventure
 log = logging.getLogger(__name__)
@@ -44,23 +45,10 @@ QUERY_TURNS = 4  # the recent story retrieval compares against: the last 4 turns
 EXCERPT_CHARS = 8000  # the longest block excerpt handed to the summariser
 SUMMARY_MATERIAL_CHARS = 6000
 
-_PATH_IDS = text(
-    """
-    WITH RECURSIVE path(id, parent_id) AS (
-        SELECT id, parent_id FROM nodes WHERE id = :start
-        UNION ALL
-        SELECT nodes.id, nodes.parent_id FROM nodes JOIN path ON nodes.id = path.parent_id
-    )
-    SELECT id FROM path
-    """
-)
-
-
-def path_ids(session: Session, node_id: int) -> list[int]:
-    """Node ids from the root to `node_id`: index i is the node at depth i."""
-    ids = [row[0] for row in session.execute(_PATH_IDS, {"start": node_id})]
-    ids.reverse()
-    return ids
+def path_ids(session: Session, node_id: int) -> Sequence[int]:
+    """Node ids from the root to `node_id`: index i is the node at depth i (kept between
+    turns, see `story.paths`)."""
+    return full_path(session, node_id)
 
 
 # ------------------------------------------------------------------------------- summary
@@ -83,15 +71,23 @@ class SummaryInForce:
 def summary_at(session: Session, adventure_id: int, path: Sequence[int], fallback: str) -> SummaryInForce:
     """The newest summary version anchored on `path` (root → node), else the plot's."""
     if path:
-        rows = session.execute(
+        # Newest first, a page at a time: on the played branch the first row is the one,
+        # so a long story's hundreds of older versions are never read.
+        query = (
             select(StorySummary.id, StorySummary.node_id, StorySummary.depth, StorySummary.text, StorySummary.source)
-            .where(StorySummary.adventure_id == adventure_id)
+            .where(StorySummary.adventure_id == adventure_id, StorySummary.depth < len(path))
             .order_by(StorySummary.depth.desc(), StorySummary.id.desc())
         )
-        for row in rows:
-            if row.depth < len(path) and path[row.depth] == row.node_id:
-                source = "your edit" if row.source == "player" else "auto summary"
-                return SummaryInForce(row.text, row.depth, source, row.id)
+        offset, page = 0, 16
+        while True:
+            rows = session.execute(query.limit(page).offset(offset)).all()
+            for row in rows:
+                if path[row.depth] == row.node_id:
+                    source = "your edit" if row.source == "player" else "auto summary"
+                    return SummaryInForce(row.text, row.depth, source, row.id)
+            if len(rows) < page:
+                break
+            offset, page = offset + page, page * 4
     return SummaryInForce(fallback or "", -1, "plot components")
 
 
@@ -154,6 +150,14 @@ def candidates(session: Session, adventure_id: int, path: Sequence[int], with_ve
     return found
 
 
+def lexical_on_path(session: Session, adventure_id: int, path: Sequence[int], query: str) -> tuple[list[tuple[Candidate, float]], int]:
+    """BM25 over the active memories on `path`, from the adventure's kept index (see
+    `recall`): pinned ones and those sharing a word with the query, best first; and how
+    many were considered."""
+    found, considered = recall.ranked_on_path(session, adventure_id, path, query)
+    return [(Candidate(r.id, r.depth, r.first_depth, r.text, r.pinned), s) for r, s in found], considered
+
+
 def rank_lexical(query: str, pool: Sequence[Candidate]) -> list[tuple[Candidate, float]]:
     scores = lexical.rank(query, [c.text for c in pool])
     return sorted(zip(pool, scores, strict=True), key=lambda p: (-p[1], -p[0].depth))
@@ -168,9 +172,8 @@ def rank_vectors(query_vector: Sequence[float], pool: Sequence[Candidate], model
 
 
 STICKY = 1.25
-"""A memory sent last turn keeps its place unless another outscores it by 25%: the
-memories section sits before the history, so churn there costs the model server its
-cached prefix for the whole history."""
+"""A memory sent last turn keeps its place unless another outscores it by 25%: churn in
+the memories section costs the model server its cached prompt from there on."""
 
 
 def choose(

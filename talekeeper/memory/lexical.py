@@ -4,14 +4,21 @@ Measured on the labelled set in `benchmarks/memory.py`, BM25 over lightly stemme
 finds the memory a scene turns on about as well as the small embedded model's embeddings,
 with no model, no download and no extra seconds per turn. Names, places and objects are
 what a later scene turns on, and those are exactly the words BM25 weighs.
+
+`Index` is an inverted index kept between turns (memories are added one at a time), so a
+query touches only the memories sharing a word with it: top-5 over 10,000 memories takes
+about a millisecond, where rebuilding an index per query took 200. IDF is Lucene's
+`log(1 + (N - n + 0.5) / (n + 0.5))`, always positive, computed over the memories a
+query may return (those on the path to the head), so a branch's memories do not weigh
+another's words.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
-
-from rank_bm25 import BM25Okapi
+from collections import Counter
+from collections.abc import Collection, Sequence
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 STOPWORDS = frozenset(
@@ -37,11 +44,71 @@ def tokens(text: str) -> list[str]:
     return [stem(w.split("'")[0]) for w in words if w not in STOPWORDS and len(w) > 1]
 
 
+K1 = 1.5
+B = 0.75
+
+
+class Index:
+    """BM25 over documents added and removed by id."""
+
+    def __init__(self) -> None:
+        self.lengths: dict[int, int] = {}
+        self.terms: dict[int, Counter[str]] = {}
+        self.postings: dict[str, dict[int, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def put(self, doc_id: int, text: str) -> None:
+        self.remove(doc_id)
+        words = Counter(tokens(text))
+        self.lengths[doc_id] = sum(words.values())
+        self.terms[doc_id] = words
+        for word, tf in words.items():
+            self.postings.setdefault(word, {})[doc_id] = tf
+
+    def remove(self, doc_id: int) -> None:
+        words = self.terms.pop(doc_id, None)
+        if words is None:
+            return
+        del self.lengths[doc_id]
+        for word in words:
+            posting = self.postings[word]
+            del posting[doc_id]
+            if not posting:
+                del self.postings[word]
+
+    def scores(self, query: str, among: Collection[int] | None = None) -> dict[int, float]:
+        """BM25 score of every document in `among` (all when None) that shares a word with
+        the query; the others score 0 and are left out."""
+        pool: Collection[int] = self.lengths if among is None else among
+        if not isinstance(pool, set | frozenset | dict):
+            pool = set(pool)
+        n_docs = len(pool)
+        if not n_docs:
+            return {}
+        lengths = self.lengths
+        total = sum(lengths[i] for i in pool) if among is not None else sum(lengths.values())
+        average = max(total / n_docs, 1e-9)
+        result: dict[int, float] = {}
+        for word, repeats in Counter(tokens(query)).items():
+            posting = self.postings.get(word)
+            if not posting:
+                continue
+            hits = posting.items() if among is None else [(i, tf) for i, tf in posting.items() if i in pool]
+            if not hits:
+                continue
+            idf = math.log(1.0 + (n_docs - len(hits) + 0.5) / (len(hits) + 0.5))
+            for doc_id, tf in hits:
+                norm = tf + K1 * (1.0 - B + B * lengths[doc_id] / average)
+                result[doc_id] = result.get(doc_id, 0.0) + repeats * idf * tf * (K1 + 1.0) / norm
+        return result
+
+
 def rank(query: str, documents: Sequence[str]) -> list[float]:
     """BM25 score of each document for the query (0 when nothing matches)."""
-    corpus = [tokens(d) or ["\x00"] for d in documents]
-    if not corpus:
-        return []
-    index = BM25Okapi(corpus)
-    scores = index.get_scores(tokens(query))
-    return [max(0.0, float(s)) for s in scores]
+    index = Index()
+    for n, document in enumerate(documents):
+        index.put(n, document)
+    scores = index.scores(query)
+    return [scores.get(n, 0.0) for n in range(len(documents))]

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
-from talekeeper.context.insights import card_timers
+from talekeeper.context import insights
+from talekeeper.context.budget import context_budget
 from talekeeper.context.prompt import (
     Assembly,
     ContextInput,
@@ -29,7 +30,6 @@ from talekeeper.context.settings import ContextSettings, context_settings
 from talekeeper.context.tokens import counter_for
 from talekeeper.llm.base import GenerationRequest
 from talekeeper.memory import bank
-from talekeeper.memory.panel import used_in_last_prompt
 from talekeeper.memory.worker import embed
 from talekeeper.service import samplers as sampler_choice
 from talekeeper.service.settings import generation_settings
@@ -58,6 +58,7 @@ class HeadView:
 
 @dataclass
 class StateSections:
+    canon: str | None = None
     event_vocabulary: str | None = None
     stat_guide: str | None = None
     current_state: str | None = None
@@ -93,6 +94,7 @@ def options_from(settings: ContextSettings, budget: int, reserve: int) -> Contex
         memory_share=settings.memory_share,
         window_turns=settings.trigger_window_turns,
         history_step=settings.history_step,
+        card_linger_turns=settings.trigger_window_turns,
     )
 
 
@@ -133,9 +135,12 @@ async def retrieve(
     query: str,
     settings: ContextSettings,
     previous: frozenset[int] = frozenset(),
+    lexical: tuple[list[tuple[bank.Candidate, float]], int] | None = None,
 ) -> bank.Retrieval:
-    if not pool or settings.memory_top_k <= 0:
-        return bank.Retrieval([], "none", len(pool))
+    """Embeddings when a model is set (and answers), else BM25 — `lexical`, when given, is
+    the BM25 ranking already made from the adventure's kept index."""
+    if settings.memory_top_k <= 0 or (not pool and not (lexical and lexical[1])):
+        return bank.Retrieval([], "none", len(pool) if lexical is None else lexical[1])
     model = settings.embedding_model
     if model:
         try:
@@ -145,9 +150,9 @@ async def retrieve(
         if vectors:
             ranked = bank.rank_vectors(vectors[0], pool, model)
             return bank.Retrieval(bank.choose(ranked, settings.memory_top_k, "cosine", previous), f"embeddings ({model})", len(pool))
-    ranked = bank.rank_lexical(query, pool)
+    ranked, considered = lexical if lexical is not None else (bank.rank_lexical(query, pool), len(pool))
     method = "lexical (BM25)" + ("; the embedding model did not answer" if model else "")
-    return bank.Retrieval(bank.choose(ranked, settings.memory_top_k, "BM25", previous), method, len(pool))
+    return bank.Retrieval(bank.choose(ranked, settings.memory_top_k, "BM25", previous), method, considered)
 
 
 def last_story_proposal(session, node: Node | None) -> dict[str, Any] | None:
@@ -187,16 +192,25 @@ async def prepare_context(
         path = bank.path_ids(session, head.id)
         history = history_turns(session, path)
         summary = bank.summary_at(session, adventure_id, path, str(plot.get("story_summary") or ""))
-        pool = bank.candidates(session, adventure_id, path, with_vectors=bool(settings.embedding_model))
+        action_line = format_action(kind, text)
+        query = recent_text(history, action_line)
+        pool: list[bank.Candidate] = []
+        lexical = None
+        if settings.embedding_model:
+            pool = bank.candidates(session, adventure_id, path, with_vectors=True)
+        elif settings.memory_top_k > 0:
+            lexical = bank.lexical_on_path(session, adventure_id, path, query)
         head_view = HeadView(head.id, head.depth, head.state, head.proposal, last_story_proposal(session, head))
         rules = adventure.rules
-        card_last_fired = card_timers(session, path, _timer_lookback(plot))
-        previous = frozenset(used_in_last_prompt(session, head.id)) if pool else frozenset()
+        # (cards with no timers of their own linger `trigger_window_turns`: see prompt.select_cards)
+        lookback = max(_timer_lookback(plot), settings.trigger_window_turns + 1)
+        card_last_fired = insights.card_timers(session, path, lookback)
+        before = insights.previous_prompt(session, head.id)
         generation = generation_settings(session)  # tk.generation(), read in this session
         samplers = sampler_choice.for_adventure(session, adventure_id, generation)
     provider = tk.provider()
-    action_line = format_action(kind, text)
-    retrieval = await retrieve(tk, pool, recent_text(history, action_line), settings, previous)
+    budget = await context_budget(provider, generation.context_budget)
+    retrieval = await retrieve(tk, pool, query, settings, before.memories, lexical)
     inputs = ContextInput(
         plot=plot,
         history=history,
@@ -207,21 +221,24 @@ async def prepare_context(
         memories=retrieval.memories,
         memory_note=retrieval.note,
         state=head_view.state,
-        options=options_from(settings, generation.context_budget, generation.max_tokens),
+        options=options_from(settings, budget.tokens, generation.max_tokens),
         turn=head.depth + 1,
         seed=f"{adventure_id}:{head.id}",  # a retry is written below the same head: same rolls
         rules=rules,
         card_last_fired=card_last_fired,
+        previous_history_start=before.history_start,
     )
     found = scan(inputs)
     if render_state is not None:
         sections = render_state(head_view, found.in_scene_ids)
+        inputs.canon = sections.canon
         inputs.event_vocabulary = sections.event_vocabulary
         inputs.stat_guide = sections.stat_guide
         inputs.current_state = sections.current_state
         inputs.refusals = sections.refusals
         inputs.emit_reminder = sections.emit_reminder
     assembly = await assemble(inputs, counter_for(provider), found)
+    assembly.notes.insert(0, budget.why)
     use_chat = tk.model_settings().mode == "chat" and provider.supports_chat
     request = build_request(
         assembly,
@@ -231,4 +248,7 @@ async def prepare_context(
         top_p=generation.top_p,
         **samplers,
     )
+    with tk.db.session() as session:
+        written_by = session.get(Node, head_view.node_id)
+        assembly.prefix_share = insights.prefix_share(session, written_by, request) if written_by else None
     return PreparedContext(adventure_id, head_view, inputs, found, assembly, request, retrieval)

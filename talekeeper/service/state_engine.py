@@ -19,6 +19,7 @@ from talekeeper.state import (
     Rules,
     apply_proposal,
     canon_prompt,
+    compact_vocabulary,
     emit_instructions,
     empty_rules,
     extract_reply,
@@ -29,7 +30,6 @@ from talekeeper.state import (
     stat_guide,
     state_for_prompt,
     state_notes,
-    vocabulary_prompt,
 )
 from talekeeper.state.canon import event_line, record_event
 from talekeeper.state.report import Outcome
@@ -88,15 +88,17 @@ def prompt_sections(
     if mode != "inline":
         refusals = refusal_notes(report, document, rules) if mode == "structured" else ""
         return {
-            "event_vocabulary": canon or None,
+            "canon": canon or None,  # early and stable; the narrator writes no events
+            "event_vocabulary": None,
             "stat_guide": None,
             "current_state": state_notes(document, rules, in_scene_ids),
             "refusals": refusals or None,
             "emit_reminder": None,
         }
-    vocabulary = vocabulary_prompt()
+    vocabulary = compact_vocabulary(rules, document)  # last in the prompt (see context.prompt)
     return {
-        "event_vocabulary": "\n\n".join(part for part in (vocabulary, canon) if part),
+        "canon": canon or None,
+        "event_vocabulary": vocabulary,
         "stat_guide": stat_guide(rules) or None,
         "current_state": state_for_prompt(document, rules, in_scene_ids),
         "refusals": refusals_for_prompt(report, unreadable=(head_proposal or {}).get("parse_error")) or None,

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Literal
 
 from talekeeper.llm.base import GenerationRequest, Message, Provider
-from talekeeper.state import Document, Rules, proposal_schema, stat_guide, state_for_prompt
+from talekeeper.state import Document, Rules, proposal_schema, state_for_prompt
 
 StateMode = Literal["inline", "structured", "off"]
 STRUCTURED_BY_DEFAULT = {"embedded", "ollama"}
@@ -27,13 +27,12 @@ STRUCTURED_BY_DEFAULT = {"embedded", "ollama"}
 MAX_STRUCTURED_EVENTS = 4
 MAX_STRUCTURED_TOKENS = 200
 
-INSTRUCTIONS = (
-    "You keep the record of an interactive story. Read the narration of the latest turn and "
-    "list only what it changed, as events: stats that went up or down (change_stat with a signed "
-    "amount), flags, milestones reached, items changing hands, characters moving, new facts. "
-    "Use only the ids, names and stat paths shown. If nothing changed, give an empty list."
+QUESTION = (
+    "[Story record, not part of the story. List only what the narration you just wrote changed, "
+    "as events: stats that went up or down (change_stat with a signed amount), flags, milestones "
+    "reached, items changing hands, characters moving, new facts. Use only the ids and stat paths "
+    "below. If nothing changed, give an empty list.]"
 )
-
 
 def state_mode(setting: str, provider: Provider) -> StateMode:
     """'auto' made concrete for this provider (see the module docstring)."""
@@ -45,22 +44,32 @@ def state_mode(setting: str, provider: Provider) -> StateMode:
 
 
 def structured_request(
-    narration: str, document: Document, rules: Rules, in_scene_ids: list[str], temperature: float = 0.2
+    narrator: GenerationRequest,
+    narration: str,
+    document: Document,
+    rules: Rules,
+    in_scene_ids: list[str],
+    temperature: float = 0.2,
 ) -> GenerationRequest:
-    guide = stat_guide(rules)
-    system = "\n\n".join(
-        part for part in (INSTRUCTIONS, guide, "Current state:\n" + state_for_prompt(document, rules, in_scene_ids)) if part
-    )
-    return GenerationRequest(
-        mode="chat",
-        messages=[
-            Message(role="system", content=system),
-            Message(role="user", content=f"Narration of the latest turn:\n{narration}\n\nWhat changed?"),
-        ],
-        json_schema=proposal_schema(document, rules, max_events=MAX_STRUCTURED_EVENTS),
-        max_tokens=MAX_STRUCTURED_TOKENS,
-        temperature=temperature,
-    )
+    """The state pass: the narrator's own request, extended by the reply and a short question.
+
+    It shares the narrator's prompt byte for byte, so the model server reads it from its
+    cache (only the question is new), and what stays cached afterwards is the story's
+    prompt — the next turn starts warm. The ids and stat paths the events must name are in
+    the question: the narrator is never shown them.
+    """
+    question = QUESTION + "\n" + state_for_prompt(document, rules, in_scene_ids)
+    schema = proposal_schema(document, rules, max_events=MAX_STRUCTURED_EVENTS)
+    common = {"json_schema": schema, "max_tokens": MAX_STRUCTURED_TOKENS, "temperature": temperature, "stop": []}
+    if narrator.mode == "chat":
+        messages = [
+            *narrator.messages,
+            Message(role="assistant", content=narration),
+            Message(role="user", content=question),
+        ]
+        return narrator.model_copy(update={"messages": messages, **common})
+    prompt = f"{narrator.prompt}{narration}\n\n{question}\n"
+    return narrator.model_copy(update={"prompt": prompt, **common})
 
 
 def as_block(raw_json: str) -> str:
@@ -72,5 +81,6 @@ async def warm_up(provider: Provider) -> None:
     """Pay llama.cpp's one-time grammar set-up (~15 s on 2 cores) at start, not on turn one."""
     from talekeeper.state import empty_document, empty_rules
 
-    request = structured_request("Nothing happens.", empty_document(), empty_rules(), [])
+    narrator = GenerationRequest(mode="chat", messages=[Message(role="user", content="Begin.")])
+    request = structured_request(narrator, "Nothing happens.", empty_document(), empty_rules(), [])
     await provider.complete(request.model_copy(update={"max_tokens": 8}))

@@ -109,7 +109,7 @@ async def play_turn(
             prose = state_engine.extract_prose(raw)
             try:
                 answer = await provider.complete(
-                    state_updates.structured_request(prose, before, rules, prepared.scan.in_scene_ids)
+                    state_updates.structured_request(request, prose, before, rules, prepared.scan.in_scene_ids)
                 )
                 raw = prose + state_updates.as_block(answer)
             except LLMError as exc:

@@ -39,6 +39,7 @@ from .normalise import normalise
 from .notes import refusal_notes, state_notes
 from .prompt import (
     canon_prompt,
+    compact_vocabulary,
     refusals_for_prompt,
     stat_guide,
     state_for_prompt,
@@ -58,5 +59,5 @@ __all__ = [
     "empty_document", "empty_rules", "extract_reply", "initial_document", "load_rules", "normalise",
     "proposal_schema", "refusal_notes", "refusals_for_prompt", "rules_schema", "stat_guide", "stat_paths",
     "state_for_prompt", "state_notes",
-    "visible_prefix", "vocabulary_prompt",
+    "visible_prefix", "vocabulary_prompt", "compact_vocabulary",
 ]

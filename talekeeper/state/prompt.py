@@ -45,6 +45,74 @@ def vocabulary_prompt() -> str:
     return "\n".join(lines)
 
 
+CORE_EVENTS = ("create_entity", "set_location", "set_possession", "set_status", "add_fact", "open_thread", "note_event")
+SHORT_EXAMPLES: dict[str, dict[str, object]] = {
+    "create_entity": {"name": "Oda Fenn", "kind": "person"},
+    "open_thread": {"title": "Find the ledger"},
+    "note_event": {"text": "The bridge fell."},
+}
+
+
+def compact_vocabulary(rules: Rules, document: Document) -> str:
+    """The event vocabulary for this scenario at this moment: only the event types it can
+    use (no stat events without stats, no flags without flags…), one short example each,
+    written with its own names, stat paths, flags, milestones and thread ids.
+
+    A fraction of `vocabulary_prompt()`: in inline mode it is sent every turn, and on a
+    player's own server the full vocabulary cost more than the story itself."""
+    doc = document
+    examples: dict[str, dict[str, object]] = {t: dict(SHORT_EXAMPLES.get(t, EVENTS[t].example)) for t in CORE_EVENTS}
+    people = [e.name for i, e in doc.entities.items() if i != PLAYER_ID and e.type in ("person", "npc", "character")]
+    things = [e.name for e in doc.entities.values() if e.type in ("item", "thing", "object")]
+    places = [e.name for e in doc.entities.values() if e.type in ("place", "location")]
+    if people:
+        examples["set_status"] = {"entity": people[0], "status": "injured"}
+        examples["add_fact"] = {"subject": people[0], "predicate": "owes", "object": "you a favour"}
+    if places:
+        examples["set_location"] = {"entity": "player", "location": places[0]}
+    if things:
+        examples["set_possession"] = {"item": things[0], "holder": "player"}
+    stats = _all_stats(rules)
+    numeric = [(p, r) for p, r in stats if r.kind != "text"]
+    if numeric:
+        path, rule = numeric[0]
+        examples["change_stat"] = {"stat": path, "by": 1 if rule.kind == "counter" else -1}
+    texts = [(p, r) for p, r in stats if r.kind == "text"]
+    if texts:
+        examples["set_stat"] = {"stat": texts[0][0], "value": "a few words"}
+    elif numeric:
+        path, rule = numeric[-1]
+        examples["set_stat"] = {"stat": path, "value": rule.initial if rule.initial is not None else rule.min or 0}
+    if rules.flags:
+        examples["set_flag"] = {"flag": next(iter(rules.flags)), "value": True}
+    pending = [m for m in rules.milestones if doc.milestones.get(m) is None]
+    if pending:
+        examples["reach_milestone"] = {"milestone": pending[0]}
+    threads = [t for t in doc.threads.values() if t.status == "open"]
+    objectives = [(t.id, o.id) for t in threads for o in t.objectives if not o.done]
+    if objectives:
+        examples["complete_objective"] = {"thread": objectives[0][0], "objective": objectives[0][1]}
+    if threads:
+        examples["resolve_thread"] = {"thread": threads[0].id, "outcome": "resolved"}
+    lines = ["State events, one JSON object each; only these types:"]
+    lines += [
+        json.dumps({"type": t, **example}, ensure_ascii=False)
+        for t, example in sorted(examples.items(), key=lambda pair: EVENT_ORDER.index(pair[0]))
+    ]
+    if stats:
+        lines.append("Stats: " + ", ".join(p for p, _ in stats) + ".")
+    if rules.flags:
+        lines.append("Flags: " + ", ".join(rules.flags) + ".")
+    if pending:
+        lines.append("Milestones: " + ", ".join(pending) + ".")
+    if objectives:
+        lines.append("Objectives: " + ", ".join(f"{t} {o}" for t, o in objectives) + ".")
+    return "\n".join(lines)
+
+
+EVENT_ORDER = tuple(EVENTS)
+
+
 def stat_guide(rules: Rules) -> str:
     """The fixed legend: each stat's description and its whole band ladder, plus the
     flags. Hidden stats show only their labels in order, never the numbers."""

@@ -1,7 +1,10 @@
 """A small, real OpenAI-compatible HTTP server on loopback, for tests.
 
 It speaks just enough of the API to play a turn: `GET /v1/models`, streamed (SSE) and
-plain `POST /v1/chat/completions` and `/v1/completions`. Each test says what the model
+plain `POST /v1/chat/completions` and `/v1/completions`; `extra` routes answer fixed JSON,
+so a test can make it look like a llama.cpp server (`GET /props`), Ollama
+(`POST /api/show`) or LM Studio (`GET /api/v0/models/NAME`); `model_fields` adds fields
+to the `/v1/models` entries (vLLM's `max_model_len`). Each test says what the model
 "answers" with `FakeReply`s (queued in order, or computed from the request), and every
 request is recorded for assertions. A reply can also misbehave like real servers do:
 drop the connection mid-stream, stall, omit `[DONE]`, answer an HTTP error, or wait on
@@ -65,6 +68,8 @@ class _State:
     reply_fn: ReplySource | None = None
     models: list[str] = field(default_factory=lambda: ["fake-model"])
     strict_models: bool = False
+    extra: dict[tuple[str, str], Any] = field(default_factory=dict)
+    model_fields: dict[str, Any] = field(default_factory=dict)
     requests: list[RecordedRequest] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -79,6 +84,8 @@ class FakeOpenAIServer:
         models: list[str] | None = None,
         strict_models: bool = False,
         ssl_context: ssl.SSLContext | None = None,
+        extra: dict[tuple[str, str], Any] | None = None,
+        model_fields: dict[str, Any] | None = None,
     ) -> None:
         """
         replies: consumed one per generation request; or a function of the request.
@@ -86,8 +93,10 @@ class FakeOpenAIServer:
         strict_models: answer 404 "model not found" (as Ollama and vLLM do) for a
             generation request naming a model not in `models`.
         ssl_context: serve HTTPS with this (server-side) context.
+        extra: (method, path) → the JSON answered there, e.g. `{("GET", "/props"): {...}}`.
+        model_fields: added to every `/v1/models` entry.
         """
-        self._state = _State(strict_models=strict_models)
+        self._state = _State(strict_models=strict_models, extra=dict(extra or {}), model_fields=dict(model_fields or {}))
         if callable(replies):
             self._state.reply_fn = replies
         elif replies:
@@ -211,8 +220,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._record()
-        if self.path.rstrip("/") == "/v1/models":
-            data = [{"id": m, "object": "model", "owned_by": "fake"} for m in self.state.models]
+        if ("GET", self.path.rstrip("/")) in self.state.extra:
+            self._json(200, self.state.extra[("GET", self.path.rstrip("/"))])
+        elif self.path.rstrip("/") == "/v1/models":
+            data = [{"id": m, "object": "model", "owned_by": "fake", **self.state.model_fields} for m in self.state.models]
             self._json(200, {"object": "list", "data": data})
         else:
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
@@ -220,6 +231,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         request = self._record()
         path = self.path.rstrip("/")
+        if ("POST", path) in self.state.extra:
+            self._json(200, self.state.extra[("POST", path)])
+            return
         if path not in ("/v1/chat/completions", "/v1/completions"):
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
