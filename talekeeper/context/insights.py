@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import zlib
+from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -122,6 +123,7 @@ def store(session: Session, adventure_id: int, node_id: int, assembly: Assembly,
                 session.add(ContextText(adventure_id=adventure_id, digest=digest, text=blob))
                 added += len(blob) + len(digest)
     session.add(TurnInsight(node_id=node_id, adventure_id=adventure_id, data=record))
+    _remember_sent(session, node_id, request)
     added += len(TurnInsight.data.type.process_bind_param(record, None))
     return added
 
@@ -158,15 +160,29 @@ def previous_prompt(session: Session, node_id: int) -> PreviousPrompt:
     return PreviousPrompt(start, included.get("story_cards", frozenset()), included.get("memories", frozenset()))
 
 
+_sent: OrderedDict[tuple[str, int], str] = OrderedDict()  # (database, node id) → prompt
+SENT_KEPT = 32
+
+
+def _remember_sent(session: Session, node_id: int, request: GenerationRequest) -> None:
+    """Keep the last prompts sent, so the next turn's share needs no rebuild."""
+    _sent[(str(session.get_bind().url), node_id)] = flat_prompt(request)
+    while len(_sent) > SENT_KEPT:
+        _sent.popitem(last=False)
+
+
 def prefix_share(session: Session, node: Node, request: GenerationRequest) -> float | None:
     """The share of `request` byte-identical to the prompt that wrote `node` (None: that
-    turn has no Insights, e.g. the opening)."""
-    try:
-        assembly, record = load(session, node)
-    except InsightsMissing:
-        return None
-    previous = rebuild_request(assembly, record)
-    return round(shared_prefix_share(flat_prompt(previous), flat_prompt(request)), 4)
+    turn has no Insights, e.g. the opening). The prompt is kept from when it was sent, or
+    rebuilt from the stored Insights (after a restart)."""
+    previous = _sent.get((str(session.get_bind().url), node.id))
+    if previous is None:
+        try:
+            assembly, record = load(session, node)
+        except InsightsMissing:
+            return None
+        previous = flat_prompt(rebuild_request(assembly, record))
+    return round(shared_prefix_share(previous, flat_prompt(request)), 4)
 
 
 def _texts(session: Session, adventure_id: int, digests: set[str]) -> dict[str, str]:

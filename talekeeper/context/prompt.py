@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 from talekeeper.context import worldinfo
@@ -97,12 +98,12 @@ class HistoryTurn:
     node_id: int | None = None
     depth: int = 0
 
-    @property
+    @cached_property
     def action_line(self) -> str:
         return format_action(self.action_kind, self.action_text)
 
-    @property
-    def lines(self) -> list[str]:
+    @cached_property
+    def lines(self) -> list[str]:  # computed once: a turn reads them many times
         found = [self.action_line] if self.action_line else []
         return found + [line for line in self.narration.split("\n") if line.strip()]
 
@@ -613,21 +614,26 @@ async def _fit_history(
     prefix covers all of it. When it no longer fits, at least `step` turns are dropped,
     and enough that `chunk` of the room is free again: the next drop is several turns
     away. The newest turn always goes."""
-    costs = [await _turn_cost(turn, count_tokens) for turn in history]
-    suffix = [0] * (len(history) + 1)
+    # Costs from the newest back, only as far as could ever fit: O(what is sent).
+    suffix: dict[int, int] = {len(history): 0}
+    fit_from = len(history)
     for i in range(len(history) - 1, -1, -1):
-        suffix[i] = suffix[i + 1] + costs[i]
+        total = suffix[i + 1] + await _turn_cost(history[i], count_tokens)
+        if total > room and fit_from < len(history):
+            break
+        suffix[i] = total
+        fit_from = i
     last = max(0, len(history) - 1)
-    if suffix[0] <= room:
+    if fit_from == 0:
         start = 0
     else:
         ids = [t.node_id for t in history]
         before = ids.index(previous_start) if previous_start is not None and previous_start in ids else None
-        if before is not None and suffix[before] <= room:
+        if before is not None and before >= fit_from:
             start = before
         else:
             target = room * (1.0 - max(0.0, min(0.9, chunk)))
-            start = next((i for i in range(len(history)) if suffix[i] <= target), last)
+            start = next((i for i in range(fit_from, len(history)) if suffix[i] <= target), last)
             if before is not None:
                 start = max(start, min(before + max(1, step), last))
     notes = [f"{start} older turns did not fit and were left out."] if start > 0 else []

@@ -1,0 +1,214 @@
+"""Engine overhead per turn, over HTTP, against an instant model, at 100 and 10,000 turns.
+
+    .venv/bin/python benchmarks/turn_overhead.py [--sizes 100,10000] [--turns 30] [--profile]
+
+1. Builds one story per size straight into the tree (with what a played story of that
+   length has: a memory every 6 turns — at most 80 active, the older ones forgotten, as
+   the bank's capacity does — and a summary every 15 turns).
+2. Serves talekeeper on loopback (uvicorn, the real app) with its model endpoint set to a
+   fake OpenAI-compatible server that answers at once (`tests/llm/fakeserver.py`), and
+   plays `--turns` turns on each story in turn, round-robin, through `POST /api/
+   adventures/{id}/turns`: prompt assembly, memory retrieval, streaming, extraction, state
+   engine, commit, Insights. The memory bank writes its memories between turns on the
+   same fake model, as in play.
+3. Prints the median wall time per turn (the model costs nothing here, so this is the
+   engine's overhead) for each size and the ratio of the largest to the smallest.
+   Targets: ≤ 20 ms at 100 turns; 10,000 / 100 ≤ 1.2. Nothing is asserted.
+
+`--profile` also runs a few turns on the largest story under cProfile in-process (the
+same pipeline without HTTP) and prints where the time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import json
+import os
+import pstats
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from talekeeper.core import Talekeeper  # noqa: E402
+from talekeeper.service import adventures  # noqa: E402
+from talekeeper.store.models import Memory, StorySummary  # noqa: E402
+from talekeeper.story import tree  # noqa: E402
+from tests.llm.fakeserver import FakeOpenAIServer, FakeReply  # noqa: E402
+
+NARRATION = (
+    "Rain needles across the harbour as the ferry lurches against its ropes. Maren squints at "
+    "you, then at the lantern in your hands, and says nothing for a long moment. Far out, the "
+    "dark lighthouse stands against a bruised sky while the tide drags at the pilings."
+)
+MEMORY = "Ada and Maren crossed the harbour at dusk; Tobin kept the brass key {n} in the forge."
+CAPACITY = 80
+
+
+def build(tk: Talekeeper, turns: int) -> int:
+    with tk.db.session() as session:
+        adventure = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"})
+        node = tree.head(session, adventure)
+        state, path = node.state, [node.id]
+        for depth in range(1, turns + 1):
+            node = tree.append_child(
+                session,
+                adventure,
+                node,
+                tree.NewTurn("do", f"walk on, step {depth}", f"{NARRATION} ({depth})", state=state),
+            )
+            path.append(node.id)
+            if depth % 6 == 0 and depth >= 12:
+                status = "active" if depth > turns - 6 * CAPACITY else "forgotten"
+                session.add(
+                    Memory(
+                        adventure_id=adventure.id,
+                        node_id=node.id,
+                        first_depth=depth - 5,
+                        depth=depth,
+                        text=MEMORY.format(n=depth),
+                        source="auto",
+                        pinned=False,
+                        status=status,
+                        uses=0,
+                    )
+                )
+            if depth % 15 == 0:
+                session.add(
+                    StorySummary(
+                        adventure_id=adventure.id,
+                        node_id=node.id,
+                        depth=depth,
+                        text=f"The story so far, to turn {depth}.",
+                        source="auto",
+                    )
+                )
+        return adventure.id
+
+
+class Served:
+    """The real app under uvicorn on a free loopback port, in a thread."""
+
+    def __init__(self, tk: Talekeeper) -> None:
+        import uvicorn
+
+        from talekeeper.web.app import create_app
+
+        self.config = uvicorn.Config(
+            create_app(tk), host="127.0.0.1", port=0, log_level="warning", lifespan="on"
+        )
+        self.server = uvicorn.Server(self.config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        while not self.server.started:
+            time.sleep(0.05)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def play(base: str, aids: dict[int, int], turns: int) -> dict[int, list[float]]:
+    times: dict[int, list[float]] = {size: [] for size in aids}
+    with httpx.Client(base_url=base, timeout=60, headers={"Origin": base}) as client:
+        for n in range(turns + 2):
+            for size, aid in aids.items():
+                start = time.perf_counter()
+                response = client.post(
+                    f"/api/adventures/{aid}/turns", json={"kind": "do", "text": f"look around, {n}"}
+                )
+                elapsed = time.perf_counter() - start
+                if response.status_code != 200:
+                    raise SystemExit(f"turn failed ({response.status_code}): {response.text[:300]}")
+                if n >= 2:  # the first turns fill the kept path and index (a restart's cost)
+                    times[size].append(elapsed)
+    return times
+
+
+def profile(tk: Talekeeper, aid: int, turns: int = 10) -> str:
+    """cProfile over `turns` turns in-process (the memory bank's work between turns is
+    left out: it runs after the turn, off the player's path)."""
+    from talekeeper.memory.worker import worker_for
+    from talekeeper.service.turns import collect_turn
+
+    profiler = cProfile.Profile()
+
+    async def go() -> None:
+        await collect_turn(tk, aid, "do", "warm")
+        await worker_for(tk).drain()
+        for n in range(turns):
+            profiler.enable()
+            await collect_turn(tk, aid, "do", f"profile {n}")
+            profiler.disable()
+            await worker_for(tk).drain()
+
+    asyncio.run(go())
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(30)
+    return out.getvalue()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,10000")
+    parser.add_argument("--turns", type=int, default=30, help="turns timed per story")
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    reply = FakeReply(NARRATION, chunk_size=4096, usage=None)
+    with FakeOpenAIServer(lambda request: reply) as fake:
+        os.environ["TALEKEEPER_ENDPOINT"] = fake.url
+        os.environ["TALEKEEPER_MODEL"] = "fake-model"
+        home = Path(tempfile.mkdtemp(prefix="tk-overhead-"))
+        tk = Talekeeper(home)
+        start = time.perf_counter()
+        aids = {size: build(tk, size) for size in sizes}
+        print(
+            f"built {', '.join(f'{s:,}' for s in sizes)}-turn stories in {time.perf_counter() - start:.1f} s",
+            flush=True,
+        )
+        with Served(tk) as base:
+            times = play(base, aids, args.turns)
+        rows = {size: statistics.median(t) * 1000 for size, t in times.items()}
+        for size, ms in rows.items():
+            print(
+                json.dumps(
+                    {
+                        "story turns": size,
+                        "turns timed": len(times[size]),
+                        "per-turn ms, median": round(ms, 1),
+                        "p90 ms": round(
+                            sorted(times[size])[int(0.9 * (len(times[size]) - 1))] * 1000, 1
+                        ),
+                    }
+                )
+            )
+        small, large = min(sizes), max(sizes)
+        print(
+            json.dumps(
+                {
+                    "ratio": f"{large:,} / {small:,}",
+                    "value": round(rows[large] / rows[small], 2),
+                    "target": "<= 1.2; <= 20 ms at 100",
+                }
+            )
+        )
+        if args.profile:
+            print(profile(tk, aids[large]))
+
+
+if __name__ == "__main__":
+    main()
