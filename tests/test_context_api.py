@@ -28,7 +28,7 @@ def test_insights_for_a_turn_and_dry_run(client: TestClient, scripted: ScriptedP
     assert [n for n in names if n in fixed] == fixed and names[:2] == fixed[:2]
     assert "history" in names and names[-1] == "emit_reminder" and "action" in names
     docks = next(i for i in data["triggered_cards"] if i["key"] == "The docks")
-    assert docks["why"] == "trigger 'dock' in your action"
+    assert docks["why"] == "trigger 'dock' in your action; placed after the history"
     # The stored prompt is exactly what the provider received.
     sent = scripted.requests[-1]
     assert [m["content"] for m in data["prompt"]["messages"]] == [m.content for m in sent.messages]
@@ -36,7 +36,7 @@ def test_insights_for_a_turn_and_dry_run(client: TestClient, scripted: ScriptedP
     nxt = client.get(f"/api/adventures/{adventure_id}/insights/next", params={"kind": "say", "text": "Hello"}).json()
     assert nxt["dry_run"] is True and nxt["turn"] == 2
     maren = next(i for i in nxt["triggered_cards"] if i["key"] == "Maren")
-    assert maren["why"] == "trigger 'Maren' in turn 1 (narration)"
+    assert "turn 1" in maren["why"] and maren["included"]  # fired on turn 1's narration (and lingers)
     # ... and so is Maren the character: in scene, named to the state engine.
     assert nxt["in_scene"] == ["maren"]
     state = next(s for s in nxt["sections"] if s["name"] == "current_state")
@@ -106,7 +106,7 @@ def test_story_cards_crud_and_trigger(client: TestClient, adventure_id: int) -> 
     assert client.post(base, json={"name": "x", "entry": "y", "triggers": "z", "extra": 1}).status_code == 422
     nxt = client.get(f"/api/adventures/{adventure_id}/insights/next", params={"kind": "do", "text": "look for the WYRMS"}).json()
     dragon = next(i for i in nxt["triggered_cards"] if i["key"] == "Dragon")
-    assert dragon["why"] == "trigger 'wyrm' in your action" and dragon["included"]
+    assert dragon["why"] == "trigger 'wyrm' in your action; placed after the history" and dragon["included"]
     assert client.put(f"{base}/{index}", json={"name": "Dragon", "entry": "Gone.", "triggers": "dragon"}).json()["entry"] == "Gone."
     assert client.put(f"{base}/999", json={"name": "x", "entry": "y", "triggers": "z"}).status_code == 404
     assert client.delete(f"{base}/{index}").status_code == 204

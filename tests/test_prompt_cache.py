@@ -70,7 +70,7 @@ def test_volatile_sections_come_after_the_history() -> None:
     history = order.index("history")
     for name in (
         "memories",
-        "story_cards",
+        "story_cards_after",
         "current_state",
         "refusals",
         "action",
@@ -91,31 +91,23 @@ def test_volatile_sections_come_after_the_history() -> None:
 
 
 def test_a_card_enters_on_its_trigger_and_lingers_before_it_leaves() -> None:
-    # Mentioned at turn 10; the window reads 2 turns, the card lingers 3 more.
+    # Mentioned at turn 10: it fires on turn 11 (the window reads 2 turns) and, having no
+    # timers of its own, lingers 3 turns from there (the window alone would drop it at 13).
     present = {}
-    sent: frozenset[int] = frozenset()
-    for n in range(10, 18):
-        assembly = assemble_at(turns(n, mention_at=10), previous_cards=sent)
-        cards = assembly.section("story_cards")
-        sent = frozenset(int(i.ref) for i in cards.items if i.included) if cards else frozenset()
-        present[n] = bool(sent)
-    assert [present[n] for n in range(10, 18)] == [
-        True,
-        True,
-        True,
-        True,
-        True,
-        False,
-        False,
-        False,
-    ]
-    # Without last turn's cards (a fresh start), only the window decides.
-    assert assemble_at(turns(13, mention_at=10)).section("story_cards") is None
-    # A card never sent does not linger in.
-    assert (
-        assemble_at(turns(13, mention_at=10), previous_cards=frozenset({5})).section("story_cards")
-        is None
-    )
+    fired: dict[int, int] = {}
+    for n in range(10, 19):
+        assembly = assemble_at(turns(n, mention_at=10), turn=n + 1, card_last_fired=fired)
+        fired.update({index: n + 1 for index in assembly.cards_fired})
+        cards = assembly.section("story_cards_after")
+        present[n + 1] = bool(cards and cards.text)
+    assert [present[t] for t in range(11, 20)] == [True] * 4 + [False] * 5
+    # A card that carries its own timers keeps them.
+    plot = {**PLOT, "story_cards": [{**PLOT["story_cards"][0], "sticky": 1}]}
+    inputs = ContextInput(
+        plot=plot, history=turns(13, mention_at=10), action_kind="do", action_text="wait", turn=14,
+        card_last_fired={0: 12}, options=ContextOptions(budget=4000, window_turns=2, card_linger_turns=3),
+    )  # fmt: skip
+    assert asyncio.run(assemble(inputs, words)).section("story_cards_after") is None
 
 
 def test_history_is_dropped_in_chunks_and_only_grows_between_drops() -> None:
