@@ -35,6 +35,13 @@ class GenerationSettings(BaseModel):
     max_tokens: int = Field(220, ge=16, le=4096, description="Longest narration per turn, in tokens.")
     temperature: float = Field(0.8, ge=0.0, le=2.0, description="Higher is more surprising.")
     top_p: float = Field(0.95, gt=0.0, le=1.0, description="Nucleus sampling cut-off.")
+    # More samplers, each left to the model server when empty (see llm/base.SAMPLERS).
+    min_p: float | None = Field(None, ge=0.0, le=1.0, description="Drop tokens less likely than this share of the likeliest. Empty: the server's default.")
+    top_k: int | None = Field(None, ge=1, le=1000, description="Consider only this many likeliest tokens. Empty: the server's default.")
+    repetition_penalty: float | None = Field(None, ge=0.5, le=2.0, description="Above 1 discourages repeating recent text. Empty: the server's default.")
+    presence_penalty: float | None = Field(None, ge=-2.0, le=2.0, description="Above 0 nudges towards new topics. Empty: the server's default.")
+    stop: str = Field("", max_length=400, description="Text that ends the narration at once, several separated by | (e.g. “\n> |###”).")
+    seed: int | None = Field(None, ge=0, le=2**31 - 1, description="The same seed and prompt give the same narration, where the server supports it. Empty: random.")
     context_budget: int | None = Field(
         None,
         ge=512,
