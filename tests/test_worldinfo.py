@@ -231,11 +231,11 @@ def test_positions_place_cards_where_they_say() -> None:
     plot = {
         "author_note": "Rain.",
         "story_cards": [
-            {"name": "before", "entry": "BEFORE", "constant": True},
+            {"name": "before", "entry": "BEFORE", "constant": True, "position": "before_history"},
             {"name": "after", "entry": "AFTER", "constant": True, "position": "after_history"},
             {"name": "deep", "entry": "DEEP", "constant": True, "position": "at_depth", "depth": 1},
             {"name": "note", "entry": "NOTE", "constant": True, "position": "author_note"},
-            {"name": "high", "entry": "HIGH", "constant": True, "order": 500},
+            {"name": "high", "entry": "HIGH", "constant": True, "order": 500, "position": "before_history"},
         ],
     }
     history = [HistoryTurn("do", f"act {d}", f"line {d}a\nline {d}b", d, d) for d in range(1, 4)]
