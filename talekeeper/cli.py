@@ -148,6 +148,19 @@ def import_command(
     raise typer.Exit(interop_cli.import_adventure(_open(data_dir, None, None, None, database_url), path))
 
 
+@app.command("import-card")
+def import_card_command(
+    path: Annotated[Path, typer.Argument(help="A character card (PNG/JSON/CHARX), lorebook, or another app's story file.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Save without asking.")] = False,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Import a card, lorebook or story from another app as a scenario: shows the import report, asks before saving."""
+    from talekeeper.terminal import interop as interop_cli
+
+    raise typer.Exit(interop_cli.import_card(_open(data_dir, None, None, None, database_url), path, yes))
+
+
 @app.command()
 def version() -> None:
     """Print the version."""

@@ -63,3 +63,43 @@ def import_adventure(tk: Talekeeper, path: Path) -> int:
     for note in result.notes:
         console.print(f"  {note}")
     return 0
+
+
+def import_card(tk: Talekeeper, path: Path, yes: bool) -> int:
+    """Convert a card / lorebook / other app's story, show what came across, approximated
+    or was dropped, and save only after the player agrees (the web import's two steps)."""
+    from talekeeper.service import imports, scenarios
+
+    if not path.is_file():
+        console.print(f"[red]No file at {path}.[/red]")
+        return 1
+    try:
+        found = imports.preview(tk, path.read_bytes(), path.name)
+    except imports.Refused as exc:
+        console.print(f"[red]Refused:[/red] {exc} Nothing was imported.")
+        return 1
+    failed = 0
+    for item in found["items"]:
+        console.print(
+            f"[bold]{item['title']}[/bold] ({item['format']}): "
+            f"{item['story_cards']} story cards, {item['origins']} origins"
+        )
+        for line in item["report"]:
+            console.print(f"  {line['status']}: {line['field']} — {line['detail']}")
+        if item["errors"]:
+            console.print("[red]Cannot be saved as it is:[/red] " + "; ".join(item["errors"]))
+            failed += 1
+            continue
+        if not yes and not console.input(
+            "Save this as a scenario? [y/N] "
+        ).strip().lower().startswith("y"):
+            console.print("Not saved.")
+            continue
+        try:
+            done = imports.save(tk, item["scenario"])
+        except scenarios.ScenarioInvalid as exc:
+            console.print(f"[red]Refused:[/red] {exc}")
+            failed += 1
+            continue
+        console.print(f"Saved as scenario “{done['id']}”.")
+    return 1 if failed else 0
