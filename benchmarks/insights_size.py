@@ -58,7 +58,7 @@ async def run(turns: int) -> dict:
         texts = sum(len(t.text) + len(t.digest) for t in session.query(ContextText))
         narration = sum(len(n.narration.encode()) + len(n.action_text.encode()) for n in session.query(Node))
     from talekeeper.context import insights as insights_mod
-    from talekeeper.web.api_context import turn_insights
+    from talekeeper.service.insights import of_turn as turn_insights
 
     with tk.db.session() as session:
         last = session.query(Node).order_by(Node.depth.desc()).first()

@@ -101,7 +101,6 @@ def test_imports_point_down(path: Path) -> None:
         )
 
 
-@pytest.mark.xfail(strict=True, reason="web/pages.py still imports web/api.py; fixed by the web split")
 def test_pages_never_import_api_modules() -> None:
     """HTML pages and JSON routes both call services; neither calls the other."""
     for path in sorted((ROOT / "web").glob("pages*.py")):
@@ -110,3 +109,11 @@ def test_pages_never_import_api_modules() -> None:
             assert not (module.startswith("talekeeper.web.") and name.startswith("api")), (
                 f"web/{path.name}:{line} imports {module}"
             )
+
+
+def test_web_opens_no_session_and_takes_no_lock() -> None:
+    """The services own the unit of work; routes and pages only translate."""
+    for path in sorted((ROOT / "web").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for needle in (".db.session(", ".locks.hold(", ".locks.acquire(", ".locks.release("):
+            assert needle not in text, f"web/{path.name} calls {needle}: call a service instead"

@@ -22,11 +22,12 @@ from talekeeper.memory import bank, prompts
 from talekeeper.memory.panel import panel
 from talekeeper.memory.worker import worker_for
 from talekeeper.service import adventures
+from talekeeper.service.insights import of_next as next_insights
+from talekeeper.service.insights import of_turn as turn_insights
 from talekeeper.service.settings import SettingsUpdate, update_settings
 from talekeeper.service.turns import collect_turn
 from talekeeper.store.models import Adventure, Memory, StorySummary
 from talekeeper.story import tree
-from talekeeper.web.api_context import next_insights, turn_insights
 
 DEMO = "greywater-lantern"
 FILLER = [

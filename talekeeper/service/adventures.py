@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import random
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -22,6 +24,9 @@ from talekeeper.state.creation import CreationError, create_character, creation_
 from talekeeper.store.models import Adventure, Node, Scenario
 from talekeeper.story import takes, tree
 from talekeeper.story.actions import format_action
+
+if TYPE_CHECKING:
+    from talekeeper.service.app import Talekeeper
 
 PLOT_FIELDS = (
     "narrator_instructions",
@@ -196,3 +201,103 @@ def story_view(
         "turns_shown": [{**node_view(n), "takes": positions[n.id].as_dict()} for n in nodes],
         "persona": adventure.plot.get("persona"),
     }
+
+
+# --- the unit of work, and the entry points the web and the terminal call -------------------
+#
+# Every entry point takes the application object and owns its transaction; a write also
+# holds the adventure's writer lock (a second writer gets AdventureBusy → 409). Callers
+# translate what comes back; they open no session and take no lock themselves.
+
+
+@contextmanager
+def writing(tk: Talekeeper, adventure_id: int) -> Iterator[tuple[Session, Adventure]]:
+    """One transaction under the adventure's writer lock; a refusal inside changes nothing."""
+    with tk.locks.hold(adventure_id), tk.db.session() as session:
+        yield session, get_adventure(session, adventure_id)
+
+
+@contextmanager
+def reading(tk: Talekeeper, adventure_id: int) -> Iterator[tuple[Session, Adventure]]:
+    with tk.db.session() as session:
+        yield session, get_adventure(session, adventure_id)
+
+
+def start(
+    tk: Talekeeper,
+    scenario_id: str,
+    answers: dict[str, str] | None = None,
+    title: str | None = None,
+    origin_id: str | None = None,
+    persona: dict[str, str] | None = None,
+    character: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A new adventure from a scenario; the story as it opens."""
+    with tk.db.session() as session:
+        adventure = start_adventure(session, scenario_id, answers, title, origin_id, persona, character=character)
+        return story_view(session, adventure)
+
+
+def story(tk: Talekeeper, adventure_id: int, limit: int = PAGE_SIZE, before: int | None = None) -> dict[str, Any]:
+    with reading(tk, adventure_id) as (session, adventure):
+        return story_view(session, adventure, limit=limit, before=before)
+
+
+def play_view(tk: Talekeeper, adventure_id: int) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """The story at the head and the cast the player can Talk to (the play page)."""
+    with reading(tk, adventure_id) as (session, adventure):
+        voices = [{"id": m.id, "name": m.name} for m in state_engine.rules_of(adventure).cast.values()]
+        return story_view(session, adventure), voices
+
+
+def summaries(tk: Talekeeper) -> list[dict[str, Any]]:
+    """Every adventure, the most recently played first."""
+    with tk.db.session() as session:
+        return [adventure_summary(session, a) for a in list_adventures(session)]
+
+
+def latest(tk: Talekeeper) -> dict[str, Any] | None:
+    """The most recently played adventure with its last turn (the home page's "Continue")."""
+    with tk.db.session() as session:
+        rows = list_adventures(session)
+        if not rows:
+            return None
+        view = story_view(session, rows[0], limit=1)
+        return {**adventure_summary(session, rows[0]), "last": view["turns_shown"][-1] if view["turns_shown"] else None}
+
+
+def rename(tk: Talekeeper, adventure_id: int, title: str) -> dict[str, Any]:
+    """Rename an adventure; its summary (as in the list)."""
+    with writing(tk, adventure_id) as (session, adventure):
+        rename_adventure(session, adventure, title)
+        return adventure_summary(session, adventure)
+
+
+def summary(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+    with reading(tk, adventure_id) as (session, adventure):
+        return adventure_summary(session, adventure)
+
+
+def delete(tk: Talekeeper, adventure_id: int) -> None:
+    """Delete an adventure and everything in it (under its lock: never mid-turn)."""
+    with writing(tk, adventure_id) as (session, adventure):
+        delete_adventure(session, adventure)
+
+
+def title_of(tk: Talekeeper, adventure_id: int) -> str:
+    with reading(tk, adventure_id) as (_session, adventure):
+        return adventure.title
+
+
+def turn(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, Any]:
+    """One turn as the story shows it (the edit form starts from it)."""
+    with reading(tk, adventure_id) as (session, adventure):
+        return node_view(get_turn(session, adventure, node_id))
+
+
+def character_options(tk: Talekeeper, scenario_id: str, origin_id: str | None = None) -> dict[str, Any]:
+    """What character creation offers in this scenario and origin; `{"creation": None}`
+    when the scenario has none."""
+    with tk.db.session() as session:
+        data = with_origin(get_scenario(session, scenario_id).data, origin_id)
+    return {"creation": creation_options(data.get("rules"), (data.get("origin") or {}).get("build"))}

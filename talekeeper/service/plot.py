@@ -10,7 +10,7 @@ the head, and undoing past it brings the earlier summary back.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
@@ -20,7 +20,11 @@ from talekeeper.context.keys import split_keys
 from talekeeper.context.triggers import MAX_CARDS
 from talekeeper.errors import Invalid, NotFound
 from talekeeper.memory import bank
+from talekeeper.service.adventures import reading, writing
 from talekeeper.store.models import Adventure, Node
+
+if TYPE_CHECKING:
+    from talekeeper.service.app import Talekeeper
 
 TEXT_FIELDS = ("narrator_instructions", "ai_instructions", "plot_essentials", "author_note")
 
@@ -148,3 +152,36 @@ def delete_card(adventure: Adventure, index: int) -> None:
         raise CardNotFound(f"No story card {index} in this adventure.")
     del items[index]
     adventure.plot = {**(adventure.plot or {}), "story_cards": items}
+
+
+# --- entry points (each owns its transaction; edits hold the adventure's writer lock) ---------
+
+
+def plot_of(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+    with reading(tk, adventure_id) as (session, adventure):
+        return plot_view(session, adventure)
+
+
+def edit_plot(tk: Talekeeper, adventure_id: int, update: PlotUpdate) -> dict[str, Any]:
+    with writing(tk, adventure_id) as (session, adventure):
+        return update_plot(session, adventure, update)
+
+
+def cards_of(tk: Talekeeper, adventure_id: int) -> list[dict[str, Any]]:
+    with reading(tk, adventure_id) as (_session, adventure):
+        return cards(adventure)
+
+
+def add_card_to(tk: Talekeeper, adventure_id: int, card: StoryCard) -> dict[str, Any]:
+    with writing(tk, adventure_id) as (_session, adventure):
+        return add_card(adventure, card)
+
+
+def replace_card_in(tk: Talekeeper, adventure_id: int, index: int, card: StoryCard) -> dict[str, Any]:
+    with writing(tk, adventure_id) as (_session, adventure):
+        return replace_card(adventure, index, card)
+
+
+def delete_card_from(tk: Talekeeper, adventure_id: int, index: int) -> None:
+    with writing(tk, adventure_id) as (_session, adventure):
+        delete_card(adventure, index)

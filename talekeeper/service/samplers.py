@@ -9,7 +9,7 @@ Both are kept as settings rows (JSON), validated by the same model as the settin
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy.orm import Session
@@ -17,6 +17,9 @@ from sqlalchemy.orm import Session
 from talekeeper.errors import Invalid, NotFound
 from talekeeper.service.settings import GenerationSettings
 from talekeeper.store.models import Setting
+
+if TYPE_CHECKING:
+    from talekeeper.service.app import Talekeeper
 
 PRESETS_KEY = "sampler_presets"
 FIELDS = ("min_p", "top_k", "repetition_penalty", "presence_penalty", "stop", "seed")
@@ -118,3 +121,48 @@ def for_adventure(session: Session, adventure_id: int, generation: GenerationSet
         chosen.update(presets(session).get(choice["preset"], {}))  # a deleted preset: ignored
     chosen.update(choice["values"])
     return GenerationSettings(**{**generation.model_dump(), **chosen}).samplers()
+
+
+# --- entry points: each owns its transaction (and the adventure's lock when it writes) -----
+
+
+def list_presets(tk: Talekeeper) -> dict[str, dict[str, Any]]:
+    with tk.db.session() as session:
+        return presets(session)
+
+
+def keep_preset(tk: Talekeeper, name: str, values: dict[str, Any]) -> dict[str, Any]:
+    with tk.db.session() as session:
+        return save_preset(session, name, values)
+
+
+def forget_preset(tk: Talekeeper, name: str) -> None:
+    with tk.db.session() as session:
+        delete_preset(session, name)
+
+
+def of_adventure(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+    """This adventure's title, preset and own values, every preset, and what its turns ask
+    the model for (`effective`)."""
+    from talekeeper.service.adventures import reading
+
+    with reading(tk, adventure_id) as (session, adventure):
+        return {
+            "title": adventure.title,
+            **adventure_choice(session, adventure_id),
+            "presets": presets(session),
+            "effective": for_adventure(session, adventure_id, tk.generation()),
+        }
+
+
+def choose(
+    tk: Talekeeper, adventure_id: int, preset: str | None, values: dict[str, Any], keep_as: str = ""
+) -> dict[str, Any]:
+    """Set this adventure's preset and own values (optionally keeping the values as a
+    preset too), in one transaction: a refusal keeps neither."""
+    from talekeeper.service.adventures import writing
+
+    with writing(tk, adventure_id) as (session, _adventure):
+        if keep_as:
+            save_preset(session, keep_as, values)
+        return set_adventure_choice(session, adventure_id, preset, values)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -14,6 +14,9 @@ from talekeeper.errors import Invalid, NotFound
 from talekeeper.service import json_depth
 from talekeeper.service.origins import origin_summaries
 from talekeeper.store.models import Scenario
+
+if TYPE_CHECKING:
+    from talekeeper.service.app import Talekeeper
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -415,3 +418,100 @@ def import_scenario(session: Session, raw: bytes) -> tuple[Scenario, list[str]]:
     if errors:
         raise ScenarioInvalid(errors, "That scenario has mistakes; nothing was imported.")
     return _store(session, data), notes
+
+
+# --- entry points (each owns its transaction) ------------------------------------------------
+
+
+def scenario_view(row: Scenario) -> dict[str, Any]:
+    return {**scenario_summary(row), "data": row.data}
+
+
+def creation_offer(data: dict[str, Any]) -> dict[str, Any] | None:
+    """Character creation as the start form offers it: the scenario's classes, each with the
+    origins that allow it (the server refuses any other pairing, naming the allowed ones)."""
+    from talekeeper.state.creation import creation_options
+
+    options = creation_options(data.get("rules"))
+    if options is None:
+        return None
+    origins = origin_summaries(data)
+    builds = {o["id"]: (o.get("build") or {}).get("classes") for o in data.get("origins", []) if isinstance(o, dict)}
+    for klass in options["classes"]:
+        allowed = [o["title"] for o in origins if not builds.get(o["id"]) or klass["id"] in builds[o["id"]]]
+        klass["origins"] = allowed if len(allowed) < len(origins) else []
+    return options
+
+
+def summaries(tk: Talekeeper) -> list[dict[str, Any]]:
+    """Every scenario, with the persona and character creation it offers (the home page's
+    start form)."""
+    with tk.db.session() as session:
+        return [
+            {**scenario_summary(s), "persona": s.data.get("persona") or {}, "creation": creation_offer(s.data)}
+            for s in list_scenarios(session)
+        ]
+
+
+def read(tk: Talekeeper, scenario_id: str) -> dict[str, Any]:
+    """The scenario with its document (and whether it is built in)."""
+    with tk.db.session() as session:
+        return scenario_view(get_scenario(session, scenario_id))
+
+
+def create(tk: Talekeeper, data: dict[str, Any]) -> dict[str, Any]:
+    with tk.db.session() as session:
+        return scenario_view(create_scenario(session, data))
+
+
+def create_titled(tk: Talekeeper, title: str) -> dict[str, Any]:
+    """A new, nearly empty scenario named `title`, with an id made from it."""
+    with tk.db.session() as session:
+        return scenario_view(create_scenario(session, new_scenario(title[:200], free_id(session, title))))
+
+
+def update(tk: Talekeeper, scenario_id: str, data: dict[str, Any]) -> dict[str, Any]:
+    with tk.db.session() as session:
+        return scenario_view(update_scenario(session, scenario_id, data))
+
+
+def duplicate(tk: Talekeeper, scenario_id: str) -> dict[str, Any]:
+    with tk.db.session() as session:
+        return scenario_view(duplicate_scenario(session, scenario_id))
+
+
+def delete(tk: Talekeeper, scenario_id: str) -> None:
+    with tk.db.session() as session:
+        delete_scenario(session, scenario_id)
+
+
+def import_file(tk: Talekeeper, raw: bytes) -> dict[str, Any]:
+    """Import a file (an export or a bare document); `notes` says what was adjusted."""
+    with tk.db.session() as session:
+        row, notes = import_scenario(session, raw)
+        return {**scenario_view(row), "notes": notes}
+
+
+def export(tk: Talekeeper, scenario_id: str) -> tuple[dict[str, Any], str]:
+    """The scenario as a file: its document and a file name."""
+    with tk.db.session() as session:
+        row = get_scenario(session, scenario_id)
+        return export_scenario(row), f"{row.id}.talekeeper.json"
+
+
+def library(tk: Talekeeper) -> list[dict[str, Any]]:
+    """Every scenario with how many story cards it has and whether it has rules (the list page)."""
+    with tk.db.session() as session:
+        return [
+            {**scenario_summary(s), "cards": len(s.data.get("story_cards") or []), "has_rules": bool(s.data.get("rules"))}
+            for s in list_scenarios(session)
+        ]
+
+
+def document(tk: Talekeeper, scenario_id: str) -> tuple[dict[str, Any], bool]:
+    """A scenario's document (a copy, safe to edit) and whether it is built in."""
+    import copy
+
+    with tk.db.session() as session:
+        row = get_scenario(session, scenario_id)
+        return copy.deepcopy(row.data), row.builtin

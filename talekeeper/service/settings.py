@@ -9,14 +9,18 @@ operator's decision, so `allow_remote` comes only from the environment, never fr
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlalchemy.orm import Session
 
+from talekeeper.context.settings import ContextSettings, context_settings, update_context_settings
 from talekeeper.errors import Invalid
 from talekeeper.llm.settings import ModelSettings
 from talekeeper.store.models import Setting
+
+if TYPE_CHECKING:
+    from talekeeper.service.app import Talekeeper
 
 ENV_OVERRIDES = {
     "TALEKEEPER_ENDPOINT": "endpoint",
@@ -196,3 +200,47 @@ def _validation_message(exc: ValidationError, group: str) -> str:
         where = ".".join(str(p) for p in (group, *error["loc"]))
         parts.append(f"{where}: {error['msg']}")
     return "; ".join(parts)
+
+
+# --- entry points (each owns its transaction) ------------------------------------------------
+
+
+def stored(tk: Talekeeper) -> dict[str, Any]:
+    """What is stored (model and generation), before environment and flags apply."""
+    with tk.db.session() as session:
+        return stored_settings(session)
+
+
+def settings_view(tk: Talekeeper) -> dict[str, Any]:
+    """The stored settings, what is in effect for this run and why, and the model in use."""
+    return {
+        **stored(tk),
+        "effective_model": tk.model_settings().model_dump(exclude={"api_key"}),
+        "overridden": overridden_fields(tk.model_overrides),
+        "generation": tk.generation().model_dump(),
+        "model_description": tk.model_description(),
+    }
+
+
+def save(tk: Talekeeper, update: SettingsUpdate, context: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Store model and generation settings (and context settings when given): all or nothing."""
+    with tk.db.session() as session:
+        result = update_settings(session, update)
+        if context is not None:
+            update_context_settings(session, context)
+        return result
+
+
+def context_settings_of(tk: Talekeeper) -> ContextSettings:
+    with tk.db.session() as session:
+        return context_settings(session)
+
+
+def save_context_settings(tk: Talekeeper, values: dict[str, Any]) -> ContextSettings:
+    """Merge and validate; a ValidationError becomes a SettingsError (422) and stores nothing."""
+    try:
+        with tk.db.session() as session:
+            return update_context_settings(session, values)
+    except ValidationError as exc:
+        detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise SettingsError(detail) from exc

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from talekeeper.state import (
     Document,
     Report,
@@ -41,6 +43,40 @@ def _rules_from_text(text: str) -> Rules:
     return load_rules(json.loads(text))
 
 
+class ProposalRecord(BaseModel):
+    """The audit record kept with every turn's state proposal (a node's `proposal` column).
+
+    Built here only (a model's reply, a player's correction, an edited take) and read back
+    through `ProposalRecord.of`, which tolerates records written by older releases.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    source: str | None = Field(None, description="Who proposed it: `model`, `player` or `player_edit`.")
+    raw: str | None = Field(None, description="The state block as the model wrote it.")
+    parse_error: str | None = Field(None, description="Why the block could not be read, if it could not.")
+    events: list[Any] | None = Field(None, description="The proposed events, as written.")
+    report: dict[str, Any] | None = Field(None, description="The validator's verdicts (a Report).")
+    edited_from: int | None = Field(None, description="The take an edit was made from.")
+
+    @classmethod
+    def of(cls, stored: dict[str, Any] | None) -> ProposalRecord:
+        try:
+            return cls.model_validate(stored or {})
+        except ValueError:  # a damaged record reads as an empty one; its turn still shows
+            return cls()
+
+    @property
+    def proposed(self) -> bool:
+        return bool(self.source or self.raw)
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.model_dump()
+        if data["edited_from"] is None:
+            del data["edited_from"]
+        return data
+
+
 def rules_of(adventure: Adventure) -> Rules:
     """The adventure's rules (validated once and cached by content)."""
     if not adventure.rules:
@@ -56,8 +92,8 @@ def document_of(state: dict[str, Any] | None, rules: Rules) -> Document:
 
 def last_report(proposal: dict[str, Any] | None) -> Report | None:
     """The verdicts recorded with a node's proposal, if any."""
-    report = (proposal or {}).get("report")
-    if not isinstance(report, dict):
+    report = ProposalRecord.of(proposal).report
+    if report is None:
         return None
     try:
         return Report.model_validate(report)
@@ -82,7 +118,7 @@ def prompt_sections(
     the last *model-written* turn's record (`HeadView.story_proposal`): refusals are the
     model's feedback, so a player's refused correction is never presented as its own.
     """
-    head_proposal = story_proposal if (story_proposal or {}).get("source") != "player" else None
+    head_proposal = story_proposal if ProposalRecord.of(story_proposal).source != "player" else None
     report = last_report(head_proposal)
     canon = canon_prompt(rules)
     if mode != "inline":
@@ -101,7 +137,7 @@ def prompt_sections(
         "event_vocabulary": vocabulary,
         "stat_guide": stat_guide(rules) or None,
         "current_state": state_for_prompt(document, rules, in_scene_ids),
-        "refusals": refusals_for_prompt(report, unreadable=(head_proposal or {}).get("parse_error")) or None,
+        "refusals": refusals_for_prompt(report, unreadable=ProposalRecord.of(head_proposal).parse_error) or None,
         "emit_reminder": emit_instructions(),
     }
 
@@ -127,28 +163,27 @@ def settle_reply(reply: str, before: Document, rules: Rules, turn: int) -> Settl
     rejected or unparseable.
     """
     extraction = extract_reply(reply)
-    record: dict[str, Any] = {
-        "source": "model",
-        "raw": extraction.raw_block,
-        "parse_error": extraction.error,
-        "events": (extraction.proposal or {}).get("events"),
-    }
+    record = ProposalRecord(
+        source="model",
+        raw=extraction.raw_block,
+        parse_error=extraction.error,
+        events=(extraction.proposal or {}).get("events"),
+    )
     if extraction.proposal is None:
-        record["report"] = None
         # Code writes the turn's recent-event line even when no block came (seed 003).
         after = record_event(before, event_line(None, extraction.prose), turn)
-        return Settled(extraction.prose, after.to_json(), record, [])
+        return Settled(extraction.prose, after.to_json(), record.to_json(), [])
     after, report = apply_proposal(before, extraction.proposal, rules, turn)
     after = record_event(after, event_line(report, extraction.prose), turn)
-    record["report"] = report.to_json()
-    return Settled(extraction.prose, after.to_json(), record, outcome_views(report))
+    record.report = report.to_json()
+    return Settled(extraction.prose, after.to_json(), record.to_json(), outcome_views(report))
 
 
 def correct(before: Document, events: list[Any], rules: Rules, turn: int) -> tuple[dict[str, Any], dict[str, Any], Report]:
     """The player's correction: the same validator, recorded as the player's."""
     after, report = apply_proposal(before, {"events": events}, rules, turn, authority="player")
-    record = {"source": "player", "raw": None, "parse_error": None, "events": events, "report": report.to_json()}
-    return after.to_json(), record, report
+    record = ProposalRecord(source="player", events=events, report=report.to_json())
+    return after.to_json(), record.to_json(), report
 
 
 def rederive_for_edit(parent: Node, original: Node, narration: str, rules: Rules) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -164,18 +199,13 @@ def rederive_for_edit(parent: Node, original: Node, narration: str, rules: Rules
         settled = settle_reply(narration, before, rules, original.depth)
         settled.proposal.update(source="player_edit", edited_from=original.id)
         return settled.prose, settled.state, settled.proposal
-    events = (original.proposal or {}).get("events") or []
+    events = ProposalRecord.of(original.proposal).events or []
     after, report = apply_proposal(before, {"events": events}, rules, original.depth)
     after = record_event(after, event_line(report if events else None, extraction.prose), original.depth)
-    record = {
-        "source": "player_edit",
-        "edited_from": original.id,
-        "raw": None,
-        "parse_error": None,
-        "events": events,
-        "report": report.to_json() if events else None,
-    }
-    return extraction.prose, after.to_json(), record
+    record = ProposalRecord(
+        source="player_edit", edited_from=original.id, events=events, report=report.to_json() if events else None
+    )
+    return extraction.prose, after.to_json(), record.to_json()
 
 
 def outcome_views(report: Report) -> list[dict[str, Any]]:

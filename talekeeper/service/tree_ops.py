@@ -12,14 +12,13 @@ stream (`play_turn(..., take_of=...)`); everything else is immediate.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from talekeeper.service import state_engine
-from talekeeper.service.adventures import AdventureNotFound, get_adventure, get_turn, story_view
+from talekeeper.service.adventures import AdventureNotFound, get_turn, reading, story_view, writing
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import TurnEvent, clean_narration, play_turn
 from talekeeper.store.models import Adventure
@@ -34,23 +33,8 @@ class SavePointNotFound(AdventureNotFound):
     pass
 
 
-# --- the unit of work ------------------------------------------------------------------
-
-
-@contextmanager
-def _writing(tk: Talekeeper, adventure_id: int) -> Iterator[tuple[Session, Adventure]]:
-    with tk.locks.hold(adventure_id), tk.db.session() as session:
-        yield session, get_adventure(session, adventure_id)
-
-
-@contextmanager
-def _reading(tk: Talekeeper, adventure_id: int) -> Iterator[tuple[Session, Adventure]]:
-    with tk.db.session() as session:
-        yield session, get_adventure(session, adventure_id)
-
-
 def _move(tk: Talekeeper, adventure_id: int, move: Callable[[Session, Adventure], Any]) -> dict[str, Any]:
-    with _writing(tk, adventure_id) as (session, adventure):
+    with writing(tk, adventure_id) as (session, adventure):
         move(session, adventure)
         return story_view(session, adventure)
 
@@ -68,7 +52,7 @@ def redo(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
 
 def current_state(tk: Talekeeper, adventure_id: int) -> dict[str, Any] | None:
     """The authoritative state: the head node's snapshot, by construction."""
-    with _reading(tk, adventure_id) as (session, adventure):
+    with reading(tk, adventure_id) as (session, adventure):
         return tree.head(session, adventure).state
 
 
@@ -80,7 +64,7 @@ def retry(tk: Talekeeper, adventure_id: int, node_id: int | None = None) -> Asyn
 
     Refusals (no such turn, the opening) raise here; busy is refused by the pipeline.
     """
-    with _reading(tk, adventure_id) as (session, adventure):
+    with reading(tk, adventure_id) as (session, adventure):
         node = tree.head(session, adventure) if node_id is None else get_turn(session, adventure, node_id)
         tree.parent_for_take(session, node)
         kind, text, take_of = node.action_kind, node.action_text, node.id
@@ -105,7 +89,7 @@ def edit_narration(tk: Talekeeper, adventure_id: int, node_id: int, narration: s
         raise tree.TreeError("The edited narration is empty. Write something, or keep the original.")
     if len(narration) > MAX_NARRATION_CHARS:
         raise tree.TreeError(f"The narration is too long (at most {MAX_NARRATION_CHARS} characters).")
-    with _writing(tk, adventure_id) as (session, adventure):
+    with writing(tk, adventure_id) as (session, adventure):
         original = get_turn(session, adventure, node_id)
         parent = tree.parent_for_take(session, original)
         prose, state, proposal = state_engine.rederive_for_edit(parent, original, narration, state_engine.rules_of(adventure))
@@ -142,12 +126,12 @@ def take_view(take: takes.Take, reading_id: int | None) -> dict[str, Any]:
 
 def list_takes(tk: Talekeeper, adventure_id: int, node_id: int | None = None) -> dict[str, Any]:
     """The takes of the head's turn (or of turn `node_id`), and which one is being read."""
-    with _reading(tk, adventure_id) as (session, adventure):
+    with reading(tk, adventure_id) as (session, adventure):
         head = tree.head(session, adventure)
         node = head if node_id is None else get_turn(session, adventure, node_id)
-        reading = tree.ancestor_at(session, head, node.depth)
+        read = tree.ancestor_at(session, head, node.depth)
         rows = takes.takes_of(session, node)
-        reading_id = reading.id if reading is not None and reading.parent_id == node.parent_id else None
+        reading_id = read.id if read is not None and read.parent_id == node.parent_id else None
         return {
             "turn_id": node.id,
             "depth": node.depth,
@@ -161,14 +145,14 @@ def list_takes(tk: Talekeeper, adventure_id: int, node_id: int | None = None) ->
 
 def choose_take(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, Any]:
     """Read take `node_id`: the head moves onto it."""
-    with _writing(tk, adventure_id) as (session, adventure):
+    with writing(tk, adventure_id) as (session, adventure):
         takes.choose(session, adventure, get_turn(session, adventure, node_id))
         return story_view(session, adventure)
 
 
 def step_take(tk: Talekeeper, adventure_id: int, node_id: int, by: int) -> dict[str, Any]:
     """Read the take `by` places after (negative: before) take `node_id`."""
-    with _writing(tk, adventure_id) as (session, adventure):
+    with writing(tk, adventure_id) as (session, adventure):
         takes.step(session, adventure, get_turn(session, adventure, node_id), by)
         return story_view(session, adventure)
 
@@ -196,7 +180,7 @@ def line_view(line: branches.Line) -> dict[str, Any]:
 
 
 def list_branches(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
-    with _reading(tk, adventure_id) as (session, adventure):
+    with reading(tk, adventure_id) as (session, adventure):
         head = tree.head(session, adventure)
         return {
             "branches": [line_view(line) for line in branches.list_lines(session, adventure)],
@@ -208,19 +192,19 @@ def list_branches(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
 
 
 def rename_branch(tk: Talekeeper, adventure_id: int, leaf_id: int, name: str | None) -> dict[str, Any]:
-    with _writing(tk, adventure_id) as (session, adventure):
+    with writing(tk, adventure_id) as (session, adventure):
         leaf = branches.rename(session, adventure, get_turn(session, adventure, leaf_id), name)
         return {"id": leaf.id, "name": leaf.branch_name}
 
 
 def switch_branch(tk: Talekeeper, adventure_id: int, leaf_id: int) -> dict[str, Any]:
-    with _writing(tk, adventure_id) as (session, adventure):
+    with writing(tk, adventure_id) as (session, adventure):
         branches.switch(session, adventure, get_turn(session, adventure, leaf_id))
         return story_view(session, adventure)
 
 
 def delete_branch(tk: Talekeeper, adventure_id: int, leaf_id: int) -> dict[str, Any]:
-    with _writing(tk, adventure_id) as (session, adventure):
+    with writing(tk, adventure_id) as (session, adventure):
         removed = branches.delete_line(session, adventure, get_turn(session, adventure, leaf_id))
         return {"deleted_turns": removed}
 
@@ -258,7 +242,7 @@ def _one_save_point(session: Session, adventure: Adventure, save_point_id: int) 
 
 
 def list_save_points(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
-    with _reading(tk, adventure_id) as (session, adventure):
+    with reading(tk, adventure_id) as (session, adventure):
         head = tree.head(session, adventure)
         return {
             "save_points": [save_point_view(sp) for sp in savepoints.list_save_points(session, adventure)],
@@ -270,7 +254,7 @@ def list_save_points(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
 
 def create_save_point(tk: Talekeeper, adventure_id: int, name: str, note: str = "") -> dict[str, Any]:
     """Save the moment being read (after Undo, that earlier moment)."""
-    with _writing(tk, adventure_id) as (session, adventure):
+    with writing(tk, adventure_id) as (session, adventure):
         sp = savepoints.create(session, adventure, name, note)
         return _one_save_point(session, adventure, sp.id)
 
@@ -278,19 +262,19 @@ def create_save_point(tk: Talekeeper, adventure_id: int, name: str, note: str = 
 def rename_save_point(
     tk: Talekeeper, adventure_id: int, save_point_id: int, name: str | None = None, note: str | None = None
 ) -> dict[str, Any]:
-    with _writing(tk, adventure_id) as (session, adventure):
+    with writing(tk, adventure_id) as (session, adventure):
         savepoints.rename(_save_point(session, adventure, save_point_id), name, note)
         session.flush()
         return _one_save_point(session, adventure, save_point_id)
 
 
 def delete_save_point(tk: Talekeeper, adventure_id: int, save_point_id: int) -> None:
-    with _writing(tk, adventure_id) as (session, adventure):
+    with writing(tk, adventure_id) as (session, adventure):
         savepoints.delete(session, _save_point(session, adventure, save_point_id))
 
 
 def restore_save_point(tk: Talekeeper, adventure_id: int, save_point_id: int) -> dict[str, Any]:
-    with _writing(tk, adventure_id) as (session, adventure):
+    with writing(tk, adventure_id) as (session, adventure):
         savepoints.restore(session, adventure, _save_point(session, adventure, save_point_id))
         return story_view(session, adventure)
 

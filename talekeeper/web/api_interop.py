@@ -25,7 +25,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from talekeeper.core import Talekeeper
 from talekeeper.service import bundles, imports
 from talekeeper.service.interop.bundle_format import MEDIA_TYPE, bundle_schema
-from talekeeper.web.api import get_tk
+from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS, error_response
 
 router = APIRouter(prefix="/api", tags=["export and import"])

@@ -8,9 +8,12 @@
     GET    /api/scenarios/{id}/export           the scenario as a file
     POST   /api/scenarios/import                a file from export (or a bare document) (201)
 
-Listing and reading are in `api.py` (`GET /api/scenarios`, `GET /api/scenarios/{id}`).
+    GET    /api/scenarios                       every scenario
+    GET    /api/scenarios/{id}                  one, with its document
+
 A refused document answers 422 with `detail` (a sentence) and `errors` (each mistake with
-its path, e.g. `rules.stats.world.storm.max: …`) and changes nothing.
+its path, e.g. `rules.stats.world.storm.max: …`) and changes nothing; a missing scenario
+answers 404.
 """
 
 from __future__ import annotations
@@ -22,28 +25,20 @@ from fastapi.responses import JSONResponse, Response
 
 from talekeeper.core import Talekeeper
 from talekeeper.service import scenarios
-from talekeeper.web.api import get_tk
+from talekeeper.web.deps import get_tk
+from talekeeper.web.errors import ERRORS
 
 router = APIRouter(prefix="/api/scenarios", tags=["scenarios"])
-INVALID = {422: {"description": "The document has mistakes (`errors`, by path); nothing was saved."}}
 
 
-def _refused(exc: scenarios.ScenarioError) -> JSONResponse:
-    errors = exc.errors if isinstance(exc, scenarios.ScenarioInvalid) else []
-    return JSONResponse({"detail": str(exc), "errors": errors, "error": type(exc).__name__}, status_code=422)
+@router.get("")
+def list_scenarios(tk: Talekeeper = Depends(get_tk)) -> list[dict[str, Any]]:
+    return scenarios.summaries(tk)
 
 
-def _view(row) -> dict[str, Any]:
-    return {**scenarios.scenario_summary(row), "data": row.data}
-
-
-@router.post("", status_code=201, responses=INVALID)
+@router.post("", status_code=201, responses=ERRORS)
 def create(data: dict[str, Any] = Body(..., description="A scenario document."), tk: Talekeeper = Depends(get_tk)) -> Any:
-    try:
-        with tk.db.session() as session:
-            return _view(scenarios.create_scenario(session, data))
-    except scenarios.ScenarioError as exc:
-        return _refused(exc)
+    return scenarios.create(tk, data)
 
 
 @router.post("/check")
@@ -53,54 +48,35 @@ def check(data: Any = Body(..., description="A scenario document to check.")) ->
     return {"valid": not errors, "errors": errors}
 
 
-@router.post("/import", status_code=201, responses=INVALID)
+@router.post("/import", status_code=201, responses=ERRORS)
 async def import_file(request: Request, tk: Talekeeper = Depends(get_tk)) -> Any:
     """The body is the file's bytes: an export, or a bare scenario document (at most 1 MB).
     An id already taken gets a fresh one (see `notes`)."""
-    raw = await request.body()
-    try:
-        with tk.db.session() as session:
-            row, notes = scenarios.import_scenario(session, raw)
-            return {**_view(row), "notes": notes}
-    except scenarios.ScenarioError as exc:
-        return _refused(exc)
+    return scenarios.import_file(tk, await request.body())
 
 
-@router.put("/{scenario_id}", responses=INVALID)
+@router.get("/{scenario_id}", responses=ERRORS)
+def get_scenario(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    return scenarios.read(tk, scenario_id)
+
+
+@router.put("/{scenario_id}", responses=ERRORS)
 def update(scenario_id: str, data: dict[str, Any] = Body(...), tk: Talekeeper = Depends(get_tk)) -> Any:
-    try:
-        with tk.db.session() as session:
-            return _view(scenarios.update_scenario(session, scenario_id, data))
-    except scenarios.ScenarioError as exc:
-        return _refused(exc)
+    return scenarios.update(tk, scenario_id, data)
 
 
-@router.delete("/{scenario_id}", status_code=204, response_class=Response, responses=INVALID)
+@router.delete("/{scenario_id}", status_code=204, response_class=Response, responses=ERRORS)
 def delete(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> Response:
-    try:
-        with tk.db.session() as session:
-            scenarios.delete_scenario(session, scenario_id)
-    except scenarios.ScenarioError as exc:
-        return _refused(exc)
+    scenarios.delete(tk, scenario_id)
     return Response(status_code=204)
 
 
-@router.post("/{scenario_id}/duplicate", status_code=201, responses=INVALID)
+@router.post("/{scenario_id}/duplicate", status_code=201, responses=ERRORS)
 def duplicate(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> Any:
-    try:
-        with tk.db.session() as session:
-            return _view(scenarios.duplicate_scenario(session, scenario_id))
-    except scenarios.ScenarioError as exc:
-        return _refused(exc)
+    return scenarios.duplicate(tk, scenario_id)
 
 
-@router.get("/{scenario_id}/export", responses=INVALID)
+@router.get("/{scenario_id}/export", responses=ERRORS)
 def export(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> Any:
-    try:
-        with tk.db.session() as session:
-            row = scenarios.get_scenario(session, scenario_id)
-            document = scenarios.export_scenario(row)
-            filename = f"{row.id}.talekeeper.json"
-    except scenarios.ScenarioError as exc:
-        return _refused(exc)
+    document, filename = scenarios.export(tk, scenario_id)
     return JSONResponse(document, headers={"Content-Disposition": f'attachment; filename="{filename}"'})

@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from talekeeper.core import Talekeeper
 from talekeeper.service import tree_ops
 from talekeeper.story import branches, savepoints
-from talekeeper.web.api import get_tk, turn_response
+from talekeeper.web.deps import get_tk
+from talekeeper.web.streaming import turn_response
 
 router = APIRouter(prefix="/api/adventures/{adventure_id}", tags=["story tree"])
 TURN_STREAM = {200: {"content": {"text/event-stream": {}}, "description": "The new take, or an SSE stream of it."}}

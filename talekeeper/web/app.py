@@ -16,6 +16,7 @@ from talekeeper.web import (
     api_context,
     api_interop,
     api_scenarios,
+    api_settings,
     api_state,
     api_tree,
     errors,
@@ -50,6 +51,7 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     errors.install(app)
     app.include_router(api.router)
     app.include_router(api_interop.router)  # before api_state: /api/schemas/bundle is more specific than /api/schemas/{name}
+    app.include_router(api_settings.router)
     app.include_router(api_scenarios.router)
     app.include_router(api_tree.router)
     app.include_router(api_state.router)

@@ -2,7 +2,7 @@
 
 A message in the query string is repeated by every reload and lands in history and
 bookmarks. Instead the redirect carries it in a short-lived cookie scoped to this site;
-the next page rendered shows it once (`pages.render`) and clears the cookie.
+the next page rendered shows it once (`render.render`) and clears the cookie.
 """
 
 from __future__ import annotations

@@ -3,63 +3,35 @@ services as the JSON API; refusals are shown on the page in words."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, get_args
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, ValidationError
 
-from talekeeper.context.settings import ContextSettings, context_settings, update_context_settings
+from talekeeper.context.settings import ContextSettings
 from talekeeper.core import Talekeeper
+from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.llm.errors import EndpointRefused, LLMError
 from talekeeper.llm.settings import ModelSettings
-from talekeeper.service import adventures, scenarios, state_engine
+from talekeeper.service import adventures, scenarios, tree_ops
 from talekeeper.service import plot as plot_service
 from talekeeper.service import settings as settings_service
-from talekeeper.service.locks import AdventureBusy
-from talekeeper.service.origins import OriginError, origin_summaries
 from talekeeper.service.turns import warm_next_turn
-from talekeeper.state.creation import creation_options
-from talekeeper.story import tree
-from talekeeper.web import flash, present
-from talekeeper.web.api import get_tk
-from talekeeper.web.emphasis import emphasis
+from talekeeper.web.deps import get_tk
+from talekeeper.web.render import render, templates  # noqa: F401 - `templates` is imported from here too
 
-templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
-present.install(templates.env)
-templates.env.filters["emphasis"] = emphasis
 router = APIRouter(include_in_schema=False)
 PANELS = ("state", "lines", "save-points")
-
-
-def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-    waiting = flash.take(request)  # a redirect's "Saved." (see web/flash.py), shown once
-    if waiting and not context.get("message") and request.headers.get("HX-Request") != "true":
-        context["message"] = waiting
-    response = templates.TemplateResponse(request, name, context, status_code=status_code)
-    if waiting:
-        flash.forget(response)
-    return response
 
 
 # --- home ---------------------------------------------------------------------------------
 
 
 def _home(request: Request, tk: Talekeeper, status_code: int = 200, **extra: Any) -> HTMLResponse:
-    with tk.db.session() as session:
-        rows = adventures.list_adventures(session)
-        adventure_rows = [adventures.adventure_summary(session, a) for a in rows]
-        latest = None
-        if rows:
-            view = adventures.story_view(session, rows[0], limit=1)
-            last = view["turns_shown"][-1] if view["turns_shown"] else None
-            latest = {**adventure_rows[0], "last": last}
-        scenario_rows = [
-            {**scenarios.scenario_summary(s), "persona": s.data.get("persona") or {}, "creation": creation_form(s.data)}
-            for s in scenarios.list_scenarios(session)
-        ]
+    adventure_rows = adventures.summaries(tk)
+    latest = adventures.latest(tk)
+    scenario_rows = scenarios.summaries(tk)
     return render(
         request,
         "home.html",
@@ -87,32 +59,16 @@ async def start(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
     persona = {k: str(form.get(f"persona_{k}", "")).strip() for k in ("name", "pronouns", "description")}
     character = character_from_form(form)
     try:
-        with tk.db.session() as session:
-            origin_id = str(form.get("origin_id") or "") or None
-            chosen = plot_service.Persona(**persona).model_dump() if any(persona.values()) else None
-            adventure = adventures.start_adventure(
-                session, scenario_id, answers, origin_id=origin_id, persona=chosen, character=character
-            )
-            adventure_id = adventure.id
-    except (scenarios.ScenarioError, scenarios.ScenarioNotFound, OriginError) as exc:
+        origin_id = str(form.get("origin_id") or "") or None
+        chosen = plot_service.Persona(**persona).model_dump() if any(persona.values()) else None
+        adventure_id = adventures.start(
+            tk, scenario_id, answers, origin_id=origin_id, persona=chosen, character=character
+        )["id"]
+    except (Invalid, NotFound) as exc:  # a scenario's mistakes, an unknown scenario or origin
         return _home(request, tk, status_code=422, start_error=str(exc), start_scenario=scenario_id)
     except ValidationError as exc:
         return _home(request, tk, status_code=422, start_error=_first_error(exc), start_scenario=scenario_id)
     return RedirectResponse(f"/adventures/{adventure_id}", status_code=303)
-
-
-def creation_form(data: dict[str, Any]) -> dict[str, Any] | None:
-    """Character creation for the start form: the scenario's classes, each with the
-    origins that allow it (the server refuses any other pairing, naming the allowed ones)."""
-    options = creation_options(data.get("rules"))
-    if options is None:
-        return None
-    origins = origin_summaries(data)
-    builds = {o["id"]: (o.get("build") or {}).get("classes") for o in data.get("origins", []) if isinstance(o, dict)}
-    for klass in options["classes"]:
-        allowed = [o["title"] for o in origins if not builds.get(o["id"]) or klass["id"] in builds[o["id"]]]
-        klass["origins"] = allowed if len(allowed) < len(origins) else []
-    return options
 
 
 def character_from_form(form: Any) -> dict[str, Any] | None:
@@ -141,8 +97,7 @@ def _first_error(exc: ValidationError) -> str:
 
 @router.delete("/adventures/{adventure_id}", response_class=HTMLResponse)
 def delete(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    with tk.locks.hold(adventure_id), tk.db.session() as session:
-        adventures.delete_adventure(session, adventures.get_adventure(session, adventure_id))
+    adventures.delete(tk, adventure_id)
     return HTMLResponse("")
 
 
@@ -158,10 +113,7 @@ def play(
     tk: Talekeeper = Depends(get_tk),
 ) -> HTMLResponse:
     """The story; `?panel=state|lines|save-points` opens that side panel."""
-    with tk.db.session() as session:
-        adventure = adventures.get_adventure(session, adventure_id)
-        view = adventures.story_view(session, adventure)
-        voices = [{"id": m.id, "name": m.name} for m in state_engine.rules_of(adventure).cast.values()]  # Talk to…
+    view, voices = adventures.play_view(tk, adventure_id)  # voices: whom the player can Talk to
     background.add_task(warm_next_turn, tk, adventure_id)  # while the player reads and types
     return render(
         request, "play.html", story=view, model=tk.model_description(), panel=panel if panel in PANELS else None,
@@ -173,32 +125,27 @@ def play(
 def story_fragment(
     request: Request, adventure_id: int, before: int | None = None, tk: Talekeeper = Depends(get_tk)
 ) -> HTMLResponse:
-    with tk.db.session() as session:
-        view = adventures.story_view(session, adventures.get_adventure(session, adventure_id), before=before)
+    view = adventures.story(tk, adventure_id, before=before)
     name = "_older.html" if before else "_story.html"
     return render(request, name, story=view)
 
 
 def _move(request: Request, adventure_id: int, move, tk: Talekeeper) -> HTMLResponse:
-    message = None
+    """Undo or redo (the services' own), then the story; a refusal is shown above it."""
     try:
-        with tk.locks.hold(adventure_id), tk.db.session() as session:
-            move(session, adventures.get_adventure(session, adventure_id))
-    except (tree.TreeError, AdventureBusy) as exc:
-        message = str(exc)
-    with tk.db.session() as session:
-        view = adventures.story_view(session, adventures.get_adventure(session, adventure_id))
-    return render(request, "_story.html", story=view, message=message)
+        return render(request, "_story.html", story=move(tk, adventure_id), message=None)
+    except Conflict as exc:  # nothing to undo / redo, or busy
+        return render(request, "_story.html", story=adventures.story(tk, adventure_id), message=str(exc))
 
 
 @router.post("/adventures/{adventure_id}/undo", response_class=HTMLResponse)
 def undo(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    return _move(request, adventure_id, tree.undo, tk)
+    return _move(request, adventure_id, tree_ops.undo, tk)
 
 
 @router.post("/adventures/{adventure_id}/redo", response_class=HTMLResponse)
 def redo(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    return _move(request, adventure_id, tree.redo, tk)
+    return _move(request, adventure_id, tree_ops.redo, tk)
 
 
 # --- settings -----------------------------------------------------------------------------
@@ -273,9 +220,8 @@ def form_fields(model: type[BaseModel], values: BaseModel, names: tuple[str, ...
 
 def _settings_context(tk: Talekeeper, errors: dict[str, str] | None = None, form: dict[str, Any] | None = None) -> dict[str, Any]:
     errors = errors or {}
-    with tk.db.session() as session:
-        stored = settings_service.stored_settings(session)
-        context = context_settings(session)
+    stored = settings_service.stored(tk)
+    context = settings_service.context_settings_of(tk)
     generation = tk.generation()
     if form:  # a refused form shows what was typed, not what is stored
         stored = {**stored, "model": {**stored["model"], **{k: v for k, v in form.get("model", {}).items() if k != "api_key"}}}
@@ -339,10 +285,8 @@ async def save_settings(request: Request, tk: Talekeeper = Depends(get_tk)) -> H
     error = policy = None
     if not errors:
         try:
-            with tk.db.session() as session:
-                update = settings_service.SettingsUpdate(model=model_values, generation=generation)
-                settings_service.update_settings(session, update)
-                update_context_settings(session, context)
+            update = settings_service.SettingsUpdate(model=model_values, generation=generation)
+            settings_service.save(tk, update, context)
         except EndpointRefused as exc:
             error, policy = str(exc), True
         except (settings_service.SettingsError, LLMError, ValidationError) as exc:

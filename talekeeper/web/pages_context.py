@@ -9,29 +9,25 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
 from talekeeper.core import Talekeeper
-from talekeeper.memory import panel
+from talekeeper.errors import Conflict, Invalid, NotFound
+from talekeeper.service import adventures, corrections, insights, memories
 from talekeeper.service import plot as plot_service
-from talekeeper.service.adventures import AdventureNotFound, get_adventure
-from talekeeper.service.locks import AdventureBusy
-from talekeeper.story.actions import ActionError
+from talekeeper.service.adventures import AdventureNotFound
 from talekeeper.web import flash
-from talekeeper.web.api import get_tk
-from talekeeper.web.api_context import next_insights, turn_insights
 from talekeeper.web.card_form import card_from_form
-from talekeeper.web.pages import render  # one template environment: shared filters
-from talekeeper.web.pages_state import turn_proposal
+from talekeeper.web.deps import get_tk
+from talekeeper.web.render import render
 
 router = APIRouter(include_in_schema=False)
 
 
 def _title(tk: Talekeeper, adventure_id: int) -> str:
-    with tk.db.session() as session:
-        return get_adventure(session, adventure_id).title
+    return adventures.title_of(tk, adventure_id)
 
 
 def _back(path: str, message: str | None = None) -> RedirectResponse:
@@ -51,11 +47,10 @@ async def insights_page(
     (optionally for an action: ?kind=do&text=…)."""
     error = proposal = None
     try:
-        data = turn_insights(tk, adventure_id, turn) if turn else await next_insights(tk, adventure_id, kind, text)
-        proposal = turn_proposal(tk, adventure_id, turn) if turn else None
-    except HTTPException as exc:
-        data, error = None, exc.detail
-    except ActionError as exc:
+        data = insights.of_turn(tk, adventure_id, turn) if turn else await insights.of_next(tk, adventure_id, kind, text)
+        proposal = corrections.turn_proposal(tk, adventure_id, turn) if turn else None
+    except (NotFound, Invalid) as exc:  # no such turn or no stored Insights; a refused action
+        # (a missing adventure is refused below, by the title lookup: 404)
         data, error = None, str(exc)
     return render(
         request,
@@ -65,7 +60,7 @@ async def insights_page(
         title=_title(tk, adventure_id),
         data=data,
         error=error,
-        recent=_recent_turns(tk, adventure_id),
+        recent=insights.recent_turns(tk, adventure_id),
         current=turn,
         proposal=proposal,
         kind=kind,
@@ -73,22 +68,10 @@ async def insights_page(
     )
 
 
-def _recent_turns(tk: Talekeeper, adventure_id: int, count: int = 30) -> list[tuple[int, int]]:
-    """(node id, turn number) of the latest turns on the path to the head, newest first."""
-    from talekeeper.memory.bank import path_ids
-
-    with tk.db.session() as session:
-        adventure = get_adventure(session, adventure_id)
-        ids = path_ids(session, adventure.head_node_id) if adventure.head_node_id else []
-    return [(node_id, depth) for depth, node_id in list(enumerate(ids))[::-1][:count] if depth > 0]
-
-
 @router.get("/adventures/{adventure_id}/memory", response_class=HTMLResponse)
 def memory_page(request: Request, adventure_id: int, message: str | None = None, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    with tk.db.session() as session:
-        adventure = get_adventure(session, adventure_id)
-        data = panel.panel(session, adventure)
-        title = adventure.title
+    data = memories.panel_of(tk, adventure_id)
+    title = _title(tk, adventure_id)
     return render(request, "memory.html", adventure_id=adventure_id, title=title, data=data, message=message)
 
 
@@ -105,25 +88,23 @@ async def memory_action(request: Request, adventure_id: int, memory_id: int, tk:
         "save": {"text": str(form.get("text", ""))},
     }
     try:
-        with tk.locks.hold(adventure_id), tk.db.session() as session:
-            adventure = get_adventure(session, adventure_id)
-            if action == "delete":
-                panel.delete(session, adventure, memory_id)
-            elif action in changes:
-                panel.edit(session, adventure, memory_id, panel.MemoryEdit(**changes[action]))
-            else:
-                return _back(back, "Unknown action.")
-    except (panel.MemoryNotFound, ValidationError, AdventureBusy) as exc:
+        if action == "delete":
+            memories.delete(tk, adventure_id, memory_id)
+        elif action in changes:
+            memories.edit(tk, adventure_id, memory_id, memories.MemoryEdit(**changes[action]))
+        else:
+            return _back(back, "Unknown action.")
+    except AdventureNotFound:
+        raise
+    except (memories.MemoryNotFound, ValidationError, Conflict) as exc:
         return _back(back, str(exc).splitlines()[0])
     return _back(back)
 
 
 @router.get("/adventures/{adventure_id}/cards", response_class=HTMLResponse)
 def cards_page(request: Request, adventure_id: int, message: str | None = None, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    with tk.db.session() as session:
-        adventure = get_adventure(session, adventure_id)
-        cards = plot_service.cards(adventure)
-        title = adventure.title
+    cards = plot_service.cards_of(tk, adventure_id)
+    title = _title(tk, adventure_id)
     blank = plot_service.StoryCard().view()
     return render(request, "cards.html", adventure_id=adventure_id, title=title, cards=cards, message=message, blank_card=blank)
 
@@ -138,27 +119,23 @@ async def card_action(request: Request, adventure_id: int, index: str, tk: Talek
     form = await request.form()
     back = f"/adventures/{adventure_id}/cards"
     try:
-        with tk.locks.hold(adventure_id), tk.db.session() as session:
-            adventure = get_adventure(session, adventure_id)
-            if index == "new":
-                plot_service.add_card(adventure, _card_from(form))
-            elif form.get("action") == "delete":
-                plot_service.delete_card(adventure, int(index))
-            else:
-                plot_service.replace_card(adventure, int(index), _card_from(form))
+        if index == "new":
+            plot_service.add_card_to(tk, adventure_id, _card_from(form))
+        elif form.get("action") == "delete":
+            plot_service.delete_card_from(tk, adventure_id, int(index))
+        else:
+            plot_service.replace_card_in(tk, adventure_id, int(index), _card_from(form))
     except AdventureNotFound:
         raise
-    except (plot_service.ContextError, plot_service.CardNotFound, ValidationError, ValueError, AdventureBusy) as exc:
+    except (plot_service.CardNotFound, ValidationError, ValueError, Conflict) as exc:  # Invalid is a ValueError
         return _back(back, str(exc).splitlines()[0])
     return _back(back, "Saved.")
 
 
 @router.get("/adventures/{adventure_id}/plot", response_class=HTMLResponse)
 def plot_page(request: Request, adventure_id: int, message: str | None = None, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    with tk.db.session() as session:
-        adventure = get_adventure(session, adventure_id)
-        data = plot_service.plot_view(session, adventure)
-        title = adventure.title
+    data = plot_service.plot_of(tk, adventure_id)
+    title = _title(tk, adventure_id)
     return render(request, "plot.html", adventure_id=adventure_id, title=title, plot=data, message=message)
 
 
@@ -175,8 +152,7 @@ async def plot_save(request: Request, adventure_id: int, tk: Talekeeper = Depend
                 description=str(form.get("persona_description", "")),
             ),
         )
-        with tk.locks.hold(adventure_id), tk.db.session() as session:
-            plot_service.update_plot(session, get_adventure(session, adventure_id), update)
-    except (ValidationError, AdventureBusy) as exc:
+        plot_service.edit_plot(tk, adventure_id, update)
+    except (ValidationError, Conflict) as exc:
         return _back(back, str(exc).splitlines()[0])
     return _back(back, "Saved.")

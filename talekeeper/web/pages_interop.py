@@ -14,7 +14,8 @@ from talekeeper.errors import TalekeeperError
 from talekeeper.service import bundles, imports
 from talekeeper.service.interop.bundle_format import MEDIA_TYPE
 from talekeeper.web import flash, pages
-from talekeeper.web.api import get_tk
+from talekeeper.web.deps import get_tk
+from talekeeper.web.render import render
 
 router = APIRouter(include_in_schema=False)
 
@@ -80,7 +81,7 @@ async def import_preview(request: Request, tk: Talekeeper = Depends(get_tk)) -> 
     for item in preview["items"]:
         item["json"] = json.dumps(item["scenario"], ensure_ascii=False)
     own = imports.own_scenarios(tk)
-    return pages.render(
+    return render(
         request, "interop_review.html", section="scenarios", preview=preview, own=own
     )
 

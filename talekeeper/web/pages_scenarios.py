@@ -24,9 +24,9 @@ from talekeeper.context.triggers import MAX_CARDS
 from talekeeper.core import Talekeeper
 from talekeeper.service import scenarios
 from talekeeper.web import flash
-from talekeeper.web.api import get_tk
 from talekeeper.web.card_form import card_from_form
-from talekeeper.web.pages import render
+from talekeeper.web.deps import get_tk
+from talekeeper.web.render import render
 
 router = APIRouter(prefix="/scenarios", include_in_schema=False)
 SECTIONS = {
@@ -326,11 +326,7 @@ def editor_context(row_id: str, data: dict[str, Any], builtin: bool, section: st
 
 
 def _list_page(request: Request, tk: Talekeeper, status_code: int = 200, **extra: Any) -> HTMLResponse:
-    with tk.db.session() as session:
-        rows = [
-            {**scenarios.scenario_summary(s), "cards": len(s.data.get("story_cards") or []), "has_rules": bool(s.data.get("rules"))}
-            for s in scenarios.list_scenarios(session)
-        ]
+    rows = scenarios.library(tk)
     return render(request, "scenarios.html", status_code=status_code, section="scenarios", scenarios=rows, **extra)
 
 
@@ -346,9 +342,7 @@ async def create(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response
     if not title:
         return _list_page(request, tk, 422, new_error="Give your scenario a title.")
     try:
-        with tk.db.session() as session:
-            row = scenarios.create_scenario(session, scenarios.new_scenario(title[:200], scenarios.free_id(session, title)))
-            scenario_id = row.id
+        scenario_id = scenarios.create_titled(tk, title)["id"]
     except scenarios.ScenarioError as exc:
         return _list_page(request, tk, 422, new_error=str(exc))
     return flash.redirect(f"/scenarios/{scenario_id}", "Created. Fill in the story, then start an adventure from the home page.")
@@ -362,9 +356,8 @@ async def import_file(request: Request, tk: Talekeeper = Depends(get_tk)) -> Res
         return _list_page(request, tk, 422, import_error="Choose a scenario file (.json) to import.")
     raw = await upload.read(scenarios.MAX_SCENARIO_BYTES + 1)
     try:
-        with tk.db.session() as session:
-            row, notes = scenarios.import_scenario(session, raw)
-            scenario_id = row.id
+        imported = scenarios.import_file(tk, raw)
+        scenario_id, notes = imported["id"], imported["notes"]
     except scenarios.ScenarioInvalid as exc:
         return _list_page(request, tk, 422, import_error=exc.intro, import_errors=exc.errors)
     except scenarios.ScenarioError as exc:
@@ -379,9 +372,8 @@ def editor(
 ) -> HTMLResponse:
     part = part if part in SECTIONS else "story"
     try:
-        with tk.db.session() as session:
-            row = scenarios.get_scenario(session, scenario_id)
-            context = editor_context(row.id, row.data, row.builtin, part, [])
+        data, builtin = scenarios.document(tk, scenario_id)
+        context = editor_context(scenario_id, data, builtin, part, [])
     except scenarios.ScenarioNotFound as exc:
         return _list_page(request, tk, 404, message=str(exc))
     return render(request, "scenario_editor.html", message=message, **context)
@@ -393,12 +385,10 @@ async def save(request: Request, scenario_id: str, part: str, tk: Talekeeper = D
     form = await request.form()
     if part not in SECTIONS:
         return RedirectResponse(f"/scenarios/{quote(scenario_id)}", status_code=303)
-    with tk.db.session() as session:
-        try:
-            row = scenarios.get_scenario(session, scenario_id)
-        except scenarios.ScenarioNotFound as exc:
-            return _list_page(request, tk, 404, message=str(exc))
-        current, builtin = copy.deepcopy(row.data), row.builtin
+    try:
+        current, builtin = scenarios.document(tk, scenario_id)
+    except scenarios.ScenarioNotFound as exc:
+        return _list_page(request, tk, 404, message=str(exc))
     json_text, problems = None, []
     if part == "json":
         json_text = str(form.get("document", ""))
@@ -417,8 +407,7 @@ async def save(request: Request, scenario_id: str, part: str, tk: Talekeeper = D
     try:
         if part == "origins" and problems:
             raise scenarios.ScenarioInvalid(problems)
-        with tk.db.session() as session:
-            scenarios.update_scenario(session, scenario_id, candidate)
+        scenarios.update(tk, scenario_id, candidate)
     except scenarios.ScenarioError as exc:
         errors = exc.errors if isinstance(exc, scenarios.ScenarioInvalid) else [f"(scenario): {exc}"]
         shown = candidate if isinstance(candidate, dict) else current
@@ -432,8 +421,7 @@ async def save(request: Request, scenario_id: str, part: str, tk: Talekeeper = D
 @router.post("/{scenario_id}/duplicate")
 def duplicate(request: Request, scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> Response:
     try:
-        with tk.db.session() as session:
-            copy_id = scenarios.duplicate_scenario(session, scenario_id).id
+        copy_id = scenarios.duplicate(tk, scenario_id)["id"]
     except scenarios.ScenarioNotFound as exc:
         return _list_page(request, tk, 404, message=str(exc))
     except scenarios.ScenarioError as exc:
@@ -444,8 +432,7 @@ def duplicate(request: Request, scenario_id: str, tk: Talekeeper = Depends(get_t
 @router.post("/{scenario_id}/delete")
 def delete(request: Request, scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> Response:
     try:
-        with tk.db.session() as session:
-            scenarios.delete_scenario(session, scenario_id)
+        scenarios.delete(tk, scenario_id)
     except scenarios.ScenarioNotFound as exc:
         return _list_page(request, tk, 404, message=str(exc))
     except scenarios.ScenarioError as exc:

@@ -1,8 +1,8 @@
 """The state panel on the play page (HTMX fragments): the state at the moment being read,
 grouped for reading; the player's corrections; the audit trail.
 
-Corrections go through `api_state.post_correction`, the same validator and bookkeeping as
-the JSON API: a correction that changes something becomes a step of the story (Undo takes
+Corrections go through `service.corrections.correct`, the same validator and bookkeeping
+as the JSON API and the terminal: a correction that changes something becomes a step of the story (Undo takes
 it back) and answers with the `story-changed` trigger; a refused one changes nothing and
 says why, in words.
 """
@@ -12,18 +12,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
-from pydantic import ValidationError
 
 from talekeeper.core import Talekeeper
-from talekeeper.service import state_engine
-from talekeeper.service.adventures import get_adventure
-from talekeeper.service.locks import AdventureBusy
-from talekeeper.story import tree
-from talekeeper.web import api_state
-from talekeeper.web.api import get_tk
-from talekeeper.web.pages import render
+from talekeeper.errors import Conflict
+from talekeeper.service import corrections
+from talekeeper.web.deps import get_tk
+from talekeeper.web.render import render
 
 router = APIRouter(prefix="/adventures/{adventure_id}/state", include_in_schema=False)
 GROUPS = {"person": "Characters", "place": "Places", "item": "Items"}
@@ -41,14 +37,8 @@ def _number(text: str) -> Any:
 
 def panel_context(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
     """The grouped state at the moment being read, and the choices the correction form offers."""
-    with tk.db.session() as session:
-        adventure = get_adventure(session, adventure_id)
-        head = tree.head(session, adventure)
-        rules = state_engine.rules_of(adventure)
-        document = state_engine.document_of(head.state, rules)
-        view = state_engine.state_view(document, rules)
-        has_rules = bool(adventure.rules)
-    names = {e.id: e.name for e in document.entities.values()}
+    state = corrections.state_at_head(tk, adventure_id)
+    view, names, has_rules = state["view"], state["names"], state["has_rules"]
     holders = {p["item"]: p["holder_name"] for p in view["possessions"]}
     groups: list[tuple[str, list[dict[str, Any]]]] = []
     for kind in ("person", "place", "item"):
@@ -146,17 +136,12 @@ def events_from_form(form: Any) -> list[Any]:
 async def correct(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
     form = await request.form()
     try:
-        events = events_from_form(form)
-        answer = api_state.post_correction(adventure_id, api_state.Correction(events=events), tk)
-    except ValueError as exc:  # ValidationError is a ValueError too
-        message = str(exc).splitlines()[0] if not isinstance(exc, ValidationError) else "A correction holds at most 50 events."
+        answer = corrections.correct(tk, adventure_id, events_from_form(form))
+    except corrections.CorrectionRefused as exc:
+        return _panel(request, tk, adventure_id, result={"ok": False, "message": str(exc), "changes": exc.errors})
+    except (ValueError, Conflict) as exc:  # the form, a refused correction (Invalid), busy
+        message = str(exc).splitlines()[0]
         return _panel(request, tk, adventure_id, result={"ok": False, "message": message, "changes": []})
-    except AdventureBusy as exc:
-        return _panel(request, tk, adventure_id, result={"ok": False, "message": str(exc), "changes": []})
-    except HTTPException as exc:
-        detail = exc.detail if isinstance(exc.detail, dict) else {"message": str(exc.detail)}
-        result = {"ok": False, "message": detail.get("message", "Nothing was changed."), "changes": detail.get("changes", [])}
-        return _panel(request, tk, adventure_id, result=result)
     response = _panel(request, tk, adventure_id, result={"ok": True, "changes": answer["changes"]})
     response.headers["HX-Trigger"] = "story-changed"
     return response
@@ -165,21 +150,5 @@ async def correct(request: Request, adventure_id: int, tk: Talekeeper = Depends(
 @router.get("/audit", response_class=HTMLResponse)
 def audit(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
     """Every proposal on the line being read, newest first: raw text, parse errors, verdicts."""
-    trail = api_state.audit(adventure_id, limit=100, tk=tk)
+    trail = corrections.audit(tk, adventure_id, limit=100)
     return render(request, "_audit.html", adventure_id=adventure_id, trail=trail)
-
-
-def turn_proposal(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, Any] | None:
-    """What was proposed with one turn (raw text, parse error, events) and what became of it."""
-    from talekeeper.service.adventures import get_turn
-
-    with tk.db.session() as session:
-        node = get_turn(session, get_adventure(session, adventure_id), node_id)
-        record = node.proposal or {}
-        return {
-            "source": record.get("source"),
-            "raw": record.get("raw"),
-            "parse_error": record.get("parse_error"),
-            "events": record.get("events"),
-            "changes": state_engine.changes_of(node),
-        }

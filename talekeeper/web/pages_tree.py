@@ -18,8 +18,8 @@ from talekeeper.core import Talekeeper
 from talekeeper.service import adventures, story_map, tree_ops
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.story.tree import TreeError
-from talekeeper.web.api import get_tk
-from talekeeper.web.pages import render
+from talekeeper.web.deps import get_tk
+from talekeeper.web.render import render
 
 router = APIRouter(prefix="/adventures/{adventure_id}/tree", include_in_schema=False)
 REFUSALS = (TreeError, AdventureBusy, adventures.AdventureNotFound)
@@ -33,9 +33,7 @@ def _story(request: Request, tk: Talekeeper, adventure_id: int, change: Callable
         change()
     except REFUSALS as exc:
         message = str(exc)
-    with tk.db.session() as session:
-        view = adventures.story_view(session, adventures.get_adventure(session, adventure_id))
-    return render(request, "_story.html", story=view, message=message)
+    return render(request, "_story.html", story=adventures.story(tk, adventure_id), message=message)
 
 
 def _panel(
@@ -72,9 +70,7 @@ def choose_take(request: Request, adventure_id: int, node_id: int, tk: Talekeepe
 
 @router.get("/turns/{node_id}/edit", response_class=HTMLResponse)
 def edit_form(request: Request, adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    with tk.db.session() as session:
-        adventure = adventures.get_adventure(session, adventure_id)
-        turn = adventures.node_view(adventures.get_turn(session, adventure, node_id))
+    turn = adventures.turn(tk, adventure_id, node_id)
     return render(request, "_edit_turn.html", adventure_id=adventure_id, t=turn)
 
 

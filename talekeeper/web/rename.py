@@ -11,8 +11,8 @@ from pydantic import BaseModel, Field
 from talekeeper.service import adventures
 from talekeeper.service.adventures import AdventureTitleInvalid
 from talekeeper.service.app import Talekeeper
-from talekeeper.web.api import get_tk
-from talekeeper.web.pages import render
+from talekeeper.web.deps import get_tk
+from talekeeper.web.render import render
 
 router = APIRouter()
 
@@ -21,17 +21,10 @@ class Rename(BaseModel):
     title: str = Field(max_length=adventures.MAX_TITLE * 2, description="The new title (spaces are tidied).")
 
 
-def _rename(tk: Talekeeper, adventure_id: int, title: str) -> dict[str, Any]:
-    with tk.locks.hold(adventure_id), tk.db.session() as session:
-        adventure = adventures.get_adventure(session, adventure_id)
-        adventures.rename_adventure(session, adventure, title)
-        return adventures.adventure_summary(session, adventure)
-
-
 @router.patch("/api/adventures/{adventure_id}", tags=["adventures"])
 def rename_adventure(adventure_id: int, body: Rename, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """Rename an adventure. Answers with its summary (as in `GET /api/adventures`)."""
-    return _rename(tk, adventure_id, body.title)
+    return adventures.rename(tk, adventure_id, body.title)
 
 
 @router.post("/adventures/{adventure_id}/rename", response_class=HTMLResponse)
@@ -41,10 +34,9 @@ def rename_page(
     """The home page's rename form: answers with the adventure's card (and why, if refused)."""
     message = None
     try:
-        summary = _rename(tk, adventure_id, title)
+        summary = adventures.rename(tk, adventure_id, title)
     except AdventureTitleInvalid as exc:
         message = str(exc)
-        with tk.db.session() as session:
-            summary = adventures.adventure_summary(session, adventures.get_adventure(session, adventure_id))
+        summary = adventures.summary(tk, adventure_id)
     # 200 either way: htmx swaps the card in, with the refusal written on it.
     return render(request, "_adventure_card.html", a=summary, message=message)

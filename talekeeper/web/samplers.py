@@ -10,11 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from talekeeper.llm.errors import LLMError
 from talekeeper.service import samplers
-from talekeeper.service.adventures import get_adventure
 from talekeeper.service.app import Talekeeper
 from talekeeper.web import flash
-from talekeeper.web.api import get_tk
-from talekeeper.web.pages import render
+from talekeeper.web.deps import get_tk
+from talekeeper.web.render import render
 
 router = APIRouter(prefix="/api", tags=["samplers"])
 
@@ -29,38 +28,30 @@ class AdventureSamplers(BaseModel):
 @router.get("/sampler-presets")
 def list_presets(tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """Every named preset: name → the samplers it sets."""
-    with tk.db.session() as session:
-        return samplers.presets(session)
+    return samplers.list_presets(tk)
 
 
 @router.put("/sampler-presets/{name}")
 def save_preset(name: str, body: samplers.Samplers, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """Create or replace a preset (min_p, top_k, repetition_penalty, presence_penalty, stop, seed)."""
-    with tk.db.session() as session:
-        return samplers.save_preset(session, name, body.model_dump(exclude_none=True))
+    return samplers.keep_preset(tk, name, body.model_dump(exclude_none=True))
 
 
 @router.delete("/sampler-presets/{name}", status_code=204)
 def delete_preset(name: str, tk: Talekeeper = Depends(get_tk)) -> None:
-    with tk.db.session() as session:
-        samplers.delete_preset(session, name)
+    samplers.forget_preset(tk, name)
 
 
 @router.get("/adventures/{adventure_id}/samplers")
 def adventure_samplers(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """This adventure's preset and own values, and what its turns ask the model for."""
-    with tk.db.session() as session:
-        get_adventure(session, adventure_id)
-        choice = samplers.adventure_choice(session, adventure_id)
-        generation = tk.generation()
-        return {**choice, "effective": samplers.for_adventure(session, adventure_id, generation)}
+    view = samplers.of_adventure(tk, adventure_id)
+    return {"preset": view["preset"], "values": view["values"], "effective": view["effective"]}
 
 
 @router.put("/adventures/{adventure_id}/samplers")
 def set_adventure_samplers(adventure_id: int, body: AdventureSamplers, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
-    with tk.locks.hold(adventure_id), tk.db.session() as session:
-        get_adventure(session, adventure_id)
-        return samplers.set_adventure_choice(session, adventure_id, body.preset, body.values.model_dump(exclude_none=True))
+    return samplers.choose(tk, adventure_id, body.preset, body.values.model_dump(exclude_none=True))
 
 
 # --- the page: /adventures/{id}/samplers -------------------------------------------------------
@@ -74,18 +65,15 @@ def samplers_page(request: Request, adventure_id: int, tk: Talekeeper = Depends(
 
 
 def _page(request: Request, tk: Talekeeper, adventure_id: int, message: str | None = None, status_code: int = 200) -> HTMLResponse:
-    with tk.db.session() as session:
-        title = get_adventure(session, adventure_id).title
-        choice = samplers.adventure_choice(session, adventure_id)
-        presets = samplers.presets(session)
-        effective = samplers.for_adventure(session, adventure_id, tk.generation())
+    view = samplers.of_adventure(tk, adventure_id)
+    choice = {"preset": view["preset"], "values": view["values"]}
     try:
-        ignored = tk.provider().unsupported_samplers(effective)
+        ignored = tk.provider().unsupported_samplers(view["effective"])
     except LLMError:
         ignored = []
     return render(
-        request, "samplers.html", status_code=status_code, adventure_id=adventure_id, title=title, choice=choice,
-        presets=presets, effective=effective, ignored=ignored, fields=samplers.FIELDS, message=message,
+        request, "samplers.html", status_code=status_code, adventure_id=adventure_id, title=view["title"], choice=choice,
+        presets=view["presets"], effective=view["effective"], ignored=ignored, fields=samplers.FIELDS, message=message,
     )
 
 
@@ -97,11 +85,7 @@ async def samplers_save(request: Request, adventure_id: int, tk: Talekeeper = De
     preset = str(form.get("preset", "")).strip() or None
     new_preset = str(form.get("save_as", "")).strip()
     try:
-        with tk.locks.hold(adventure_id), tk.db.session() as session:
-            get_adventure(session, adventure_id)
-            if new_preset:
-                samplers.save_preset(session, new_preset, values)
-            samplers.set_adventure_choice(session, adventure_id, preset, values)
+        samplers.choose(tk, adventure_id, preset, values, keep_as=new_preset)
     except samplers.SamplersInvalid as exc:
         return _page(request, tk, adventure_id, message=str(exc), status_code=422)
     saved = "Saved." + (f" The values are also kept as the preset “{new_preset}”." if new_preset else "")

@@ -9,8 +9,8 @@ from fastapi.responses import HTMLResponse
 
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.search import search_story
-from talekeeper.web.api import get_tk
-from talekeeper.web.pages import render
+from talekeeper.web.deps import get_tk
+from talekeeper.web.render import render
 
 router = APIRouter()
 

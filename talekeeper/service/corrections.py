@@ -1,0 +1,112 @@
+"""The state at the moment being read, the player's corrections, and the audit trail.
+
+One place for what the JSON API, the play page's state panel and `talekeeper play` all
+offer. A correction passes the same validator as the model's proposals, is recorded as
+the player's (it outranks the story) and becomes a step of the story of its own, so Undo
+takes it back; if nothing would change, nothing is written and `CorrectionRefused` (422)
+carries each event's verdict.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from talekeeper.errors import Invalid
+from talekeeper.service import state_engine
+from talekeeper.service.adventures import get_turn, reading, story_view, writing
+from talekeeper.service.state_engine import ProposalRecord
+from talekeeper.state.canon import canon_log as build_canon_log
+from talekeeper.story import tree
+
+if TYPE_CHECKING:
+    from talekeeper.service.app import Talekeeper
+
+MAX_EVENTS = 50
+
+
+class CorrectionRefused(Invalid):
+    """Nothing would change; `errors` holds each event's verdict (the change chips)."""
+
+    def __init__(self, outcomes: list[dict[str, Any]]):
+        super().__init__("Nothing was changed.")
+        self.errors = outcomes
+
+
+def state_at_head(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+    """The state at the moment being read, grouped for display, plus its raw document."""
+    with reading(tk, adventure_id) as (session, adventure):
+        head = tree.head(session, adventure)
+        rules = state_engine.rules_of(adventure)
+        document = state_engine.document_of(head.state, rules)
+        return {
+            "head_id": head.id,
+            "has_rules": bool(adventure.rules),
+            "view": state_engine.state_view(document, rules),
+            "document": document.to_json(),
+            "names": {e.id: e.name for e in document.entities.values()},
+            "changes": state_engine.changes_of(head),
+        }
+
+
+def canon_log(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+    """The canon log at the head: what every model role reads — hidden stats only as their
+    band word, no character's private knowledge."""
+    with reading(tk, adventure_id) as (session, adventure):
+        head = tree.head(session, adventure)
+        rules = state_engine.rules_of(adventure)
+        return build_canon_log(state_engine.document_of(head.state, rules), rules, head.depth)
+
+
+def correct(tk: Talekeeper, adventure_id: int, events: list[Any]) -> dict[str, Any]:
+    """Apply the player's correction below the head; the verdicts and the story after it."""
+    if len(events) > MAX_EVENTS:
+        raise Invalid(f"A correction holds at most {MAX_EVENTS} events.")
+    with writing(tk, adventure_id) as (session, adventure):
+        head = tree.head(session, adventure)
+        rules = state_engine.rules_of(adventure)
+        before = state_engine.document_of(head.state, rules)
+        state, record, report = state_engine.correct(before, events, rules, head.depth + 1)
+        outcomes = state_engine.outcome_views(report)
+        if not any(o["status"] in ("applied", "limited") for o in outcomes):
+            raise CorrectionRefused(outcomes)
+        tree.append_child(
+            session,
+            adventure,
+            head,
+            tree.NewTurn(
+                action_kind="correction",
+                action_text=state_engine.correction_summary(report),
+                narration="",
+                state=state,
+                proposal=record,
+                model="player",
+            ),
+        )
+        return {"changes": outcomes, "story": story_view(session, adventure, limit=5)}
+
+
+def _audit_entry(node) -> dict[str, Any]:
+    record = ProposalRecord.of(node.proposal)
+    return {
+        "turn_id": node.id,
+        "depth": node.depth,
+        "source": record.source,
+        "raw": record.raw,
+        "parse_error": record.parse_error,
+        "events": record.events,
+        "changes": state_engine.changes_of(node),
+    }
+
+
+def audit(tk: Talekeeper, adventure_id: int, limit: int = 50) -> list[dict[str, Any]]:
+    """Every proposal on the line being read, newest first: raw text, parse errors, verdicts."""
+    with reading(tk, adventure_id) as (session, adventure):
+        nodes = tree.path_to(session, tree.head(session, adventure), limit=limit)
+        return [_audit_entry(n) for n in reversed(nodes) if ProposalRecord.of(n.proposal).proposed]
+
+
+def turn_proposal(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, Any]:
+    """What was proposed with one turn (raw text, parse error, events) and what became of it."""
+    with reading(tk, adventure_id) as (session, adventure):
+        entry = _audit_entry(get_turn(session, adventure, node_id))
+        return {k: entry[k] for k in ("source", "raw", "parse_error", "events", "changes")}

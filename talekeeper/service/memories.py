@@ -1,0 +1,35 @@
+"""The memory panel's entry points: read the memories on the path, edit or delete one.
+
+`memory.panel` does the work inside a session; these own the transaction (and the
+adventure's writer lock for changes), for the JSON API, the page and the terminal alike.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from talekeeper.memory import panel
+from talekeeper.memory.panel import MemoryEdit, MemoryNotFound
+from talekeeper.service.adventures import reading, writing
+
+if TYPE_CHECKING:
+    from talekeeper.service.app import Talekeeper
+
+__all__ = ["MemoryEdit", "MemoryNotFound", "delete", "edit", "panel_of"]
+
+
+def panel_of(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+    """The memories on the path to the head (used / idle / forgotten), the summary in force,
+    and the last background run's error, if any."""
+    with reading(tk, adventure_id) as (session, adventure):
+        return panel.panel(session, adventure)
+
+
+def edit(tk: Talekeeper, adventure_id: int, memory_id: int, change: MemoryEdit) -> dict[str, Any]:
+    with writing(tk, adventure_id) as (session, adventure):
+        return panel.edit(session, adventure, memory_id, change)
+
+
+def delete(tk: Talekeeper, adventure_id: int, memory_id: int) -> None:
+    with writing(tk, adventure_id) as (session, adventure):
+        panel.delete(session, adventure, memory_id)

@@ -1,0 +1,11 @@
+"""What every route is handed: the application object the app was created with."""
+
+from __future__ import annotations
+
+from fastapi import Request
+
+from talekeeper.core import Talekeeper
+
+
+def get_tk(request: Request) -> Talekeeper:
+    return request.app.state.tk

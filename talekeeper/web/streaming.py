@@ -1,0 +1,37 @@
+"""A turn's events over HTTP: an SSE stream when the client asks for one, else the finished turn."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+from fastapi import Request
+from sse_starlette import EventSourceResponse
+
+from talekeeper.service.turns import TurnEvent, TurnFailed
+
+TURN_STREAM = {200: {"content": {"text/event-stream": {}}, "description": "The finished turn, or an SSE stream of it."}}
+
+
+def sse_message(event: TurnEvent) -> dict[str, str]:
+    payload = {"text": event.text} if event.kind in ("text", "reasoning") else event.data
+    return {"event": event.kind, "data": json.dumps(payload)}
+
+
+async def turn_response(events: AsyncIterator[TurnEvent], request: Request):
+    """A turn's events as an SSE stream when the client asks for one, else the finished turn."""
+    first = await anext(events)  # refusals (busy, bad action, unknown adventure) raise here
+    if "text/event-stream" in request.headers.get("accept", ""):
+
+        async def stream():
+            yield sse_message(first)
+            async for event in events:
+                yield sse_message(event)
+
+        return EventSourceResponse(stream(), ping=15)
+    async for event in events:
+        if event.kind == "done":
+            return event.data
+        if event.kind == "error":
+            raise TurnFailed(event.data["message"])
+    raise TurnFailed("The turn ended without a result.")
