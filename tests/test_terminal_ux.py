@@ -15,7 +15,8 @@ from talekeeper.llm import embedded
 from talekeeper.llm.base import GenerationRequest, Message
 from talekeeper.llm.errors import EmbeddedModelError, ServerUnavailable
 from talekeeper.llm.scripted import ScriptedProvider
-from talekeeper.service import adventures
+from talekeeper.service import adventures, state_engine
+from talekeeper.story import tree
 from talekeeper.terminal import loop as terminal
 
 
@@ -132,3 +133,55 @@ def test_state_shows_what_the_story_holds_true(tk: Talekeeper, scripted: Scripte
     assert re.search(r"storm\s+6 / 10\s+a gale", out), out
     assert "☐ Obtain the brass key" in out and "turn None" not in out
     assert "/state" in out.split("Command")[-1]  # /help lists it
+
+
+def test_fix_corrects_the_state_by_name_and_undo_takes_it_back(
+    tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aid = start(tk)
+    lines = ["/fix set storm 7", "/fix give brass key to Maren", "/fix flag ferry_hired on", "/fix set storm 7", "/state"]
+    out = run_play(tk, lines, monkeypatch, adventure_id=aid)
+    assert "● Storm 4 → 7" in out and "● Maren now holds brass key" in out
+    assert "Storm 7 → 7" not in out and "world.storm already 7" in out  # setting what is true: no correction
+    assert "Scene: Greywater docks" in out  # names, never ids
+    assert scripted.requests == []  # corrections never call the model
+    with tk.db.session() as session:
+        adventure = adventures.get_adventure(session, aid)
+        head = tree.head(session, adventure)
+        document = state_engine.document_of(head.state, state_engine.rules_of(adventure))
+        assert document.stats.world["storm"].value == 7
+        assert document.possessions["brass_key"] == "maren"
+        assert document.flags["ferry_hired"] is True
+        assert head.action_kind == "correction"
+    run_play(tk, ["/undo"], monkeypatch, adventure_id=aid)
+    with tk.db.session() as session:
+        adventure = adventures.get_adventure(session, aid)
+        head = tree.head(session, adventure)
+        document = state_engine.document_of(head.state, state_engine.rules_of(adventure))
+        assert document.flags.get("ferry_hired") is not True  # the last correction undone
+        assert document.possessions["brass_key"] == "maren"  # the one before it kept
+
+
+@pytest.mark.parametrize(
+    "line, says",
+    [
+        ("/fix", "What should be corrected?"),
+        ("/fix set moonlight 3", "There is no stat 'moonlight'"),
+        ("/fix give brass key to Nobody", "There is no holder 'Nobody'"),
+        ("/fix move Maren to the moon", "There is no place 'the moon'"),
+        ("/fix set storm lots", "'lots' is not a number"),
+        ("/fix {not json", "That is not valid JSON"),
+        ("/fix dance wildly", "I could not read that correction"),
+        ('/fix {"type": "teleport", "to": "moon"}', "Nothing was changed"),
+    ],
+)
+def test_fix_refuses_what_it_cannot_read_and_writes_nothing(
+    tk: Talekeeper, monkeypatch: pytest.MonkeyPatch, line: str, says: str
+) -> None:
+    aid = start(tk)
+    out = run_play(tk, [line], monkeypatch, adventure_id=aid)
+    assert says in out
+    with tk.db.session() as session:
+        adventure = adventures.get_adventure(session, aid)
+        assert adventure.turn_count == 0
+        assert tree.head(session, adventure).action_kind != "correction"

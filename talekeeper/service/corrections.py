@@ -67,7 +67,7 @@ def correct(tk: Talekeeper, adventure_id: int, events: list[Any]) -> dict[str, A
         before = state_engine.document_of(head.state, rules)
         state, record, report = state_engine.correct(before, events, rules, head.depth + 1)
         outcomes = state_engine.outcome_views(report)
-        if not any(o["status"] in ("applied", "limited") for o in outcomes):
+        if not any(_changes_something(o) for o in outcomes):
             raise CorrectionRefused(outcomes)
         tree.append_child(
             session,
@@ -83,6 +83,13 @@ def correct(tk: Talekeeper, adventure_id: int, events: list[Any]) -> dict[str, A
             ),
         )
         return {"changes": outcomes, "story": story_view(session, adventure, limit=5)}
+
+
+def _changes_something(outcome: dict[str, Any]) -> bool:
+    """Applied and not a no-op: setting a stat to the value it has is no correction."""
+    if outcome["status"] not in ("applied", "limited"):
+        return False
+    return outcome.get("before") is None or outcome.get("before") != outcome.get("after")
 
 
 def _audit_entry(node) -> dict[str, Any]:

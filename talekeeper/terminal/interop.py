@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
 from talekeeper.core import Talekeeper
-from talekeeper.service import bundles
-from talekeeper.service.adventures import AdventureNotFound, get_adventure
+from talekeeper.service import adventures, bundles
+from talekeeper.service.adventures import AdventureNotFound
 
 console = Console(highlight=False)
 
@@ -26,8 +26,7 @@ def _bar() -> Progress:
 
 def export_adventure(tk: Talekeeper, adventure_id: int, path: Path | None) -> int:
     try:
-        with tk.db.session() as session:
-            title = get_adventure(session, adventure_id).title
+        title = adventures.title_of(tk, adventure_id)
     except AdventureNotFound as exc:
         console.print(f"[red]{exc}[/red]")
         return 1

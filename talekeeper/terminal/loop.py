@@ -11,8 +11,9 @@ from rich.markup import escape
 from rich.prompt import IntPrompt, Prompt
 from rich.table import Table
 
+from talekeeper.errors import Invalid
 from talekeeper.llm.errors import LLMError
-from talekeeper.service import adventures, scenarios, state_updates
+from talekeeper.service import adventures, corrections, scenarios, state_updates
 from talekeeper.service.adventures import AdventureNotFound
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.locks import AdventureBusy
@@ -22,6 +23,7 @@ from talekeeper.story import tree
 from talekeeper.story.actions import ActionError
 from talekeeper.terminal import character as terminal_character
 from talekeeper.terminal import tree as terminal_tree
+from talekeeper.terminal.fix import events_from_words
 from talekeeper.terminal.state import show_state
 
 console = Console()
@@ -30,7 +32,7 @@ HELP = (
     "Type an action and press Enter. Prefix with [bold]say[/] or [bold]story[/] to change the kind "
     "(default: do); [bold]talk Name: words[/] speaks to a character, who answers in their own voice. Commands: [bold]/continue[/], [bold]/undo[/], [bold]/redo[/], [bold]/retry[/], "
     "[bold]/takes[/], [bold]/edit[/], [bold]/lines[/], [bold]/save[/], [bold]/saves[/], "
-    "[bold]/restore[/], [bold]/quit[/]; [bold]/help[/] lists them all."
+    "[bold]/restore[/], [bold]/state[/], [bold]/fix[/] (correct the state), [bold]/quit[/]; [bold]/help[/] lists them all."
 )
 QUIT = ("/quit", "/q", "/exit")
 # The chip colours of the web page, in Rich's words (see web/templates/_chips.html).
@@ -69,36 +71,34 @@ def show_model(tk: Talekeeper, test: bool) -> bool:
 
 
 def _choose_adventure(tk: Talekeeper, scenario_id: str | None, adventure_id: int | None) -> int:
-    with tk.db.session() as session:
-        if adventure_id is not None:
-            return adventures.get_adventure(session, adventure_id).id
-        if scenario_id is None:
-            existing = adventures.list_adventures(session)
-            rows = scenarios.list_scenarios(session)
-            table = Table("#", "Adventure or scenario", "Turns")
-            options: list[tuple[str, object]] = []
-            for a in existing:
-                options.append(("adventure", a.id))
-                table.add_row(str(len(options)), f"Continue: {a.title}", str(a.turn_count))
-            for s in rows:
-                options.append(("scenario", s.id))
-                table.add_row(str(len(options)), f"New: {s.title}", "")
-            console.print(table)
-            choice = IntPrompt.ask("Choose", default=1, console=console)
-            if not 1 <= choice <= len(options):
-                raise SystemExit("No such choice.")
-            kind, value = options[choice - 1]
-            if kind == "adventure":
-                return int(value)
-            scenario_id = str(value)
-        scenario = scenarios.get_scenario(session, scenario_id)
-        origin_id = _ask_origin(scenario.data)
-        answers = {
-            p["key"]: Prompt.ask(p.get("question", p["key"]), default=p.get("default") or None, console=console)
-            for p in scenario.data.get("placeholders", [])
-        }
-        character = terminal_character.ask_character(console, scenario.data, origin_id)
-        return adventures.start_adventure(session, scenario_id, answers, origin_id=origin_id, character=character).id
+    if adventure_id is not None:
+        adventures.title_of(tk, adventure_id)  # refuses an unknown id (AdventureNotFound)
+        return adventure_id
+    if scenario_id is None:
+        table = Table("#", "Adventure or scenario", "Turns")
+        options: list[tuple[str, object]] = []
+        for a in adventures.summaries(tk):
+            options.append(("adventure", a["id"]))
+            table.add_row(str(len(options)), f"Continue: {a['title']}", str(a["turns"]))
+        for s in scenarios.summaries(tk):
+            options.append(("scenario", s["id"]))
+            table.add_row(str(len(options)), f"New: {s['title']}", "")
+        console.print(table)
+        choice = IntPrompt.ask("Choose", default=1, console=console)
+        if not 1 <= choice <= len(options):
+            raise SystemExit("No such choice.")
+        kind, value = options[choice - 1]
+        if kind == "adventure":
+            return int(value)
+        scenario_id = str(value)
+    data = scenarios.read(tk, scenario_id)["data"]
+    origin_id = _ask_origin(data)
+    answers = {
+        p["key"]: Prompt.ask(p.get("question", p["key"]), default=p.get("default") or None, console=console)
+        for p in data.get("placeholders", [])
+    }
+    character = terminal_character.ask_character(console, data, origin_id)
+    return adventures.start(tk, scenario_id, answers, origin_id=origin_id, character=character)["id"]
 
 
 def _ask_origin(data: dict[str, Any]) -> str | None:
@@ -118,8 +118,7 @@ def _ask_origin(data: dict[str, Any]) -> str | None:
 
 
 def _print_story(tk: Talekeeper, adventure_id: int, last: int = 6) -> None:
-    with tk.db.session() as session:
-        view = adventures.story_view(session, adventures.get_adventure(session, adventure_id), limit=last)
+    view = adventures.story(tk, adventure_id, limit=last)
     console.rule(view["title"])
     for turn in view["turns_shown"]:
         if turn["action_line"]:
@@ -166,9 +165,11 @@ def _chip(change: dict[str, Any]) -> tuple[str, str]:
         return "rejected", f"✗ refused: {reason or 'not allowed'}"
     if status == "unchanged":
         return "unchanged", f"no change — {target} at its limit"
+    before, after = change.get("before"), change.get("after")
+    if change.get("type") in ("set_stat", "change_stat") and status == "applied" and before is not None and before == after:
+        return "unchanged", f"{target} already {after}"  # set to what it was: no change
     if change.get("type") == "reach_milestone":
         return "milestone", f"✓ Milestone reached: {reason.split(':', 1)[-1].strip() or target}"
-    before, after = change.get("before"), change.get("after")
     if change.get("type") in ("set_stat", "change_stat") and not change.get("hidden") and after is not None:
         owner, _, name = target.partition(".")
         label = name.replace("_", " ").capitalize() if owner in ("world", "player") and name else target
@@ -185,6 +186,22 @@ def show_changes(changes: list[dict[str, Any]]) -> None:
         console.print(f"  [{CHIP_STYLE[kind]}]● {escape(text)}[/]", highlight=False)
     if changes:
         console.print()
+
+
+def _fix(tk: Talekeeper, adventure_id: int, line: str) -> None:
+    """A state correction, as the web's State panel makes one (Undo takes it back)."""
+    try:
+        events = events_from_words(line, corrections.state_at_head(tk, adventure_id))
+        answer = corrections.correct(tk, adventure_id, events)
+    except corrections.CorrectionRefused as exc:
+        console.print("[yellow]Nothing was changed:[/]")
+        show_changes(exc.errors)
+        return
+    except (Invalid, AdventureBusy) as exc:
+        console.print(f"[red]{escape(str(exc))}[/]")
+        return
+    console.print("[bold]Corrected[/] (Undo takes it back):")
+    show_changes(answer["changes"])
 
 
 def play(tk: Talekeeper, scenario_id: str | None = None, adventure_id: int | None = None) -> None:
@@ -204,6 +221,9 @@ def play(tk: Talekeeper, scenario_id: str | None = None, adventure_id: int | Non
             break
         if line == "/state":
             show_state(tk, adventure_id, console)
+            continue
+        if line == "/fix" or line.startswith("/fix "):
+            _fix(tk, adventure_id, line)
             continue
         if line.startswith("/") and not (terminal_tree.handles(line) or line == "/continue"):
             command = line.split(" ", 1)[0]

@@ -7,10 +7,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from talekeeper.service import state_engine
-from talekeeper.service.adventures import get_adventure
+from talekeeper.service import corrections
 from talekeeper.service.app import Talekeeper
-from talekeeper.story import tree
 
 
 def _num(value: object) -> str:
@@ -18,12 +16,11 @@ def _num(value: object) -> str:
 
 
 def show_state(tk: Talekeeper, adventure_id: int, console: Console) -> None:
-    with tk.db.session() as session:
-        adventure = get_adventure(session, adventure_id)
-        rules = state_engine.rules_of(adventure)
-        view = state_engine.state_view(state_engine.document_of(tree.head(session, adventure).state, rules), rules)
+    state = corrections.state_at_head(tk, adventure_id)
+    view, names = state["view"], state["names"]
     scene = view["scene"]
-    console.print(f"[bold]Scene:[/] {escape(str(scene.get('location') or 'somewhere unknown'))}", highlight=False)
+    place = names.get(scene.get("location"), scene.get("location")) or "somewhere unknown"
+    console.print(f"[bold]Scene:[/] {escape(str(place))}", highlight=False)
     if view["stats"]:
         table = Table("Stat", "Value", "", box=None)
         for stat in view["stats"]:

@@ -81,6 +81,8 @@ LOOP_COMMANDS: dict[str, str] = {
     "TEXT": "do something (prefix say or story to speak or to write the story)",
     "/continue": "let the story go on without an action",
     "/state": "what the story holds true now: scene, stats, flags, milestones, quests",
+    "/fix …": "correct the state (Undo takes it back): set <stat> <n> · add <stat> <±n> · flag <flag> on|off · "
+    "milestone <id> · give <item> to <holder> · move <who> to <place> · status <who> <status> · or events as JSON",
 }
 LAST_COMMANDS: dict[str, str] = {"/help": "list these commands", "/quit": "leave (the story is saved as you go)"}
 

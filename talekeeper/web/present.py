@@ -59,6 +59,8 @@ def chip(change: dict[str, Any]) -> dict[str, str]:
         return {"kind": "rejected", "text": f"✗ refused: {reason or 'not allowed'}", "detail": str(change.get("correction") or "")}
     if status == "unchanged":
         return {"kind": "unchanged", "text": f"no change — {label} at its limit", "detail": reason}
+    if is_stat and status == "applied" and before is not None and before == after:  # set to what it was
+        return {"kind": "unchanged", "text": f"{label} already {_value(after)}", "detail": reason}
     if kind_of_event == "reach_milestone":
         what = reason.split(":", 1)[1].strip() if ":" in reason else label.removeprefix("milestone ")
         return {"kind": "milestone", "text": f"✓ Milestone reached: {what}", "detail": reason}
