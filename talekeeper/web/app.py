@@ -19,6 +19,7 @@ from talekeeper.web import (
     api_settings,
     api_state,
     api_tree,
+    apidocs,
     errors,
     pages,
     pages_context,
@@ -46,6 +47,8 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
         version=__version__,
         description="Local-first interactive storytelling: the model narrates, the app owns the truth.",
         lifespan=lifespan,
+        docs_url=None,  # FastAPI's pages pull their viewers from a CDN: see web/apidocs.py
+        redoc_url=None,
     )
     app.state.tk = tk
     errors.install(app)
@@ -66,6 +69,7 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     app.include_router(api_context.router)
     app.include_router(pages_context.router)
     app.include_router(pages_interop.router)
+    app.include_router(apidocs.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/favicon.ico", include_in_schema=False)
