@@ -111,9 +111,10 @@ def test_pages_never_import_api_modules() -> None:
             )
 
 
-def test_web_opens_no_session_and_takes_no_lock() -> None:
-    """The services own the unit of work; routes and pages only translate."""
-    for path in sorted((ROOT / "web").glob("*.py")):
+@pytest.mark.parametrize("front", ["web", "terminal"])
+def test_fronts_open_no_session_and_take_no_lock(front: str) -> None:
+    """The services own the unit of work; routes, pages and the terminal only translate."""
+    for path in sorted((ROOT / front).glob("*.py")):
         text = path.read_text(encoding="utf-8")
         for needle in (".db.session(", ".locks.hold(", ".locks.acquire(", ".locks.release("):
-            assert needle not in text, f"web/{path.name} calls {needle}: call a service instead"
+            assert needle not in text, f"{front}/{path.name} calls {needle}: call a service instead"
