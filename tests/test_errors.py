@@ -61,7 +61,7 @@ def test_status_follows_the_first_branch() -> None:
         ("get", "/api/scenarios/no-such-scenario/export", None),
         ("post", "/api/scenarios/no-such-scenario/duplicate", None),
         ("get", "/api/adventures/999999/state", None),
-        ("get", "/api/adventures/999999/branches", None),
+        ("get", "/api/adventures/999999/lines", None),
         ("post", "/api/adventures/999999/undo", None),
         ("get", "/api/no/such/route", None),
     ],

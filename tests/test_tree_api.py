@@ -148,7 +148,7 @@ def test_writing_below_a_moved_back_head_forks(client: TestClient, tk: Talekeepe
     # Redo now follows the new line; the old one is a line of its own.
     client.post(f"/api/adventures/{adventure_id}/undo")
     assert client.post(f"/api/adventures/{adventure_id}/redo").json()["head_id"] == forked["turn"]["id"]
-    lines = client.get(f"/api/adventures/{adventure_id}/branches").json()["branches"]
+    lines = client.get(f"/api/adventures/{adventure_id}/lines").json()["lines"]
     assert [line["id"] for line in lines] == [three, forked["turn"]["id"]]
 
 
@@ -248,9 +248,9 @@ def test_every_writer_is_refused_while_the_adventure_is_busy(
         ("post", f"{base}/turns/{two}/step", {"by": -1}),
         ("post", f"{base}/turns/{two}/edit", {"narration": "Edited."}),
         ("post", f"{base}/turns/{two}/edit", {"kind": "do", "text": "jump"}),
-        ("patch", f"{base}/branches/{two}", {"name": "Main"}),
-        ("post", f"{base}/branches/{two}/switch", None),
-        ("delete", f"{base}/branches/{two}", None),
+        ("patch", f"{base}/lines/{two}", {"name": "Main"}),
+        ("post", f"{base}/lines/{two}/switch", None),
+        ("delete", f"{base}/lines/{two}", None),
         ("post", f"{base}/save-points", {"name": "Another"}),
         ("patch", f"{base}/save-points/{sp}", {"name": "Renamed"}),
         ("delete", f"{base}/save-points/{sp}", None),

@@ -22,7 +22,7 @@ def fork_story(client: TestClient, aid: int, scripted: ScriptedProvider) -> dict
 
 
 def lines(client: TestClient, aid: int) -> list[dict]:
-    return client.get(f"/api/adventures/{aid}/branches").json()["branches"]
+    return client.get(f"/api/adventures/{aid}/lines").json()["lines"]
 
 
 def test_lines_list_length_fork_point_and_head(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
@@ -43,7 +43,7 @@ def test_rename_a_line_and_the_name_follows_it_as_it_grows(
     client: TestClient, adventure_id: int, scripted: ScriptedProvider
 ) -> None:
     ids = fork_story(client, adventure_id, scripted)
-    renamed = client.patch(f"/api/adventures/{adventure_id}/branches/{ids['other']}", json={"name": "  The quiet way "})
+    renamed = client.patch(f"/api/adventures/{adventure_id}/lines/{ids['other']}", json={"name": "  The quiet way "})
     assert renamed.json() == {"id": ids["other"], "name": "The quiet way"}
     new_end = play(client, adventure_id, scripted, "Further.", "go on")["turn"]["id"]
     named = [line for line in lines(client, adventure_id) if line["name"]]
@@ -53,30 +53,30 @@ def test_rename_a_line_and_the_name_follows_it_as_it_grows(
     scripted.queue("Further, again.")
     client.post(f"/api/adventures/{adventure_id}/retry")
     assert [line["name"] for line in lines(client, adventure_id)] == [None, "The quiet way", None]
-    client.patch(f"/api/adventures/{adventure_id}/branches/{new_end}", json={"name": ""})
+    client.patch(f"/api/adventures/{adventure_id}/lines/{new_end}", json={"name": ""})
     assert all(line["name"] is None for line in lines(client, adventure_id))
-    middle = client.patch(f"/api/adventures/{adventure_id}/branches/{ids['one']}", json={"name": "x"})
+    middle = client.patch(f"/api/adventures/{adventure_id}/lines/{ids['one']}", json={"name": "x"})
     assert middle.status_code == 409 and "not the end of a line" in middle.json()["detail"]
-    assert client.patch(f"/api/adventures/{adventure_id}/branches/{ids['other']}", json={"name": "x" * 81}).status_code == 422
+    assert client.patch(f"/api/adventures/{adventure_id}/lines/{ids['other']}", json={"name": "x" * 81}).status_code == 422
 
 
 def test_switch_line_moves_the_head_to_its_end(client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider) -> None:
     ids = fork_story(client, adventure_id, scripted)
     set_state(tk, ids["three"], {"at": "three"})
-    switched = client.post(f"/api/adventures/{adventure_id}/branches/{ids['three']}/switch").json()
+    switched = client.post(f"/api/adventures/{adventure_id}/lines/{ids['three']}/switch").json()
     assert narrations(switched) == ["One.", "Two.", "Three."]
     assert switched["head_id"] == ids["three"] and switched["can_undo"] and not switched["can_redo"]
     from talekeeper.service import tree_ops
 
     assert tree_ops.current_state(tk, adventure_id) == {"at": "three"}
-    assert client.post(f"/api/adventures/{adventure_id}/branches/{ids['one']}/switch").status_code == 409
-    assert client.post(f"/api/adventures/{adventure_id}/branches/99999/switch").status_code == 404
+    assert client.post(f"/api/adventures/{adventure_id}/lines/{ids['one']}/switch").status_code == 409
+    assert client.post(f"/api/adventures/{adventure_id}/lines/99999/switch").status_code == 404
 
 
 def test_delete_a_line_removes_only_its_own_turns(client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider) -> None:
     ids = fork_story(client, adventure_id, scripted)
     before = node_ids(tk, adventure_id)
-    deleted = client.delete(f"/api/adventures/{adventure_id}/branches/{ids['three']}")
+    deleted = client.delete(f"/api/adventures/{adventure_id}/lines/{ids['three']}")
     assert deleted.status_code == 200 and deleted.json() == {"deleted_turns": 2}
     assert node_ids(tk, adventure_id) == before - {ids["two"], ids["three"]}
     assert [line["id"] for line in lines(client, adventure_id)] == [ids["other"]]
@@ -91,35 +91,35 @@ def test_delete_refusals_say_why_and_change_nothing(
     ids = fork_story(client, adventure_id, scripted)
     base = f"/api/adventures/{adventure_id}"
     before = node_ids(tk, adventure_id)
-    reading = client.delete(f"{base}/branches/{ids['other']}")
+    reading = client.delete(f"{base}/lines/{ids['other']}")
     assert reading.status_code == 409 and "Switch to another line" in reading.json()["detail"]
     # A Save Point on the other line's own turns protects it.
-    client.post(f"{base}/branches/{ids['three']}/switch")
+    client.post(f"{base}/lines/{ids['three']}/switch")
     client.post(f"{base}/undo")
     client.post(f"{base}/save-points", json={"name": "Before the storm"})
-    client.post(f"{base}/branches/{ids['other']}/switch")
-    guarded = client.delete(f"{base}/branches/{ids['three']}")
+    client.post(f"{base}/lines/{ids['other']}/switch")
+    guarded = client.delete(f"{base}/lines/{ids['three']}")
     assert guarded.status_code == 409
     detail = guarded.json()["detail"]
     assert "“Before the storm”" in detail and "Delete that Save Point first" in detail
     assert "deletes none of the story" in detail
-    not_end = client.delete(f"{base}/branches/{ids['one']}")
+    not_end = client.delete(f"{base}/lines/{ids['one']}")
     assert not_end.status_code == 409 and "not the end of a line" in not_end.json()["detail"]
     assert node_ids(tk, adventure_id) == before
     # A Save Point on a turn the line shares does not stop the delete.
     sp = client.get(f"{base}/save-points").json()["save_points"][0]["id"]
     client.delete(f"{base}/save-points/{sp}")
-    client.post(f"{base}/branches/{ids['three']}/switch")
+    client.post(f"{base}/lines/{ids['three']}/switch")
     client.post(f"{base}/undo")
     client.post(f"{base}/undo")
     client.post(f"{base}/save-points", json={"name": "Shared"})
-    client.post(f"{base}/branches/{ids['other']}/switch")
-    assert client.delete(f"{base}/branches/{ids['three']}").status_code == 200
+    client.post(f"{base}/lines/{ids['other']}/switch")
+    assert client.delete(f"{base}/lines/{ids['three']}").status_code == 200
 
 
 def test_the_only_line_cannot_be_deleted(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
     one = play(client, adventure_id, scripted, "One.")["turn"]["id"]
-    refused = client.delete(f"/api/adventures/{adventure_id}/branches/{one}")
+    refused = client.delete(f"/api/adventures/{adventure_id}/lines/{one}")
     assert refused.status_code == 409
 
 
@@ -131,7 +131,7 @@ def test_save_points_create_list_rename_delete(client: TestClient, tk: Talekeepe
     assert made.json()["node_id"] == ids["other"] and made.json()["at_head"] and made.json()["turn"] == 2
     client.post(f"{base}/undo")  # after Undo, the earlier moment is what gets saved
     assert client.post(f"{base}/save-points", json={"name": "At one"}).json()["node_id"] == ids["one"]
-    client.post(f"{base}/branches/{ids['three']}/switch")
+    client.post(f"{base}/lines/{ids['three']}/switch")
     client.post(f"{base}/save-points", json={"name": "At three"})
     client.post(f"{base}/undo")
     client.post(f"{base}/undo")  # reading "one"; three is ahead by Redo, other is on a line left
@@ -196,7 +196,7 @@ def test_save_points_and_lines_survive_a_restart(isolated_home, scripted: Script
         aid = client.post("/api/adventures", json={"scenario_id": "greywater-lantern"}).json()["id"]
         one = play(client, aid, scripted, "One.")["turn"]["id"]
         client.post(f"/api/adventures/{aid}/save-points", json={"name": "Kept", "note": "forever"})
-        client.patch(f"/api/adventures/{aid}/branches/{one}", json={"name": "Main"})
+        client.patch(f"/api/adventures/{aid}/lines/{one}", json={"name": "Main"})
         play(client, aid, scripted, "Two.")
     again = Talekeeper(isolated_home, provider_override=scripted)
     with TestClient(create_app(again), base_url="http://127.0.0.1") as client:
@@ -216,13 +216,13 @@ def test_a_line_read_from_an_earlier_moment_cannot_be_deleted(
 ) -> None:
     ids = fork_story(client, adventure_id, scripted)
     base = f"/api/adventures/{adventure_id}"
-    client.post(f"{base}/branches/{ids['three']}/switch")
+    client.post(f"{base}/lines/{ids['three']}/switch")
     client.post(f"{base}/undo")  # reading "two": a turn only this line has
     before = node_ids(tk, adventure_id)
-    refused = client.delete(f"{base}/branches/{ids['three']}")
+    refused = client.delete(f"{base}/lines/{ids['three']}")
     assert refused.status_code == 409 and "You are reading this line" in refused.json()["detail"]
     client.post(f"{base}/undo")  # reading "one", which both lines share: still reading it
-    assert client.delete(f"{base}/branches/{ids['three']}").status_code == 409
+    assert client.delete(f"{base}/lines/{ids['three']}").status_code == 409
     assert node_ids(tk, adventure_id) == before
 
 
@@ -273,3 +273,17 @@ def test_an_undone_correction_is_neither_a_take_nor_a_line(
     assert client.get(f"/api/adventures/{aid}/turns/{nxt['id']}/takes").json()["count"] == 1
     found = lines(client, aid)
     assert [line["id"] for line in found] == [nxt["id"]]  # switching lines cannot bring it back
+
+
+def test_the_old_branch_routes_still_answer_and_are_marked_deprecated(client, adventure_id: int) -> None:
+    """The first release called a line a "branch"; its routes stay as deprecated aliases."""
+    base = f"/api/adventures/{adventure_id}"
+    listing = client.get(f"{base}/branches").json()
+    assert listing["branches"] == listing["lines"] == client.get(f"{base}/lines").json()["lines"]
+    leaf = listing["lines"][0]["id"]
+    assert client.patch(f"{base}/branches/{leaf}", json={"name": "Old way"}).json()["name"] == "Old way"
+    assert client.get(f"{base}/lines").json()["lines"][0]["name"] == "Old way"
+    paths = client.get("/openapi.json").json()["paths"]
+    old, new = paths["/api/adventures/{adventure_id}/branches/{leaf_id}"], paths["/api/adventures/{adventure_id}/lines/{leaf_id}"]
+    assert old["patch"]["deprecated"] and old["delete"]["deprecated"]
+    assert not new["patch"].get("deprecated") and not new["delete"].get("deprecated")

@@ -291,14 +291,14 @@ class TreeMachine(RuleBasedStateMachine):
     def switch_line(self, i: int) -> None:
         leaves = self.model.leaves()
         leaf = leaves[i % len(leaves)]
-        assert tree_ops.switch_branch(self.tk, self.aid, leaf)["head_id"] == leaf
+        assert tree_ops.switch_line(self.tk, self.aid, leaf)["head_id"] == leaf
         self.model.head = leaf
 
     @rule(i=pick, name=st.sampled_from(["North", "South", ""]))
     def rename_line(self, i: int, name: str) -> None:
         leaves = self.model.leaves()
         leaf = leaves[i % len(leaves)]
-        tree_ops.rename_branch(self.tk, self.aid, leaf, name)
+        tree_ops.rename_line(self.tk, self.aid, leaf, name)
         self.model.name[leaf] = name or None
 
     @rule(i=pick)
@@ -310,9 +310,9 @@ class TreeMachine(RuleBasedStateMachine):
         holds_head = self.model.head in self.model.path(leaf)
         holds_save = any(node in own for node in self.model.saves.values())
         if holds_head or not own or holds_save:
-            self.refused(lambda: tree_ops.delete_branch(self.tk, self.aid, leaf))
+            self.refused(lambda: tree_ops.delete_line(self.tk, self.aid, leaf))
             return
-        assert tree_ops.delete_branch(self.tk, self.aid, leaf) == {"deleted_turns": len(gone)}
+        assert tree_ops.delete_line(self.tk, self.aid, leaf) == {"deleted_turns": len(gone)}
         fork = self.model.parent[own[-1]]
         for node in gone:
             for table in (self.model.parent, self.model.action, self.model.state, self.model.active, self.model.name):
@@ -351,7 +351,7 @@ class TreeMachine(RuleBasedStateMachine):
             lambda: asyncio.run(finish(tree_ops.retry(self.tk, self.aid))),
             lambda: tree_ops.choose_take(self.tk, self.aid, head),
             lambda: tree_ops.create_save_point(self.tk, self.aid, "busy"),
-            lambda: tree_ops.switch_branch(self.tk, self.aid, self.model.leaves()[0]),
+            lambda: tree_ops.switch_line(self.tk, self.aid, self.model.leaves()[0]),
             lambda: tree_ops.edit_narration(self.tk, self.aid, head, "busy"),
         ]
         self.tk.locks.acquire(self.aid)
@@ -366,7 +366,7 @@ class TreeMachine(RuleBasedStateMachine):
         leaf = self.model.head
         while self.model.active[leaf] is not None:
             leaf = self.model.active[leaf]
-        self.refused(lambda: tree_ops.delete_branch(self.tk, self.aid, leaf))
+        self.refused(lambda: tree_ops.delete_line(self.tk, self.aid, leaf))
 
     # --- invariants (one check, one read of the store) -----------------------------------
 
@@ -401,7 +401,7 @@ class TreeMachine(RuleBasedStateMachine):
     @invariant()
     def lines_and_save_points_list_as_the_model_says(self) -> None:
         m = self.model
-        lines = tree_ops.list_branches(self.tk, self.aid)["branches"]
+        lines = tree_ops.list_lines(self.tk, self.aid)["lines"]
         assert [line["id"] for line in lines] == m.leaves()
         for line in lines:
             assert line["length"] == len(m.path(line["id"])) - 1

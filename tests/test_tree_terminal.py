@@ -71,7 +71,7 @@ def test_the_tree_commands_in_the_terminal(tk: Talekeeper, scripted: ScriptedPro
     ]
     assert [t["on_line"] for t in takes] == [True, False]  # restored to “Harbour”
     assert tree_ops.list_save_points(tk, aid)["save_points"] == []
-    assert [line["name"] for line in tree_ops.list_branches(tk, aid)["branches"]] == ["Quiet way", None]
+    assert [line["name"] for line in tree_ops.list_lines(tk, aid)["lines"]] == ["Quiet way", None]
 
 def test_terminal_undo_takes_the_writer_lock(tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
     with tk.db.session() as session:

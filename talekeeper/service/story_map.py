@@ -1,6 +1,6 @@
 """The story map: every line of the story arranged as a tree of lines.
 
-`tree_ops.list_branches` gives the lines, where each left its parent line (the turn it
+`tree_ops.list_lines` gives the lines, where each left its parent line (the turn it
 forked after) and which line that was. This module orders the lines parent-first
 (depth-first), each with its nesting level — what the Lines panel lists — and lays the
 same lines out as a drawing (`drawing`): one row per line from where it parted to its end,
@@ -16,10 +16,10 @@ from talekeeper.service.app import Talekeeper
 
 
 def line_tree(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
-    """`list_branches`, with the lines in tree order, each with `level`, `parent_line`
+    """`list_lines`, with the lines in tree order, each with `level`, `parent_line`
     (the line it left, None for the first) and `longest` (for drawing lengths)."""
-    data = tree_ops.list_branches(tk, adventure_id)
-    lines = data["branches"]
+    data = tree_ops.list_lines(tk, adventure_id)
+    lines = data["lines"]
     ids = {line["id"] for line in lines}
     children: dict[int | None, list[dict[str, Any]]] = {}
     for line in lines:
@@ -44,7 +44,7 @@ def line_tree(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
     longest = max((line["length"] for line in lines), default=0)
     saves = tree_ops.list_save_points(tk, adventure_id)["save_points"]
     picture = drawing(ordered, longest, data.get("head_depth"), saves)
-    return {**data, "branches": ordered, "longest": longest, "drawing": picture}
+    return {**data, "lines": ordered, "longest": longest, "drawing": picture}
 
 
 ROW = 26  # drawing units per line

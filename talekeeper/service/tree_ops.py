@@ -179,11 +179,11 @@ def line_view(line: branches.Line) -> dict[str, Any]:
     }
 
 
-def list_branches(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+def list_lines(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
     with reading(tk, adventure_id) as (session, adventure):
         head = tree.head(session, adventure)
         return {
-            "branches": [line_view(line) for line in branches.list_lines(session, adventure)],
+            "lines": [line_view(line) for line in branches.list_lines(session, adventure)],
             "head_id": head.id,
             "head_depth": head.depth,
             "can_undo": tree.can_undo(head),
@@ -191,19 +191,19 @@ def list_branches(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
         }
 
 
-def rename_branch(tk: Talekeeper, adventure_id: int, leaf_id: int, name: str | None) -> dict[str, Any]:
+def rename_line(tk: Talekeeper, adventure_id: int, leaf_id: int, name: str | None) -> dict[str, Any]:
     with writing(tk, adventure_id) as (session, adventure):
         leaf = branches.rename(session, adventure, get_turn(session, adventure, leaf_id), name)
         return {"id": leaf.id, "name": leaf.branch_name}
 
 
-def switch_branch(tk: Talekeeper, adventure_id: int, leaf_id: int) -> dict[str, Any]:
+def switch_line(tk: Talekeeper, adventure_id: int, leaf_id: int) -> dict[str, Any]:
     with writing(tk, adventure_id) as (session, adventure):
         branches.switch(session, adventure, get_turn(session, adventure, leaf_id))
         return story_view(session, adventure)
 
 
-def delete_branch(tk: Talekeeper, adventure_id: int, leaf_id: int) -> dict[str, Any]:
+def delete_line(tk: Talekeeper, adventure_id: int, leaf_id: int) -> dict[str, Any]:
     with writing(tk, adventure_id) as (session, adventure):
         removed = branches.delete_line(session, adventure, get_turn(session, adventure, leaf_id))
         return {"deleted_turns": removed}

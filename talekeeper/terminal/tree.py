@@ -142,7 +142,7 @@ def _edit_action(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcom
 
 def _lines(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
     table = Table("#", "", "Line", "Turns", "Left its parent line", "Ends with", box=None)
-    for i, line in enumerate(tree_ops.list_branches(tk, aid)["branches"], start=1):
+    for i, line in enumerate(tree_ops.list_lines(tk, aid)["lines"], start=1):
         fork = "—" if line["fork_depth"] is None else f"after turn {line['fork_depth']}" if line["fork_depth"] else "after the opening"
         name = line["name"] or "(unnamed)"
         if line["save_points"]:
@@ -156,7 +156,7 @@ def _lines(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
 def _line_command(act: Callable[[Talekeeper, int, dict, str], object], show_story: bool):
     def handler(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
         n, rest = _number(arg, "line")
-        line = _pick(tree_ops.list_branches(tk, aid)["branches"], n, "line")
+        line = _pick(tree_ops.list_lines(tk, aid)["lines"], n, "line")
         result = act(tk, aid, line, rest)
         if isinstance(result, str):
             console.print(result)
@@ -197,16 +197,16 @@ def _save_command(act: Callable[[Talekeeper, int, dict, str], object], show_stor
 
 
 def _switched(tk: Talekeeper, aid: int, line: dict, rest: str) -> None:
-    tree_ops.switch_branch(tk, aid, line["id"])
+    tree_ops.switch_line(tk, aid, line["id"])
 
 
 def _named_line(tk: Talekeeper, aid: int, line: dict, rest: str) -> str:
-    name = tree_ops.rename_branch(tk, aid, line["id"], rest or None)["name"]
+    name = tree_ops.rename_line(tk, aid, line["id"], rest or None)["name"]
     return f"Named the line “{name}”." if name else "Cleared the line's name."
 
 
 def _deleted_line(tk: Talekeeper, aid: int, line: dict, rest: str) -> str:
-    removed = tree_ops.delete_branch(tk, aid, line["id"])["deleted_turns"]
+    removed = tree_ops.delete_line(tk, aid, line["id"])["deleted_turns"]
     return f"Deleted the line ({removed} turn{'s' if removed != 1 else ''} no other line shared)."
 
 

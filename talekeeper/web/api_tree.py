@@ -52,7 +52,7 @@ class StepRequest(Strict):
     by: int = Field(1, ge=-100, le=100, description="1: the next take; -1: the previous one.")
 
 
-class BranchUpdate(Strict):
+class LineUpdate(Strict):
     name: str | None = Field(None, max_length=branches.MAX_NAME, description="Blank or null clears it.")
 
 
@@ -129,30 +129,44 @@ async def edit_turn(
 # --- lines ---------------------------------------------------------------------------------
 
 
-@router.get("/branches")
-def list_branches(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+@router.get("/lines")
+def list_lines(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """Every line of the story (named by its last turn's id), oldest first."""
-    return tree_ops.list_branches(tk, adventure_id)
+    return tree_ops.list_lines(tk, adventure_id)
 
 
-@router.patch("/branches/{leaf_id}")
-def rename_branch(
-    adventure_id: int, leaf_id: int, body: BranchUpdate, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
-    return tree_ops.rename_branch(tk, adventure_id, leaf_id, body.name)
+@router.patch("/lines/{leaf_id}")
+def rename_line(adventure_id: int, leaf_id: int, body: LineUpdate, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    return tree_ops.rename_line(tk, adventure_id, leaf_id, body.name)
 
 
-@router.post("/branches/{leaf_id}/switch")
-def switch_branch(adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+@router.post("/lines/{leaf_id}/switch")
+def switch_line(adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """Read this line from its last turn."""
-    return tree_ops.switch_branch(tk, adventure_id, leaf_id)
+    return tree_ops.switch_line(tk, adventure_id, leaf_id)
 
 
-@router.delete("/branches/{leaf_id}")
-def delete_branch(adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+@router.delete("/lines/{leaf_id}")
+def delete_line(adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """Delete the turns only this line has. Refused (409) while it holds the moment being
     read or a Save Point."""
-    return tree_ops.delete_branch(tk, adventure_id, leaf_id)
+    return tree_ops.delete_line(tk, adventure_id, leaf_id)
+
+
+# The first release called a line a "branch"; these aliases keep its clients working
+# (marked deprecated in /docs). `GET /branches` answers with the list under both keys.
+
+
+@router.get("/branches", deprecated=True)
+def list_branches(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    """Deprecated: `GET /lines`."""
+    listing = tree_ops.list_lines(tk, adventure_id)
+    return {**listing, "branches": listing["lines"]}
+
+
+router.add_api_route("/branches/{leaf_id}", rename_line, methods=["PATCH"], deprecated=True, name="rename_branch")
+router.add_api_route("/branches/{leaf_id}/switch", switch_line, methods=["POST"], deprecated=True, name="switch_branch")
+router.add_api_route("/branches/{leaf_id}", delete_line, methods=["DELETE"], deprecated=True, name="delete_branch")
 
 
 # --- Save Points -----------------------------------------------------------------------------

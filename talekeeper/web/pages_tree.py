@@ -95,7 +95,7 @@ def lines(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk))
 
 @router.post("/lines/{leaf_id}/switch", response_class=HTMLResponse)
 def switch_line(request: Request, adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    change = partial(tree_ops.switch_branch, tk, adventure_id, leaf_id)
+    change = partial(tree_ops.switch_line, tk, adventure_id, leaf_id)
     return _panel(request, tk, adventure_id, "_lines.html", change, moves_story=True)
 
 
@@ -103,13 +103,13 @@ def switch_line(request: Request, adventure_id: int, leaf_id: int, tk: Talekeepe
 def rename_line(
     request: Request, adventure_id: int, leaf_id: int, name: str = Form(""), tk: Talekeeper = Depends(get_tk)
 ) -> HTMLResponse:
-    change = partial(tree_ops.rename_branch, tk, adventure_id, leaf_id, name)
+    change = partial(tree_ops.rename_line, tk, adventure_id, leaf_id, name)
     return _panel(request, tk, adventure_id, "_lines.html", change, moves_story=True)
 
 
 @router.post("/lines/{leaf_id}/delete", response_class=HTMLResponse)
 def delete_line(request: Request, adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    change = partial(tree_ops.delete_branch, tk, adventure_id, leaf_id)
+    change = partial(tree_ops.delete_line, tk, adventure_id, leaf_id)
     return _panel(request, tk, adventure_id, "_lines.html", change, moves_story=True)
 
 
