@@ -266,3 +266,31 @@ def test_every_writer_is_refused_while_the_adventure_is_busy(
         tk.locks.release(adventure_id)
     after = (node_ids(tk, adventure_id), story(client, adventure_id), client.get(f"{base}/save-points").json())
     assert after == before
+
+
+def test_the_opening_can_be_edited_until_the_first_turn(
+    client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider
+) -> None:
+    """The opening has no parent to hold takes: before any turn its text is replaced (nothing
+    rests on it yet); once a turn follows it, even after Undo back to it, it is refused."""
+    view = story(client, adventure_id)
+    opening = view["turns_shown"][0]["id"]
+    assert view["opening_editable"] is True
+    page = client.get(f"/adventures/{adventure_id}").text
+    assert 'aria-label="Edit the opening"' in page
+    form = client.get(f"/adventures/{adventure_id}/tree/turns/{opening}/edit").text
+    assert "Save the opening" in form and "Replay with this action" not in form
+    before = node_ids(tk, adventure_id)
+    edited = client.post(f"/api/adventures/{adventure_id}/turns/{opening}/edit", json={"narration": "  A calmer *dawn*. "})
+    assert edited.status_code == 200, edited.text
+    assert edited.json()["turns_shown"][0]["narration"] == "A calmer *dawn*."
+    assert node_ids(tk, adventure_id) == before  # replaced, not a new take
+    play(client, adventure_id, scripted, "Gulls cry.")
+    assert scripted.requests and "A calmer *dawn*." in str(scripted.requests[-1].messages)
+    client.post(f"/api/adventures/{adventure_id}/undo")
+    view = story(client, adventure_id)
+    assert view["head_id"] == opening and view["opening_editable"] is False
+    assert 'aria-label="Edit the opening"' not in client.get(f"/adventures/{adventure_id}").text
+    refused = client.post(f"/api/adventures/{adventure_id}/turns/{opening}/edit", json={"narration": "Again."})
+    assert refused.status_code == 409 and "until the first turn" in refused.json()["detail"]
+    assert story(client, adventure_id)["turns_shown"][0]["narration"] == "A calmer *dawn*."

@@ -272,8 +272,14 @@ class TreeMachine(RuleBasedStateMachine):
     @rule(i=pick, text=WORDS)
     def edit_narration(self, i: int, text: str) -> None:
         turn = self.path_turn(i)
-        if turn is None:
-            self.refused(lambda: tree_ops.edit_narration(self.tk, self.aid, self.model.root, text))
+        if turn is None:  # the opening: rewritten in place until a turn follows it, then refused
+            if self.model.children(self.model.root):
+                self.refused(lambda: tree_ops.edit_narration(self.tk, self.aid, self.model.root, text))
+            else:
+                nodes_before = self.snapshot()[1]
+                view = tree_ops.edit_narration(self.tk, self.aid, self.model.root, f"Opening: {text}")
+                assert view["turns_shown"][0]["narration"] == f"Opening: {text}"
+                assert [row[:4] for row in self.snapshot()[1]] == [row[:4] for row in nodes_before]
             return
         view = tree_ops.edit_narration(self.tk, self.aid, turn, f"Edited: {text}")
         self.new_take(turn, self.model.action[turn], {"turn": view["turns_shown"][-1]})

@@ -195,6 +195,8 @@ def story_view(
         "can_undo": tree.can_undo(head),
         "can_redo": tree.can_redo(head),
         "can_retry": head.parent_id is not None,
+        # Until the first turn is played, the opening's text may still change (tree.rewrite_opening).
+        "opening_editable": head.parent_id is None and head.active_child_id is None,
         # The name of the line being read, when the head is at its end (Redo has nowhere to go).
         "line_name": head.branch_name,
         "has_more": bool(nodes) and nodes[0].parent_id is not None,

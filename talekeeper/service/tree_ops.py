@@ -83,6 +83,8 @@ def edit_narration(tk: Talekeeper, adventure_id: int, node_id: int, narration: s
 
     No model is called. The state is re-derived from the parent's snapshot plus what the
     edited text implies (`state_engine.rederive_for_edit`), never taken from the edited take.
+    The opening is the exception: it has no parent to hold takes, so until the first turn
+    is played its text is replaced (`tree.rewrite_opening`); after that it is refused.
     """
     narration = clean_narration(narration or "")
     if not narration:
@@ -91,6 +93,9 @@ def edit_narration(tk: Talekeeper, adventure_id: int, node_id: int, narration: s
         raise tree.TreeError(f"The narration is too long (at most {MAX_NARRATION_CHARS} characters).")
     with writing(tk, adventure_id) as (session, adventure):
         original = get_turn(session, adventure, node_id)
+        if original.parent_id is None:  # the opening: rewritten in place, before any turn
+            tree.rewrite_opening(session, adventure, original, narration)
+            return story_view(session, adventure)
         parent = tree.parent_for_take(session, original)
         prose, state, proposal = state_engine.rederive_for_edit(parent, original, narration, state_engine.rules_of(adventure))
         tree.append_child(

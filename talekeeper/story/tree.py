@@ -55,6 +55,24 @@ def create_root(session: Session, adventure: Adventure, opening: str, state: dic
     return root
 
 
+def rewrite_opening(session: Session, adventure: Adventure, root: Node, narration: str) -> Node:
+    """Replace the opening's text before anything was written from it.
+
+    The one exception to "nodes are immutable": until the first turn is played nothing
+    rests on the opening (no turn, take, line, memory or Insights), so changing it in place
+    loses nothing. Once a turn follows it, later turns were told from it, and it is refused.
+    """
+    if root.parent_id is not None or root.adventure_id != adventure.id:
+        raise TreeError("Only the opening is rewritten in place; a later turn's edit is a new take.")
+    if root.active_child_id is not None:
+        raise TreeError(
+            "The opening can be edited until the first turn is played; the story after it was told from it. "
+            "Edit a later turn instead, or start a new adventure."
+        )
+    root.narration = narration
+    return root
+
+
 def head(session: Session, adventure: Adventure) -> Node:
     node = session.get(Node, adventure.head_node_id)
     if node is None or node.adventure_id != adventure.id:
