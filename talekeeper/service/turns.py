@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from talekeeper.context import insights
-from talekeeper.errors import Upstream
+from talekeeper.errors import Unavailable, Upstream
 from talekeeper.llm.errors import LLMError
 from talekeeper.memory import bank
 from talekeeper.memory.worker import worker_for
@@ -167,13 +167,15 @@ async def play_turn(
             bank.record_use(session, prepared.memory_ids, node.depth)
         worker_for(tk).schedule(adventure_id)  # memories and summary, after the turn
         yield TurnEvent("done", data=done)
-    except Exception:
+    except Exception as exc:
         if not accepted:
             raise  # refusals before the action was taken answer the request itself
         # Once the stream has begun, a bug must still end it with a clear word, not silence;
-        # the unit of work rolled back, so nothing was written.
+        # the unit of work rolled back, so nothing was written. A database that stayed busy
+        # is no bug: its own words say to try again.
         log.exception("turn on adventure %s failed after it was accepted", adventure_id)
-        yield TurnEvent("error", data={"message": INTERNAL_ERROR})
+        message = str(exc) if isinstance(exc, Unavailable) else INTERNAL_ERROR
+        yield TurnEvent("error", data={"message": message})
     finally:
         tk.locks.release(adventure_id)
 

@@ -20,9 +20,11 @@ from alembic.script.revision import RevisionError
 from alembic.util import CommandError
 from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
+
+from talekeeper.errors import Conflict, Unavailable
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 DB_FILENAME = "talekeeper.db"
@@ -30,6 +32,57 @@ DATABASE_URL_ENV = "TALEKEEPER_DATABASE_URL"
 # Any constant shared by every process: the key of the advisory lock that serialises
 # concurrent upgrades of one PostgreSQL database (several app processes starting at once).
 _MIGRATION_LOCK_KEY = 0x7461_6C65  # "tale"
+# How long a SQLite statement waits for another connection's write lock before giving up.
+# A turn commits in milliseconds, but on a loaded machine a large import, a migration's copy
+# or a burst of writers just after a restart can hold the file for seconds; past this the
+# request is refused plainly (DatabaseBusy, 503), never with a bare "database is locked".
+BUSY_TIMEOUT_S = 15.0
+
+
+class DatabaseBusy(Unavailable):
+    """The database stayed locked by another writer past the busy timeout (SQLite), or a
+    lock wait gave up (PostgreSQL's lock_timeout); the unit of work was rolled back."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The database is busy with another change and did not free up in time. "
+            "Nothing was changed; try again in a moment."
+        )
+
+
+class WriteConflict(Conflict):
+    """PostgreSQL chose this transaction to give way to another (a serialization failure
+    or a deadlock); it was rolled back whole, so trying again is safe."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Another change to the same story got there first. Nothing was changed; try again."
+        )
+
+
+# SQLite's primary result codes (the low byte of an extended code) and PostgreSQL's SQLSTATEs.
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+_PG_BUSY = {"55P03"}  # lock_not_available
+_PG_CONFLICT = {"40001", "40P01"}  # serialization_failure, deadlock_detected
+
+
+def database_refusal(error: OperationalError) -> DatabaseBusy | WriteConflict | None:
+    """The refusal a lock error means (busy: 503, a writers' conflict: 409), or None for
+    any other database failure, which stays an error of the server."""
+    orig = getattr(error, "orig", None)
+    if isinstance(orig, sqlite3.OperationalError):
+        code = getattr(orig, "sqlite_errorcode", None)
+        if code is not None and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED):
+            return DatabaseBusy()
+        if "is locked" in str(orig) or "database is busy" in str(orig):
+            return DatabaseBusy()
+        return None
+    state = getattr(orig, "sqlstate", None)
+    if state in _PG_BUSY:
+        return DatabaseBusy()
+    if state in _PG_CONFLICT:
+        return WriteConflict()
+    return None
 
 
 class UnsupportedDatabase(ValueError):
@@ -71,7 +124,7 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     # the price is one fsync per commit, small beside a turn's generation.
     cursor.execute("PRAGMA synchronous=FULL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
     cursor.close()
 
 
@@ -81,7 +134,11 @@ def make_engine(target: Path | URL) -> Engine:
         target.parent.mkdir(parents=True, exist_ok=True)
         target = URL.create("sqlite", database=str(target))
     if target.get_backend_name() == "sqlite":
-        engine = create_engine(target, connect_args={"check_same_thread": False})
+        # `timeout`: the same busy wait, from the moment the connection opens (the pragmas
+        # below need the file too).
+        engine = create_engine(
+            target, connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_S}
+        )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     # Times are read and written in UTC whatever the server's zone (SQLite has no zones);
@@ -214,7 +271,7 @@ def _migration_pragmas(dbapi_connection, _record) -> None:
     dbapi_connection.isolation_level = None  # we send BEGIN ourselves (see migrate)
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=OFF")  # a no-op inside a transaction: set it first
-    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
     cursor.close()
 
 
@@ -269,9 +326,18 @@ class Database:
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        """A unit of work: commits on success, rolls back everything on any error."""
-        with self._sessions() as session, session.begin():
-            yield session
+        """A unit of work: commits on success, rolls back everything on any error.
+
+        A lock that outlasts the busy timeout, or a writers' conflict, comes out as
+        `DatabaseBusy` / `WriteConflict`: a refusal with words, like any other."""
+        try:
+            with self._sessions() as session, session.begin():
+                yield session
+        except OperationalError as exc:
+            refusal = database_refusal(exc)
+            if refusal is None:
+                raise
+            raise refusal from exc
 
     def lock_engine(self) -> Engine:
         """Connections for holding locks in the database (PostgreSQL's advisory locks): a

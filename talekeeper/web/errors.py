@@ -17,10 +17,12 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
-from sqlalchemy.exc import DataError
+from sqlalchemy.exc import DataError, OperationalError
 from starlette.exceptions import HTTPException
 
 from talekeeper.errors import TalekeeperError, status_of
+from talekeeper.service.json_depth import TooDeep
+from talekeeper.store.db import database_refusal
 
 
 class ErrorBody(BaseModel):
@@ -53,11 +55,16 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(OverflowError, number_out_of_range)
     app.add_exception_handler(DataError, value_not_storable)
     app.add_exception_handler(RequestValidationError, invalid_request)
+    app.add_exception_handler(RecursionError, nested_too_deeply)
+    app.add_exception_handler(OperationalError, database_locked)
 
 
 async def refused(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, TalekeeperError)
-    return error_response(status_of(exc), str(exc), type(exc).__name__, list(getattr(exc, "errors", None) or []))
+    status = status_of(exc)
+    headers = {"Retry-After": "2"} if status == 503 else None  # busy: worth trying again soon
+    errors = list(getattr(exc, "errors", None) or [])
+    return error_response(status, str(exc), type(exc).__name__, errors, headers=headers)
 
 
 async def http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -96,6 +103,24 @@ async def number_out_of_range(request: Request, exc: Exception) -> JSONResponse:
         "A number in this request is too large (ids and numbers must fit in 64 bits). Nothing was changed.",
         "NumberOutOfRange",
     )
+
+
+async def nested_too_deeply(request: Request, exc: Exception) -> JSONResponse:
+    # The body guard measures JSON bodies as they arrive, but a form field holding JSON
+    # (the scenario editor's, an import's review, a correction) is read by the page itself:
+    # Python's JSON reader recurses once per level, so a deep one ends here. The unit of
+    # work rolled back, so nothing was changed.
+    return error_response(422, TooDeep().args[0], "TooDeep")
+
+
+async def database_locked(request: Request, exc: Exception) -> JSONResponse:
+    # Sessions turn a lock that outlasted the busy timeout into DatabaseBusy themselves;
+    # this catches one met outside a session. Any other database failure stays a 500.
+    assert isinstance(exc, OperationalError)
+    refusal = database_refusal(exc)
+    if refusal is None:
+        raise exc
+    return await refused(request, refusal)
 
 
 async def value_not_storable(request: Request, exc: DataError) -> JSONResponse:

@@ -76,3 +76,24 @@ def test_the_scanner_measures_depth_as_the_parser_nests(value, chunk) -> None:
         else:
             raise AssertionError(f"depth {depth} passed a limit of {depth - 1}: {text!r}")
     assert MAX_DEPTH >= 32
+
+
+def test_pages_reading_json_from_a_form_field_refuse_deep_nesting(client: TestClient) -> None:
+    """Form fields are not scanned by the body guard (their brackets arrive encoded): the
+    pages that read JSON from one (a correction, an import's review, the scenario editor)
+    answer a clear 422 for nesting Python's reader cannot follow, never a 500."""
+    story = client.post("/api/adventures", json={"scenario_id": "greywater-lantern", "answers": {"name": "Ada"}}).json()
+    own = client.post("/api/scenarios/greywater-lantern/duplicate").json()["id"]
+    before = client.get(f"/api/adventures/{story['id']}").json()
+    scenario_before = client.get(f"/api/scenarios/{own}").json()
+    deep = "[" * 9_000 + "]" * 9_000  # within the correction's 20,000 characters
+    for url, data in (
+        (f"/adventures/{story['id']}/state/correct", {"kind": "json", "events": deep}),
+        ("/interop/save", {"document": deep}),
+        (f"/scenarios/{own}/save/json", {"document": deep}),
+    ):
+        response = client.post(url, data=data)
+        assert response.status_code == 422, (url, response.status_code, response.text[:200])
+        assert response.json()["error"] == "TooDeep" and "nested too deeply" in response.json()["detail"]
+    assert client.get(f"/api/adventures/{story['id']}").json() == before
+    assert client.get(f"/api/scenarios/{own}").json() == scenario_before

@@ -243,6 +243,54 @@ def test_any_request_gets_a_clear_answer_and_a_refusal_changes_nothing(
     tk.db.dispose()
 
 
+def test_pages_reading_json_from_a_form_refuse_any_depth_without_a_500(isolated_home: Path, quiet_bank: None) -> None:
+    """The HTML pages read JSON from form fields and uploads themselves (the scenario
+    editor's JSON, an import's review, a correction, the import forms), past the body
+    guard's JSON scan: any nesting, however deep, is a clear answer and never a 500, and
+    nesting past the limit writes nothing."""
+    from talekeeper.service.json_depth import MAX_DEPTH
+
+    provider = ScriptedProvider(lambda request: "The lamp burns low.", chunk_size=7)
+    tk = Talekeeper(isolated_home, provider_override=provider)
+    client = TestClient(create_app(tk), base_url="http://127.0.0.1:8000", raise_server_exceptions=False)
+    story = client.post("/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}}).json()
+    own = client.post(f"/api/scenarios/{DEMO}/duplicate")
+    scenario_id = own.json()["id"] if own.status_code == 201 else DEMO
+    forms = [
+        (f"/adventures/{story['id']}/state/correct", "events", {"kind": "json"}),
+        ("/interop/save", "document", {}),
+        (f"/scenarios/{scenario_id}/save/json", "document", {}),
+    ]
+    uploads = ["/scenarios/import", "/interop/import", "/adventures/import"]
+    watch = CommitWatch(tk.db)
+
+    def depth_of(raw: bytes) -> int:
+        deepest = depth = 0
+        for byte in raw:
+            depth += {0x5B: 1, 0x7B: 1, 0x5D: -1, 0x7D: -1}.get(byte, 0)
+            deepest = max(deepest, depth)
+        return deepest
+
+    @FUZZ
+    @given(deep_json, st.sampled_from(range(len(forms) + len(uploads))))
+    def one(raw: bytes, which: int) -> None:
+        RUNS["pages reading JSON"] += 1
+        watch.changed()
+        if which < len(forms):
+            url, field, extra = forms[which]
+            response = client.post(url, data={**extra, field: raw.decode()})
+        else:
+            url = uploads[which - len(forms)]
+            response = client.post(url, files={"file": ("deep.json", raw, "application/json")})
+        assert response.status_code < 500, (url, len(raw), response.status_code, response.text[:300])
+        if depth_of(raw) > MAX_DEPTH:
+            assert not watch.changed(), f"{url} wrote a body nested {depth_of(raw)} deep"
+
+    one()
+    watch.close()
+    tk.db.dispose()
+
+
 # --- scenarios and their rules -------------------------------------------------------------
 
 GREYWATER = json.loads((Path(__file__).parents[2] / "talekeeper" / "scenarios" / "greywater.json").read_text())
