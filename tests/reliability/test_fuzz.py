@@ -271,7 +271,8 @@ def test_pages_reading_json_from_a_form_refuse_any_depth_without_a_500(isolated_
             deepest = max(deepest, depth)
         return deepest
 
-    @FUZZ
+    # Six routes, each body up to ~600 KB: the per-route share of the HTTP budget, times three.
+    @settings(HTTP_FUZZ, max_examples=HTTP_FUZZ.max_examples * 3)
     @given(deep_json, st.sampled_from(range(len(forms) + len(uploads))))
     def one(raw: bytes, which: int) -> None:
         RUNS["pages reading JSON"] += 1
