@@ -63,6 +63,10 @@ def test_status_follows_the_first_branch() -> None:
         ("get", "/api/adventures/999999/state", None),
         ("get", "/api/adventures/999999/lines", None),
         ("post", "/api/adventures/999999/undo", None),
+        ("post", "/api/adventures", {"scenario_id": "no-such-scenario"}),
+        ("post", "/api/adventures", {"scenario_id": "greywater-lantern", "origin_id": "no-such-origin"}),
+        ("get", "/api/scenarios/no-such-scenario/character", None),
+        ("get", "/api/schemas/no-such-schema", None),
         ("get", "/api/no/such/route", None),
     ],
 )

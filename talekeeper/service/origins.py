@@ -12,7 +12,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from talekeeper.errors import Invalid
+from talekeeper.errors import Invalid, NotFound
+
+
+class OriginNotFound(NotFound):
+    """The origin named is not one of the scenario's (404, like any other missing thing)."""
 
 
 class OriginError(Invalid):
@@ -40,12 +44,12 @@ def with_origin(data: dict[str, Any], origin_id: str | None) -> dict[str, Any]:
     origins = origins_of(data)
     if not origins:
         if origin_id:
-            raise OriginError(f"This scenario has no origins, so {origin_id!r} cannot be chosen.")
+            raise OriginNotFound(f"This scenario has no origins, so {origin_id!r} cannot be chosen.")
         return data
     chosen = origins[0] if not origin_id else next((o for o in origins if o["id"] == origin_id), None)
     if chosen is None:
         known = ", ".join(str(o["id"]) for o in origins)
-        raise OriginError(f"No origin {origin_id!r} in this scenario; choose one of: {known}.")
+        raise OriginNotFound(f"No origin {origin_id!r} in this scenario; choose one of: {known}.")
     result = copy.deepcopy(data)
     for field in ORIGIN_TEXT_FIELDS:
         if isinstance(chosen.get(field), str):
