@@ -41,6 +41,8 @@ class Key:
     pattern: object | None = None  # compiled; whole-word plain keys and regex keys
     is_regex: bool = False
     folded: bool = True  # whether the text searched must be lower-cased
+    head: str = ""  # a plain key's first and last three characters ("" for a regex or a
+    tail: str = ""  # key under three): a text without both trigrams cannot contain it
 
     def find(self, text: str, lowered: str) -> bool:
         """Whether the key occurs in `text` (`lowered` is its lower-case form).
@@ -122,8 +124,12 @@ def make_key(raw: str, case_sensitive: bool, whole_words: bool) -> Key:
         left = r"(?<!\w)" if phrase[:1].isalnum() or phrase[:1] == "_" else ""
         right = r"(?!\w)" if phrase[-1:].isalnum() or phrase[-1:] == "_" else ""
         compiled = re.compile(left + re.escape(needle) + right)
-        return Key(phrase, needle, compiled, folded=not case_sensitive)
-    return Key(phrase, needle, folded=not case_sensitive)
+        return Key(phrase, needle, compiled, folded=not case_sensitive, **_ends(needle))
+    return Key(phrase, needle, folded=not case_sensitive, **_ends(needle))
+
+
+def _ends(needle: str) -> dict[str, str]:
+    return {"head": needle[:3], "tail": needle[-3:]} if len(needle) >= 3 else {}
 
 
 @lru_cache(maxsize=16384)

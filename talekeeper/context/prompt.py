@@ -35,11 +35,10 @@ from functools import cached_property
 from typing import Any
 
 from talekeeper.context import worldinfo
-from talekeeper.context.cardspec import load_card
+from talekeeper.context.cardset import card_set
 from talekeeper.context.tokens import CountFn
 from talekeeper.context.triggers import (
     DEFAULT_WINDOW_TURNS,
-    MAX_CARDS,
     Triggered,
     TriggerWindow,
     characters_in,
@@ -257,13 +256,10 @@ def scan_parts(inputs: ContextInput, turns: int) -> list[worldinfo.Part]:
 
 def select_cards(inputs: ContextInput) -> worldinfo.Selection:
     """Story cards with their World Info rules and gates (see `worldinfo`)."""
-    cards = [load_card(c) for c in (inputs.plot.get("story_cards") or [])[:MAX_CARDS] if isinstance(c, dict)]
-    linger = inputs.options.card_linger_turns
-    if linger > 0:
-        # Hysteresis: a card with no timers of its own stays `linger` turns after it last
-        # fired, so it does not flicker in and out of the prompt as a word comes and goes.
-        cards = [c if c.sticky or c.cooldown else c.model_copy(update={"sticky": linger}) for c in cards]
-    deepest = max([inputs.options.window_turns, *(c.scan_depth or 0 for c in cards)])
+    # Hysteresis: a card with no timers of its own stays `card_linger_turns` after it last
+    # fired, so it does not flicker in and out of the prompt as a word comes and goes.
+    cards = card_set(inputs.plot.get("story_cards"), inputs.options.card_linger_turns)
+    deepest = max(inputs.options.window_turns, cards.deepest)
     return worldinfo.select(
         cards,
         scan_parts(inputs, deepest),
@@ -532,13 +528,12 @@ async def _fit_cards(
     decisions = selection.decisions
     if not decisions:
         return placed, spent
-    raw_cards = plot.get("story_cards") or []
     cap = min(int(usable * options.card_share), usable - spent - newest)
     items: list[Item] = []
     chosen: list[tuple[int, int, str, Any]] = []  # (order, index, line, card)
     used = 0
     for hit in selection.fired:
-        card = load_card(raw_cards[hit.index])
+        card = selection.cards[hit.index]
         line = card_line(card.entry)
         cost = await count_tokens(line)
         why = hit.why + "".join(f"; {step}" for step in hit.steps)

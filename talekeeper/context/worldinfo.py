@@ -47,7 +47,7 @@ class Part:
         return Part(where, text, age, text.lower())
 
 
-@dataclass
+@dataclass(slots=True)
 class Decision:
     """What became of one card this turn (Insights shows these)."""
 
@@ -69,6 +69,7 @@ class Selection:
     decisions: dict[int, Decision]  # every card that got past "no key matched"
     unmatched: int = 0  # cards whose keys were nowhere in the window
     notes: list[str] = field(default_factory=list)
+    cards: Sequence[StoryCard] = ()  # the cards decided, by index (the prompt reads entries here)
 
 
 def roll(seed: str, *salt: object) -> int:
@@ -94,6 +95,49 @@ class _Index:
     keys: list[tuple[tuple[Key, ...], tuple[Key, ...]] | BadKey]
     by_gram: dict[bool, dict[str, list[int]]]  # folded? → trigram → card indexes
     always: list[int]  # cards with a regex or a key under three characters
+
+
+@dataclass(frozen=True)
+class CardSet:
+    """A card list compiled once for many turns: keys parsed and filed, and the cards every
+    turn must look at whatever the text says (constant, gates only, a delay, a timer, a bad
+    key). A turn then examines those and the cards a trigram of the window points at; the
+    rest can only fire by recursion. Build with `compile_cards`; `context.cardset` keeps
+    them by content hash so stored cards are validated and compiled once, not every turn."""
+
+    cards: tuple[StoryCard, ...]
+    index: _Index
+    active: frozenset[int]  # enabled, with an entry
+    eager: frozenset[int]  # examined every turn: constant, gates without keys, a bad key
+    delayed: tuple[tuple[int, int], ...]  # (index, delay): examined while the turn is before it
+    timed: frozenset[int]  # sticky or cooldown: examined when they fired lately
+    quiet: dict[int, tuple[int, StoryCard, tuple[Key, ...], tuple[Key, ...]]]  # active, not eager,
+    # recursion may reach them: index → (index, card, keys, secondary keys), in index order
+    shut: frozenset[int]  # active, not eager, excluded from recursion
+    deepest: int  # the deepest scan_depth a card asks for (0: none asks)
+
+
+def compile_cards(cards: Sequence[StoryCard]) -> CardSet:
+    cards = tuple(cards)
+    index_ = _index(cards)
+    active = frozenset(i for i, c in enumerate(cards) if c.enabled and c.entry and not c.entry.isspace())
+    eager = frozenset(
+        i
+        for i in active
+        if cards[i].constant
+        or isinstance(index_.keys[i], BadKey)
+        or (cards[i].gates and not index_.keys[i][0])  # type: ignore[index]
+    )
+    delayed = tuple((i, cards[i].delay) for i in sorted(active) if cards[i].delay)
+    timed = frozenset(i for i in active if cards[i].sticky or cards[i].cooldown)
+    deepest = max((c.scan_depth or 0 for c in cards), default=0)
+    quiet = {
+        i: (i, cards[i], *index_.keys[i])  # type: ignore[misc]
+        for i in sorted(active - eager)
+        if not cards[i].exclude_recursion
+    }
+    shut = frozenset(i for i in active - eager if cards[i].exclude_recursion)
+    return CardSet(cards, index_, active, eager, delayed, timed, quiet, shut, deepest)
 
 
 _INDEXES: dict[tuple, _Index] = {}
@@ -126,6 +170,21 @@ def _index(cards: Sequence[StoryCard]) -> _Index:
     return found
 
 
+_GRAMS: dict[str, frozenset[str]] = {}
+
+
+def _grams_of(text: str) -> frozenset[str]:
+    """A text's trigrams, kept for the next turns: the window is mostly the same texts
+    from turn to turn (only the action and the newest narration are new)."""
+    found = _GRAMS.get(text)
+    if found is None:
+        found = frozenset(text[i : i + 3] for i in range(len(text) - 2))
+        if len(_GRAMS) >= 4096:  # the window's texts and the cards' entries (recursion)
+            _GRAMS.clear()
+        _GRAMS[text] = found
+    return found
+
+
 class _Scanner:
     """The window joined per scan depth, so each key is one substring search, and a regex
     cut-off is counted against the turn's allowance."""
@@ -141,8 +200,10 @@ class _Scanner:
         depth = min(depth, self.oldest)
         grams = self._grams.get((depth, folded))
         if grams is None:
-            text = self.text(depth)[1 if folded else 0]
-            grams = {text[i : i + 3] for i in range(len(text) - 2)}
+            # The union of each part's trigrams: the joined text's, less those across a
+            # part boundary, which hold the separator no key contains.
+            chosen = [p.lowered if folded else p.text for p in self.parts if 0 <= p.age <= depth]
+            grams = set().union(*map(_grams_of, chosen))
             self._grams[(depth, folded)] = grams
         return grams
 
@@ -167,11 +228,10 @@ class _Scanner:
     def _could(self, key: Key, depth: int) -> bool:
         """False when a plain key cannot occur: its first or last three characters are
         not among the text's trigrams (one set look-up instead of a scan of the text)."""
-        needle = key.needle
-        if key.is_regex or len(needle) < 3:
+        if not key.head:
             return True
         grams = self.grams(depth, key.folded)
-        return needle[:3] in grams and needle[-3:] in grams
+        return key.head in grams and key.tail in grams
 
     def text(self, depth: int) -> tuple[str, str]:
         depth = min(depth, self.oldest)  # deeper than the window reads the same text
@@ -185,8 +245,11 @@ class _Scanner:
     def first(self, keys: Sequence[Key], depth: int) -> tuple[Key, str] | None:
         """The first key that occurs within `depth`, and the newest part it is in."""
         text, lowered = self.text(depth)
+        grams = (self.grams(depth, False), self.grams(depth, True))
         for key in keys:
-            if self._could(key, depth) and self._find(key, text, lowered):
+            if key.head and (key.head not in grams[key.folded] or key.tail not in grams[key.folded]):
+                continue  # cannot occur (see _could)
+            if self._find(key, text, lowered):
                 for part in self.parts:
                     if 0 <= part.age <= depth and self._find(key, part.text, part.lowered):
                         return key, part.where
@@ -228,7 +291,7 @@ def _secondary(card: StoryCard, keys: list[Key], present: list[bool]) -> tuple[b
 
 
 def select(
-    cards: Sequence[StoryCard],
+    cards: Sequence[StoryCard] | CardSet,
     parts: Sequence[Part],
     *,
     turn: int,
@@ -246,25 +309,24 @@ def select(
     branches see exactly the timers of the story they are in.
     """
     last_fired = last_fired or {}
+    compiled = cards if isinstance(cards, CardSet) else compile_cards(cards)
+    cards = compiled.cards
     scanner = _Scanner(parts)
-    index_ = _index(cards)
+    index_ = compiled.index
     candidates = scanner.candidates(index_)
+    # The cards worth a look this turn; any other active card has no key in the window
+    # and no rule that acts without one, so only recursion can still fire it.
+    look = (candidates & compiled.active) | compiled.eager
+    look.update(i for i, delay in compiled.delayed if turn < delay)
+    look.update(i for i in last_fired if i in compiled.timed)
     decisions: dict[int, Decision] = {}
     fired: list[Decision] = []
-    pending: list[tuple[int, StoryCard, Sequence[Key], Sequence[Key]]] = []  # may still fire by recursion
-    unmatched = 0
+    # May still fire by recursion: index → (index, card, keys, secondary keys).
+    pending = {i: entry for i, entry in compiled.quiet.items() if i not in look}
+    unmatched = len(compiled.shut) - len(compiled.shut & look)
 
-    for index, card in enumerate(cards):
-        if not card.enabled or not card.entry or card.entry.isspace():
-            continue
-        if not (index in candidates or card.constant or card.delay or card.sticky or card.cooldown or card.gates):
-            # No key of it is in the window: only recursion can still fire it.
-            parsed = index_.keys[index]
-            if isinstance(parsed, BadKey) or card.exclude_recursion:
-                unmatched += 1
-            else:
-                pending.append((index, card, parsed[0], parsed[1]))
-            continue
+    for index in sorted(look):
+        card = cards[index]
         d = Decision(index, card.name or f"card {index + 1}", order=card.order, constant=card.constant)
         if turn < card.delay:
             d.stopped, d.why = "delay", f"waits until turn {card.delay} (this is turn {turn})"
@@ -298,7 +360,7 @@ def select(
         elif not keys and card.gates:
             d.how, d.why = "gates", "no keys: fires while its gates hold"
         elif card.delay_until_recursion:
-            pending.append((index, card, keys, secondary))
+            pending[index] = (index, card, keys, secondary)
             continue
         else:
             before = len(scanner.cut)
@@ -311,7 +373,7 @@ def select(
                 elif card.exclude_recursion:
                     unmatched += 1
                 else:
-                    pending.append((index, card, keys, secondary))
+                    pending[index] = (index, card, keys, secondary)
                 continue
             ok, why = _secondary(card, secondary, scanner.present(secondary, depth))
             d.how, d.why = "key", f"trigger '{hit[0].text}' in {hit[1]}"
@@ -325,29 +387,42 @@ def select(
         if _rest(card, d, state, rules, seed):
             fired.append(d)
 
-    # Recursion: fired cards' text can trigger cards that did not fire.
+    # Recursion: fired cards' text can trigger cards that did not fire, one level at a
+    # time, up to `recursion_depth` levels (0: none). Groups are decided after it, so a
+    # card brought in by recursion competes in its group like any other.
     level = 0
-    source = [d for d in fired]
-    while pending and source and level < recursion_depth:
-        level += 1
+    source = list(fired)
+    limit_note = ""
+    while pending and source:
         texts = [
-            Part.of(f"card '{d.name}'", cards[d.index].entry, 0)
-            for d in source
-            if not cards[d.index].prevent_recursion
+            Part.of(f"card '{d.name}'", cards[d.index].entry, 0) for d in source if not cards[d.index].prevent_recursion
         ]
         if not texts:
             break
         sub = _Scanner(texts)
-        maybe = sub.candidates(index_)
-        source, still = [], []
-        for index, card, keys, secondary in pending:
-            if card.exclude_recursion or index not in maybe:
-                still.append((index, card, keys, secondary))
-                continue
+        # Only cards one of whose keys' trigrams is in the texts, in card order.
+        maybe = [pending[i] for i in sorted(sub.candidates(index_).intersection(pending))]
+        maybe = [entry for entry in maybe if not entry[1].exclude_recursion]
+        if level >= recursion_depth:
+            # Say what the limit held back (the first card one more level would reach).
+            for index, card, keys, _ in maybe if recursion_depth > 0 else ():
+                hit = sub.first(keys, 0)
+                if hit is not None:
+                    name = card.name or f"card {index + 1}"
+                    limit_note = (
+                        f"Recursion stopped at its depth limit ({recursion_depth}): "
+                        f"trigger '{hit[0].text}' in {hit[1]}'s text would have brought in '{name}'."
+                    )
+                    break
+            scanner.cut += sub.cut
+            break
+        level += 1
+        source = []
+        for index, card, keys, secondary in maybe:
             hit = sub.first(keys, 0)
             if hit is None:
-                still.append((index, card, keys, secondary))
                 continue
+            del pending[index]
             d = Decision(index, card.name or f"card {index + 1}", order=card.order, constant=card.constant)
             d.how, d.why = "recursion", f"trigger '{hit[0].text}' in {hit[1]}'s text (recursion level {level})"
             ok, why = _secondary(card, secondary, sub.present(secondary, 0))
@@ -359,22 +434,19 @@ def select(
                 fired.append(d)
                 source.append(d)
         scanner.cut += sub.cut
-        if len(still) == len(pending) and not source:
-            break
-        pending = still
     unmatched += len(pending)
     notes = []
     if scanner.cut:
         cut = ", ".join(sorted(set(scanner.cut)))
         notes.append(f"Regex key(s) cut off after {int(1000 * _timeout())} ms on a text: {cut}.")
-    if pending and level >= recursion_depth and recursion_depth > 0 and source:
-        notes.append(f"Recursion stopped at its depth limit ({recursion_depth}).")
+    if limit_note:
+        notes.append(limit_note)
 
     fired = _groups(cards, fired, seed)
     fired.sort(key=lambda d: (not d.constant, -d.order, d.index))
     for d in fired:
         d.fresh = d.how != "sticky"
-    return Selection(fired, decisions, unmatched, notes)
+    return Selection(fired, decisions, unmatched, notes, cards)
 
 
 def _timeout() -> float:
