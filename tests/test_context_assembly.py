@@ -95,7 +95,7 @@ def test_cards_dropped_first_when_the_budget_is_tight() -> None:
     tight = run(build(action_text="ask maren about the boat", options=ContextOptions(budget=150, reserve_for_reply=50, history_step=1)))
     tight_cards = tight.section("story_cards")
     dropped = [i for i in tight_cards.items if not i.included]
-    assert dropped and "dropped: over the story-card share" in dropped[0].why
+    assert dropped and "dropped by the overall budget" in dropped[0].why and "20% of the context budget" in dropped[0].why
     assert tight.history_included >= 1  # the newest turn always goes
 
 

@@ -81,6 +81,7 @@ class ContextOptions:
     reserve_for_reply: int = 0
     author_note_depth: int = 3
     card_share: float = 0.2  # at most this share of the budget goes to story cards
+    card_budget: int = 0  # ... and at most this many tokens in all (0: the share alone)
     memory_share: float = 0.15  # ... and this to retrieved memories
     window_turns: int = DEFAULT_WINDOW_TURNS
     history_step: int = 4  # a drop removes at least this many turns
@@ -426,7 +427,7 @@ async def assemble(inputs: ContextInput, count_tokens: CountFn, found: Scan | No
         history_available=len(history),
         author_note_at=note_at,
         in_scene=found.in_scene_ids,
-        notes=notes + found.cards.notes,
+        notes=notes + found.cards.notes + _cut_note(placed.cut),
         inserts=inserts,
         cards_fired=placed.fired,
     )
@@ -510,6 +511,7 @@ class PlacedCards:
     with_note: list[str] = field(default_factory=list)  # beside the author's note
     at_depth: list[tuple[int, str]] = field(default_factory=list)  # (lines from the end, text)
     fired: list[int] = field(default_factory=list)  # fired by their own rules and sent
+    cut: list[str] = field(default_factory=list)  # fired, but over the overall card budget
 
 
 async def _fit_cards(
@@ -521,14 +523,26 @@ async def _fit_cards(
     spent: int,
     newest: int,
 ) -> tuple[PlacedCards, int]:
-    """Fired cards in priority order (constant, then higher order) while the story-card
-    share of the budget lasts; each card first cut to its own `max_tokens`. Within a
-    place, cards are written in ascending order, so the highest order comes last."""
+    """Fired cards in priority order (constant, then higher order) while the overall
+    story-card budget lasts (`card_share` of the context, capped at `card_budget` tokens);
+    each card first cut to its own `max_tokens`. Within a place, cards are written in
+    ascending order, so the highest order comes last.
+
+    A card the overall budget drops is not sent, so it does not count as fired for its
+    timers: its sticky does not start (it would hold on a card the model never saw) and
+    its cooldown does not start (it would keep out lore that never went in); it simply
+    tries again next turn. A sticky card already running keeps its own count."""
     placed = PlacedCards()
     decisions = selection.decisions
     if not decisions:
         return placed, spent
-    cap = min(int(usable * options.card_share), usable - spent - newest)
+    share = int(usable * options.card_share)
+    cap = min(share, usable - spent - newest)
+    limit = f"{int(options.card_share * 100)}% of the context budget, {share} tokens"
+    if options.card_budget and options.card_budget < cap:
+        cap, limit = options.card_budget, f"the story-card budget of {options.card_budget} tokens"
+    elif cap < share:
+        limit = f"the {cap} tokens left once the always-sent sections and the newest turn fit"
     items: list[Item] = []
     chosen: list[tuple[int, int, str, Any]] = []  # (order, index, line, card)
     used = 0
@@ -543,7 +557,8 @@ async def _fit_cards(
             cost = await count_tokens(line)
         fits = used + cost <= cap
         if not fits:
-            why += "; dropped: over the story-card share of the budget"
+            why += f"; dropped by the overall budget: {used} of {cap} tokens used, it needs {cost} ({limit})"
+            placed.cut.append(hit.name)
         elif card.position != "before_history":
             why += f"; placed {_placement(card)}"
         items.append(Item(hit.name, line, cost, why, fits, hit.index))
@@ -573,6 +588,13 @@ async def _fit_cards(
         text = "\n".join(after)
         placed.after = Section("story_cards_after", text, "story cards placed after the history", await count_tokens(text), "story cards")
     return placed, spent + used
+
+
+def _cut_note(cut: list[str]) -> list[str]:
+    if not cut:
+        return []
+    names = ", ".join(f"'{name}'" for name in cut)
+    return [f"Story cards fired but cut by the overall card budget (not sent; their timers do not start): {names}."]
 
 
 def _placement(card: Any) -> str:

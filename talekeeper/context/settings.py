@@ -19,6 +19,8 @@ class ContextSettings(BaseModel):
 
     author_note_depth: int = Field(3, ge=0, le=50, description="Lines before the end of history where the author's note goes.")
     card_share: float = Field(0.2, ge=0.0, le=0.9, description="Largest share of the context budget story cards may take.")
+    card_budget: int = Field(0, ge=0, le=100000, description="Story cards: at most this many tokens in all, whatever the share allows (0: the share alone). Cards cut by it are named in Insights.")
+    card_recursion_depth: int = Field(2, ge=0, le=10, description="How many times a fired card's text may bring in other cards (0: never).")
     memory_share: float = Field(0.15, ge=0.0, le=0.9, description="Largest share of the context budget retrieved memories may take.")
     trigger_window_turns: int = Field(4, ge=0, le=50, description="How many recent turns story-card triggers are matched against.")
     history_step: int = Field(4, ge=1, le=32, description="Once old turns are cut, history starts on a multiple of this many turns, so model servers can reuse their prompt cache.")

@@ -179,7 +179,7 @@ def _grams_of(text: str) -> frozenset[str]:
     found = _GRAMS.get(text)
     if found is None:
         found = frozenset(text[i : i + 3] for i in range(len(text) - 2))
-        if len(_GRAMS) >= 4096:  # the window's texts and the cards' entries (recursion)
+        if len(_GRAMS) >= 512:  # the window's texts and fired cards' entries; ~50 KB a 700-character text
             _GRAMS.clear()
         _GRAMS[text] = found
     return found

@@ -91,6 +91,8 @@ def options_from(settings: ContextSettings, budget: int, reserve: int) -> Contex
         reserve_for_reply=reserve,
         author_note_depth=settings.author_note_depth,
         card_share=settings.card_share,
+        card_budget=settings.card_budget,
+        recursion_depth=settings.card_recursion_depth,
         memory_share=settings.memory_share,
         window_turns=settings.trigger_window_turns,
         history_step=settings.history_step,

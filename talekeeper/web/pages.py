@@ -166,6 +166,8 @@ LABELS = {
     "embedding_model": "Embedding model",
     "author_note_depth": "Author's note: lines from the end",
     "card_share": "Story cards: largest share of the budget",
+    "card_budget": "Story cards: most tokens in all (0: the share alone)",
+    "card_recursion_depth": "Story cards: recursion depth",
     "memory_share": "Memories: largest share of the budget",
     "trigger_window_turns": "Story cards: turns scanned for triggers",
     "history_step": "History step (prompt-cache friendly)",
@@ -178,7 +180,8 @@ STATE_UPDATE_CHOICES = {
 }
 MEMORY_FIELDS = ("memory_enabled", "memory_every", "memory_start", "summary_every", "memory_top_k",
                  "memory_capacity", "memory_max_words", "embedding_model")
-CONTEXT_FIELDS = ("author_note_depth", "card_share", "memory_share", "trigger_window_turns", "history_step")
+CONTEXT_FIELDS = ("author_note_depth", "card_share", "card_budget", "card_recursion_depth", "memory_share",
+                  "trigger_window_turns", "history_step")
 
 
 def form_fields(model: type[BaseModel], values: BaseModel, names: tuple[str, ...], errors: dict[str, str]) -> list[dict[str, Any]]:
