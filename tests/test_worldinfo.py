@@ -211,17 +211,23 @@ async def words(text: str) -> int:
 
 
 @settings(max_examples=60, deadline=None)
-@given(cards_st, text_st, st.integers(150, 600), st.floats(0.05, 0.5), st.one_of(st.none(), st.integers(1, 6)))
-def test_budgets_are_never_exceeded(cards, text, budget, share, per_card) -> None:
+@given(cards_st, text_st, st.integers(150, 600), st.floats(0.05, 0.5), st.one_of(st.none(), st.integers(1, 6)),
+       st.sampled_from([0, 0, 5, 12, 40]))
+def test_budgets_are_never_exceeded(cards, text, budget, share, per_card, overall) -> None:
     raw = [{**c.dump(), "max_tokens": per_card, "entry": c.entry + " more words" * 5} for c in cards]
     inputs = ContextInput(
         plot={"story_cards": raw}, history=[HistoryTurn("do", "look", text, 1, 1)], action_kind="do", action_text=text,
-        options=ContextOptions(budget=budget, reserve_for_reply=20, card_share=share, history_step=1),
+        options=ContextOptions(budget=budget, reserve_for_reply=20, card_share=share, history_step=1, card_budget=overall),
     )
     assembly = asyncio.run(assemble(inputs, words))
     section = assembly.section("story_cards")
     sent = [i for i in section.items if i.included] if section else []
     assert sum(i.tokens for i in sent) <= int((budget - 20) * share)
+    if overall:
+        assert sum(i.tokens for i in sent) <= overall
+    cut = [i for i in section.items if not i.included and "dropped by the overall budget" in i.why] if section else []
+    assert not {i.ref for i in cut} & set(assembly.cards_fired)  # a cut card's timers never start
+    assert all(f"'{i.key}'" in " ".join(assembly.notes) for i in cut)
     if per_card:
         assert all(i.tokens <= per_card for i in sent)
     assert all(i.text in completion_request(assembly).prompt for i in sent)

@@ -15,6 +15,12 @@ The token budget is applied by the prompt assembly, which knows token counts; it
 
 Every roll is a pure function of (seed, card index), so the decision is reproducible: the
 same head, state and cards always give the same cards.
+
+Cost: a turn examines only the cards some trigram of the window points at, plus those a
+rule makes act without a key (constant, gates only, a delay, a timer that ran lately);
+the rest are left for recursion untouched. The compiled set (`CardSet`) is built once per
+card list (`context.cardset` keeps it by content hash); each text's trigrams are kept too,
+since the window is mostly the same texts from turn to turn (`benchmarks/cards.py`).
 """
 
 from __future__ import annotations
@@ -97,7 +103,7 @@ class _Index:
     always: list[int]  # cards with a regex or a key under three characters
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CardSet:
     """A card list compiled once for many turns: keys parsed and filed, and the cards every
     turn must look at whatever the text says (constant, gates only, a delay, a timer, a bad
