@@ -43,6 +43,7 @@ def _open(
     model: str | None,
     provider: str | None,
     database_url: str | None = None,
+    accounts: bool | None = None,
 ):
     from talekeeper.core import Talekeeper
     from talekeeper.store.db import UnsupportedDatabase
@@ -50,7 +51,10 @@ def _open(
     overrides: dict[str, Any] = {"endpoint": endpoint, "model": model, "provider": provider}
     try:
         return Talekeeper.open(
-            data_dir, model_overrides={k: v for k, v in overrides.items() if v}, database_url=database_url
+            data_dir,
+            model_overrides={k: v for k, v in overrides.items() if v},
+            database_url=database_url,
+            accounts=accounts,
         )
     except UnsupportedDatabase as exc:
         raise typer.BadParameter(str(exc), param_hint="--database-url") from exc
@@ -73,20 +77,65 @@ def serve(
             "network can then reach your stories: see the README's LAN section."
         ),
     ] = None,
+    accounts: Annotated[
+        bool,
+        typer.Option(
+            "--accounts",
+            help="Several players: each signs in and sees only their own stories; hosts manage "
+            "users and the model (default: $TALEKEEPER_ACCOUNTS; make the first host with "
+            "`talekeeper users create NAME --host`).",
+        ),
+    ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(min=1, max=64, help="App processes to start on this port (more than one needs PostgreSQL)."),
+    ] = 1,
 ) -> None:
     """Serve the web app (default http://127.0.0.1:8000)."""
+    import os
+
     import uvicorn
 
     from talekeeper import terminal
-    from talekeeper.web.app import create_app
+    from talekeeper.service.accounts import has_users
+    from talekeeper.web.app import ALLOWED_HOSTS_ENV, create_app
 
-    tk = _open(data_dir, endpoint, model, provider, database_url)
+    tk = _open(data_dir, endpoint, model, provider, database_url, accounts=accounts or None)
+    if workers > 1 and not tk.db.is_postgresql:
+        raise typer.BadParameter(
+            "several app processes need PostgreSQL (--database-url): SQLite's writer lock lives in one process",
+            param_hint="--workers",
+        )
+    if tk.accounts:
+        with tk.db.session() as session:
+            if not has_users(session):
+                terminal.console.print(
+                    "Accounts are on and there are no users yet: make the first host with "
+                    "[bold]talekeeper users create NAME --host[/bold]."
+                )
     terminal.warm_up(tk)
     terminal.console.print(f"talekeeper {__version__} — open [bold]http://{host}:{port}/[/bold] (data: {tk.db.describe()})")
     allowed = {host, *(allow_host or [])}
     for name in allow_host or []:
         terminal.console.print(f"Also answering as [bold]http://{name}:{port}/[/bold]")
-    uvicorn.run(create_app(tk, allowed_hosts=allowed), host=host, port=port, log_level="warning")
+    if workers == 1:
+        uvicorn.run(create_app(tk, allowed_hosts=allowed), host=host, port=port, log_level="warning")
+        return
+    # Each worker process builds its own app from the environment (web/app.py from_environment).
+    env = {
+        "TALEKEEPER_HOME": str(tk.data_dir),
+        "TALEKEEPER_DATABASE_URL": tk.db.url.render_as_string(hide_password=False),
+        "TALEKEEPER_ACCOUNTS": "1" if tk.accounts else "",
+        ALLOWED_HOSTS_ENV: ",".join(sorted(allowed)),
+        "TALEKEEPER_ENDPOINT": endpoint or os.environ.get("TALEKEEPER_ENDPOINT", ""),
+        "TALEKEEPER_MODEL": model or os.environ.get("TALEKEEPER_MODEL", ""),
+        "TALEKEEPER_PROVIDER": provider or os.environ.get("TALEKEEPER_PROVIDER", ""),
+    }
+    os.environ.update(env)
+    tk.db.dispose()
+    uvicorn.run(
+        "talekeeper.web.app:from_environment", factory=True, workers=workers, host=host, port=port, log_level="warning"
+    )
 
 
 @app.command()
@@ -159,6 +208,65 @@ def import_card_command(
     from talekeeper.terminal import interop as interop_cli
 
     raise typer.Exit(interop_cli.import_card(_open(data_dir, None, None, None, database_url), path, yes))
+
+
+users_app = typer.Typer(help="Accounts for `talekeeper serve --accounts`: make hosts and players, invite, adopt.")
+app.add_typer(users_app, name="users")
+
+
+@users_app.command("create")
+def users_create(
+    name: Annotated[str, typer.Argument(help="The login name (2-40 letters, digits, . _ -).")],
+    host: Annotated[bool, typer.Option("--host", help="A host: manages users and the model endpoint.")] = False,
+    adopt: Annotated[
+        bool, typer.Option("--adopt", help="Also give this user every adventure and scenario made before accounts were on.")
+    ] = False,
+    password_stdin: Annotated[bool, typer.Option("--password-stdin", help="Read the password from standard input.")] = False,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Make an account (the first host, before serving with --accounts); asks for the password."""
+    import sys
+
+    from talekeeper.terminal import accounts as accounts_cli
+
+    password = sys.stdin.readline().rstrip("\n") if password_stdin else typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    tk = _open(data_dir, None, None, None, database_url)
+    raise typer.Exit(accounts_cli.create(tk, name, password, "host" if host else "player", adopt))
+
+
+@users_app.command("list")
+def users_list(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:
+    """List the accounts."""
+    from talekeeper.terminal import accounts as accounts_cli
+
+    raise typer.Exit(accounts_cli.show(_open(data_dir, None, None, None, database_url)))
+
+
+@users_app.command("invite")
+def users_invite(
+    url: Annotated[str, typer.Option(help="The address players open, to print the whole link.")] = "http://127.0.0.1:8000",
+    host: Annotated[bool, typer.Option("--host", help="The invited user will be a host.")] = False,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Print a one-time sign-up link (valid 7 days)."""
+    from talekeeper.terminal import accounts as accounts_cli
+
+    tk = _open(data_dir, None, None, None, database_url)
+    raise typer.Exit(accounts_cli.invite(tk, url, "host" if host else "player"))
+
+
+@users_app.command("adopt")
+def users_adopt(
+    name: Annotated[str, typer.Argument(help="Who gets them.")],
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Give every adventure and own scenario made before accounts were on to this user."""
+    from talekeeper.terminal import accounts as accounts_cli
+
+    raise typer.Exit(accounts_cli.adopt(_open(data_dir, None, None, None, database_url), name))
 
 
 @app.command()

@@ -2,6 +2,7 @@
 
     TalekeeperError                  `str(error)` is a message fit to show a player
      ├── NotFound        404         no adventure, scenario, turn, Save Point, memory, Insights …
+     ├── Forbidden       403         with accounts on: only a host may do that (users, the model)
      ├── Conflict        409         the story cannot do that now (busy, reading it, a Save Point)
      ├── Invalid         422         the request itself is wrong (an action, a setting, a file)
      ├── Upstream        502         the model failed (talekeeper.llm.errors.LLMError)
@@ -26,6 +27,10 @@ class NotFound(TalekeeperError, LookupError):
     status = 404
 
 
+class Forbidden(TalekeeperError):
+    status = 403
+
+
 class Conflict(TalekeeperError):
     status = 409
 
@@ -42,7 +47,7 @@ class Unavailable(TalekeeperError):
     status = 503
 
 
-BRANCHES: tuple[type[TalekeeperError], ...] = (NotFound, Conflict, Invalid, Upstream, Unavailable)
+BRANCHES: tuple[type[TalekeeperError], ...] = (NotFound, Forbidden, Conflict, Invalid, Upstream, Unavailable)
 
 
 def status_of(error: TalekeeperError) -> int:

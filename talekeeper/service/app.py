@@ -23,6 +23,11 @@ from talekeeper.service.settings import effective_model_settings, generation_set
 from talekeeper.store.db import DATABASE_URL_ENV, Database
 
 HOME_ENV = "TALEKEEPER_HOME"
+ACCOUNTS_ENV = "TALEKEEPER_ACCOUNTS"
+
+
+def accounts_from_environment() -> bool:
+    return os.environ.get(ACCOUNTS_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 def default_data_dir() -> Path:
@@ -41,9 +46,14 @@ class Talekeeper:
     # A database server instead of the SQLite file in data_dir (--database-url, or
     # $TALEKEEPER_DATABASE_URL): PostgreSQL, for several app processes on one database.
     database_url: str | None = None
+    # Several players, each signed in and seeing only their own stories (--accounts, or
+    # $TALEKEEPER_ACCOUNTS=1); off, the single local player sees everything as ever.
+    accounts: bool | None = None
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir)
+        if self.accounts is None:
+            self.accounts = accounts_from_environment()
         url = self.database_url or os.environ.get(DATABASE_URL_ENV) or None
         self.db = Database(url) if url else Database.in_directory(self.data_dir)
         self.locks = locks_for(self.db)

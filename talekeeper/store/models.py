@@ -61,6 +61,8 @@ class Scenario(Base):
     # The whole scenario document (texts, story cards, world and rules), as authored.
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
     builtin: Mapped[bool] = mapped_column(default=False)
+    # The player whose scenario this is, with accounts on (None: built-in, or local mode).
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), default=utcnow, onupdate=utcnow
@@ -82,6 +84,8 @@ class Adventure(Base):
     # The state engine's rules, copied from the scenario at creation (None: narrative only).
     rules: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     turn_count: Mapped[int] = mapped_column(Integer, default=0)
+    # The player whose adventure this is, with accounts on (None: local mode, no accounts).
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_played_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -134,6 +138,49 @@ class Setting(Base):
 
     key: Mapped[str] = mapped_column(String(100), primary_key=True)
     value: Mapped[Any] = mapped_column(JSON, nullable=True)  # as migration 0001 made it
+
+
+# --- Accounts (migration 0004): off by default; see service/accounts.py ----------------
+
+
+class User(Base):
+    """A player (or host) of an installation served with `--accounts`."""
+
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(80), unique=True)  # the login name, lower-cased
+    password_hash: Mapped[str] = mapped_column(String(200))  # Argon2id, with its parameters
+    role: Mapped[str] = mapped_column(String(16), default="player")  # player | host
+    disabled: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class UserSession(Base):
+    """A login. The cookie carries a random token; only its SHA-256 is stored, so a copy of
+    the database opens no one's session. Rows live in the database, not in the cookie, so
+    logging out (or a host disabling a player) ends the session in every app process."""
+
+    __tablename__ = "user_sessions"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Invitation(Base):
+    """A one-time sign-up link a host made (only the token's SHA-256 is stored)."""
+
+    __tablename__ = "invitations"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    role: Mapped[str] = mapped_column(String(16), default="player")
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    used_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
 
 
 # --- Context and memory (migration 0002) -------------------------------------------

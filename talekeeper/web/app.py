@@ -12,6 +12,7 @@ from fastapi.staticfiles import StaticFiles
 from talekeeper import __version__
 from talekeeper.core import Talekeeper
 from talekeeper.web import (
+    accounts,
     api,
     api_context,
     api_interop,
@@ -31,6 +32,7 @@ from talekeeper.web import (
     samplers,
     search,
 )
+from talekeeper.web.auth import AccountsMiddleware
 from talekeeper.web.security import LocalOnlyMiddleware
 
 STATIC = Path(__file__).parent / "static"
@@ -52,6 +54,9 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     )
     app.state.tk = tk
     errors.install(app)
+    if tk.accounts:
+        app.include_router(accounts.router)
+        app.include_router(accounts.api_router)
     app.include_router(api.router)
     app.include_router(api_interop.router)  # before api_state: /api/schemas/bundle is more specific than /api/schemas/{name}
     app.include_router(api_settings.router)
@@ -76,5 +81,22 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     def favicon() -> FileResponse:  # browsers ask for it on every page that names no icon
         return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
 
+    if tk.accounts:  # inside the local guard: Host, Origin and body limits are judged first
+        app.add_middleware(AccountsMiddleware, tk=tk)
     app.add_middleware(LocalOnlyMiddleware, allowed_hosts=allowed_hosts or set())
     return app
+
+
+ALLOWED_HOSTS_ENV = "TALEKEEPER_ALLOWED_HOSTS"
+
+
+def from_environment() -> FastAPI:
+    """The app as the environment describes it, for a process manager that starts several
+    (`uvicorn --factory --workers N talekeeper.web.app:from_environment`, or what
+    `talekeeper serve --workers N` runs): $TALEKEEPER_DATABASE_URL, $TALEKEEPER_ACCOUNTS,
+    $TALEKEEPER_HOME, and $TALEKEEPER_ALLOWED_HOSTS (names besides loopback, comma-separated).
+    """
+    import os
+
+    hosts = {h.strip() for h in os.environ.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip()}
+    return create_app(Talekeeper.open(), allowed_hosts=hosts)

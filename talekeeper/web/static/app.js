@@ -4,8 +4,14 @@
 // - #adventure-filter: show only the adventures whose title or scenario matches.
 // - form[data-canonical]: a refused save is shown at the form's POST address; the address
 //   bar shows the editor's own instead, so a reload reads the page and never re-posts.
+// - with accounts on, HTMX requests carry the page's CSRF token (web/auth.py); plain forms
+//   get it as a hidden field from the server.
 (function () {
   "use strict";
+  const csrf = document.querySelector('meta[name="csrf-token"]');
+  if (csrf) {
+    document.addEventListener("htmx:configRequest", (e) => { e.detail.headers["X-CSRF-Token"] = csrf.content; });
+  }
   const canonical = document.querySelector("form[data-canonical]");
   if (canonical && location.pathname + location.search !== canonical.dataset.canonical) {
     history.replaceState(null, "", canonical.dataset.canonical);

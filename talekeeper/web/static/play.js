@@ -76,6 +76,12 @@
   try { const draft = sessionStorage.getItem(draftKey); if (draft && !input.value) input.value = draft; } catch (_) { /* storage off */ }
   input.addEventListener("input", saveDraft);
 
+  // With accounts on, a change carries the page's CSRF token (web/auth.py).
+  function withCsrf(headers) {
+    const csrf = document.querySelector('meta[name="csrf-token"]');
+    return csrf ? { ...headers, "X-CSRF-Token": csrf.content } : headers;
+  }
+
   function refreshStory() {
     return htmx.ajax("GET", `/adventures/${adventureId}/story`, { target: "#story", swap: "outerHTML" });
   }
@@ -151,7 +157,7 @@
     try {
       const response = await fetch(target.url || `/api/adventures/${adventureId}/turns`, {
         method: "POST",
-        headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+        headers: withCsrf({ "Content-Type": "application/json", Accept: "text/event-stream" }),
         body: JSON.stringify(target.body || { kind, text }),
         signal: controller.signal,
       });

@@ -1,0 +1,266 @@
+"""Accounts for a hosted installation (`talekeeper serve --accounts`; off by default).
+
+Players sign up with a host's one-time invitation, or a host creates them (web or
+`talekeeper users create`); passwords are hashed with Argon2id (argon2-cffi, its default
+parameters, re-hashed at login when those defaults grow). A login is a row in
+`user_sessions` named by the SHA-256 of a random token the browser keeps in a cookie, with
+a CSRF token of its own (web/auth.py checks it on every change). Hosts manage users and the
+model endpoint; they do not see other players' stories (store/owner.py scopes those).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session
+
+from talekeeper.errors import Conflict, Invalid, NotFound
+from talekeeper.store.models import Adventure, Invitation, Scenario, User, UserSession
+
+ROLES = ("player", "host")
+SESSION_DAYS = 14
+INVITATION_DAYS = 7
+MIN_PASSWORD = 10
+MAX_PASSWORD = 1024  # Argon2 takes any length; this bounds the work one request can ask for
+NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,39}$")
+
+_hasher = PasswordHasher()
+# Verified against when the name is unknown, so a wrong name costs what a wrong password does.
+_DUMMY_HASH = _hasher.hash(secrets.token_hex(16))
+
+
+class AccountInvalid(Invalid):
+    pass
+
+
+class NameTaken(Conflict):
+    pass
+
+
+class UserNotFound(NotFound):
+    pass
+
+
+class LoginFailed(Invalid):
+    def __init__(self) -> None:
+        super().__init__("That name and password do not match an account here.")
+
+
+class InvitationInvalid(Invalid):
+    def __init__(self) -> None:
+        super().__init__(
+            "This invitation cannot be used: it was used already, has expired, or never "
+            "existed. Ask your host for a new one."
+        )
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    """The user a request runs as, and the CSRF token its changes must carry."""
+
+    user_id: int
+    name: str
+    role: str
+    csrf_token: str
+
+    @property
+    def is_host(self) -> bool:
+        return self.role == "host"
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)  # SQLite keeps no zone
+
+
+def normalise_name(name: str) -> str:
+    clean = (name or "").strip().lower()
+    if not NAME.match(clean):
+        raise AccountInvalid(
+            "A name is 2 to 40 characters: letters, digits, and . _ - (not first)."
+        )
+    return clean
+
+
+def _check_password(password: str) -> str:
+    if not isinstance(password, str) or len(password) < MIN_PASSWORD:
+        raise AccountInvalid(f"A password needs at least {MIN_PASSWORD} characters.")
+    if len(password) > MAX_PASSWORD:
+        raise AccountInvalid(f"A password can be at most {MAX_PASSWORD} characters.")
+    return password
+
+
+def _check_role(role: str) -> str:
+    if role not in ROLES:
+        raise AccountInvalid(f"A role is one of {', '.join(ROLES)}, not {role!r}.")
+    return role
+
+
+def create_user(session: Session, name: str, password: str, role: str = "player") -> User:
+    clean = normalise_name(name)
+    _check_password(password)
+    _check_role(role)
+    if session.scalar(select(User.id).where(User.name == clean)) is not None:
+        raise NameTaken(f"The name {clean!r} is taken; choose another.")
+    user = User(name=clean, password_hash=_hasher.hash(password), role=role, disabled=False)
+    session.add(user)
+    session.flush()
+    return user
+
+
+def authenticate(session: Session, name: str, password: str) -> User:
+    """The user with this name and password (not disabled), else LoginFailed."""
+    user = session.scalar(select(User).where(User.name == (name or "").strip().lower()))
+    candidate = user.password_hash if user is not None else _DUMMY_HASH
+    try:
+        _hasher.verify(candidate, (password or "")[:MAX_PASSWORD])
+    except (VerificationError, InvalidHashError):
+        raise LoginFailed() from None
+    if user is None or user.disabled:
+        raise LoginFailed()
+    if _hasher.check_needs_rehash(user.password_hash):
+        user.password_hash = _hasher.hash(password)
+    return user
+
+
+def set_password(session: Session, user_id: int, password: str) -> None:
+    user = get_user(session, user_id)
+    user.password_hash = _hasher.hash(_check_password(password))
+    session.execute(delete(UserSession).where(UserSession.user_id == user.id))
+
+
+def start_session(session: Session, user: User) -> tuple[str, SignedIn]:
+    """A new login for `user`: the cookie's token (shown once, stored only hashed)."""
+    token = secrets.token_urlsafe(32)
+    row = UserSession(
+        token_hash=_digest(token),
+        user_id=user.id,
+        csrf_token=secrets.token_urlsafe(32),
+        expires_at=_now() + timedelta(days=SESSION_DAYS),
+    )
+    session.add(row)
+    # Expired logins are swept here rather than by a timer: logins are rare enough.
+    session.execute(delete(UserSession).where(UserSession.expires_at < _now()))
+    return token, SignedIn(user.id, user.name, user.role, row.csrf_token)
+
+
+def signed_in(session: Session, token: str | None) -> SignedIn | None:
+    """Who holds this cookie token: None when it is unknown, expired or the user disabled."""
+    if not token:
+        return None
+    found = session.execute(
+        select(UserSession, User)
+        .join(User, User.id == UserSession.user_id)
+        .where(UserSession.token_hash == _digest(token))
+    ).first()
+    if found is None:
+        return None
+    login, user = found
+    if user.disabled or _aware(login.expires_at) < _now():
+        return None
+    return SignedIn(user.id, user.name, user.role, login.csrf_token)
+
+
+def end_session(session: Session, token: str | None) -> None:
+    if token:
+        session.execute(delete(UserSession).where(UserSession.token_hash == _digest(token)))
+
+
+def create_invitation(session: Session, created_by: int | None, role: str = "player") -> str:
+    """A one-time sign-up token (the host sends the link; only its hash is kept)."""
+    token = secrets.token_urlsafe(24)
+    session.add(
+        Invitation(
+            token_hash=_digest(token),
+            role=_check_role(role),
+            created_by=created_by,
+            expires_at=_now() + timedelta(days=INVITATION_DAYS),
+        )
+    )
+    return token
+
+
+def sign_up(session: Session, invitation: str, name: str, password: str) -> User:
+    """Make an account with an invitation; the invitation is used up in the same commit."""
+    row = session.get(Invitation, _digest(invitation or ""), with_for_update=True)
+    if row is None or row.used_by is not None or _aware(row.expires_at) < _now():
+        raise InvitationInvalid()
+    user = create_user(session, name, password, row.role)
+    # Claimed only if still unused: two sign-ups racing on one link, one wins.
+    claimed = session.execute(
+        update(Invitation)
+        .where(Invitation.token_hash == row.token_hash, Invitation.used_by.is_(None))
+        .values(used_by=user.id)
+    )
+    if claimed.rowcount != 1:
+        raise InvitationInvalid()
+    return user
+
+
+def get_user(session: Session, user_id: int) -> User:
+    user = session.get(User, user_id)
+    if user is None:
+        raise UserNotFound(f"No user with id {user_id}.")
+    return user
+
+
+def list_users(session: Session) -> list[User]:
+    return list(session.scalars(select(User).order_by(User.name)))
+
+
+def has_users(session: Session) -> bool:
+    return session.scalar(select(func.count()).select_from(User)) > 0
+
+
+def _active_hosts(session: Session) -> int:
+    return session.scalar(
+        select(func.count()).select_from(User).where(User.role == "host", User.disabled.is_(False))
+    )
+
+
+def set_role(session: Session, user_id: int, role: str) -> User:
+    user = get_user(session, user_id)
+    if user.role == "host" and role != "host" and not user.disabled and _active_hosts(session) <= 1:
+        raise Conflict("This is the only host; make another host first.")
+    user.role = _check_role(role)
+    return user
+
+
+def set_disabled(session: Session, user_id: int, disabled: bool) -> User:
+    """Disable (or enable) a user; disabling ends their sessions in every process at once."""
+    user = get_user(session, user_id)
+    if disabled and user.role == "host" and not user.disabled and _active_hosts(session) <= 1:
+        raise Conflict("This is the only host; make another host first.")
+    user.disabled = disabled
+    if disabled:
+        session.execute(delete(UserSession).where(UserSession.user_id == user.id))
+    return user
+
+
+def adopt_unowned(session: Session, user_id: int) -> tuple[int, int]:
+    """Give every adventure and own scenario with no owner (made before accounts were on)
+    to this user; (adventures, scenarios) adopted."""
+    get_user(session, user_id)
+    adventures = session.execute(
+        update(Adventure).where(Adventure.owner_id.is_(None)).values(owner_id=user_id)
+    ).rowcount
+    scenarios = session.execute(
+        update(Scenario)
+        .where(Scenario.owner_id.is_(None), Scenario.builtin.is_(False))
+        .values(owner_id=user_id)
+    ).rowcount
+    return adventures, scenarios

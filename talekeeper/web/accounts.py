@@ -1,0 +1,274 @@
+"""Sign in, sign up with an invitation, sign out, and the host's page of users.
+
+Included only with accounts on (`create_app(..., accounts=True)`); web/auth.py decides who
+is asking. The JSON routes under /api/account and /api/users do what the pages do.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from talekeeper.core import Talekeeper
+from talekeeper.errors import Forbidden, TalekeeperError
+from talekeeper.service import accounts
+from talekeeper.web.api import get_tk
+from talekeeper.web.auth import COOKIE, session_cookie, signed_in
+from talekeeper.web.pages import render
+
+router = APIRouter(include_in_schema=False)
+api_router = APIRouter(prefix="/api", tags=["accounts"])
+SESSION_SECONDS = accounts.SESSION_DAYS * 24 * 3600
+
+
+def _local_target(target: str | None) -> str:
+    """Where to go after signing in: a path on this server only (no open redirect)."""
+    if not target or not target.startswith("/") or target.startswith(("//", "/\\")):
+        return "/"
+    return target
+
+
+def _signed_in_response(request: Request, tk: Talekeeper, user_id: int, target: str) -> Response:
+    with tk.db.session() as session:
+        token, _ = accounts.start_session(session, accounts.get_user(session, user_id))
+    response = RedirectResponse(_local_target(target), status_code=303)
+    response.headers.append("set-cookie", session_cookie(request.scope, token, SESSION_SECONDS))
+    return response
+
+
+def require_host(request: Request) -> accounts.SignedIn:
+    who = signed_in(request)
+    if who is None or not who.is_host:
+        raise Forbidden("Only a host of this talekeeper can manage its users.")
+    return who
+
+
+Host = Annotated[accounts.SignedIn, Depends(require_host)]
+Tk = Annotated[Talekeeper, Depends(get_tk)]
+
+
+# --- pages --------------------------------------------------------------------------------
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_page(request: Request, next: str = "/") -> Response:
+    if signed_in(request) is not None:
+        return RedirectResponse(_local_target(next), status_code=303)
+    return render(request, "login.html", target=_local_target(next))
+
+
+@router.post("/login", response_class=HTMLResponse)
+def login(
+    request: Request,
+    tk: Tk,
+    name: Annotated[str, Form(max_length=200)] = "",
+    password: Annotated[str, Form(max_length=accounts.MAX_PASSWORD)] = "",
+    next: Annotated[str, Form(max_length=2000)] = "/",
+) -> Response:
+    try:
+        with tk.db.session() as session:
+            user_id = accounts.authenticate(session, name, password).id
+    except accounts.LoginFailed as exc:
+        return render(
+            request,
+            "login.html",
+            status_code=422,
+            error=str(exc),
+            login_name=name,
+            target=_local_target(next),
+        )
+    return _signed_in_response(request, tk, user_id, next)
+
+
+@router.post("/logout")
+def logout(request: Request, tk: Tk) -> Response:
+    with tk.db.session() as session:
+        accounts.end_session(session, request.cookies.get(COOKIE))
+    response = RedirectResponse("/login", status_code=303)
+    response.headers.append("set-cookie", session_cookie(request.scope, "", 0))
+    return response
+
+
+@router.get("/signup", response_class=HTMLResponse)
+def signup_page(request: Request, invite: str = "") -> Response:
+    return render(request, "signup.html", invite=invite)
+
+
+@router.post("/signup", response_class=HTMLResponse)
+def signup(
+    request: Request,
+    tk: Tk,
+    invite: Annotated[str, Form(max_length=200)] = "",
+    name: Annotated[str, Form(max_length=200)] = "",
+    password: Annotated[str, Form(max_length=accounts.MAX_PASSWORD)] = "",
+) -> Response:
+    try:
+        with tk.db.session() as session:
+            user_id = accounts.sign_up(session, invite, name, password).id
+    except TalekeeperError as exc:
+        return render(
+            request,
+            "signup.html",
+            status_code=exc.status,
+            error=str(exc),
+            invite=invite,
+            login_name=name,
+        )
+    return _signed_in_response(request, tk, user_id, "/")
+
+
+def _users_page(request: Request, tk: Talekeeper, status_code: int = 200, **extra) -> HTMLResponse:
+    with tk.db.session() as session:
+        users = [_user_view(u) for u in accounts.list_users(session)]
+    return render(
+        request, "users.html", status_code=status_code, section="users", users=users, **extra
+    )
+
+
+@router.get("/users", response_class=HTMLResponse)
+def users_page(request: Request, tk: Tk, host: Host) -> Response:
+    return _users_page(request, tk)
+
+
+@router.post("/users", response_class=HTMLResponse)
+def users_create(
+    request: Request,
+    tk: Tk,
+    host: Host,
+    name: Annotated[str, Form(max_length=200)] = "",
+    password: Annotated[str, Form(max_length=accounts.MAX_PASSWORD)] = "",
+    role: Annotated[str, Form(max_length=16)] = "player",
+) -> Response:
+    try:
+        with tk.db.session() as session:
+            accounts.create_user(session, name, password, role)
+    except TalekeeperError as exc:
+        return _users_page(request, tk, status_code=exc.status, error=str(exc))
+    return _users_page(request, tk, message=f"Made the account {accounts.normalise_name(name)!r}.")
+
+
+@router.post("/users/invitations", response_class=HTMLResponse)
+def users_invite(
+    request: Request, tk: Tk, host: Host, role: Annotated[str, Form(max_length=16)] = "player"
+) -> Response:
+    try:
+        with tk.db.session() as session:
+            token = accounts.create_invitation(session, host.user_id, role)
+    except TalekeeperError as exc:
+        return _users_page(request, tk, status_code=exc.status, error=str(exc))
+    link = str(request.url_for("signup_page").include_query_params(invite=token))
+    return _users_page(request, tk, invitation=link)
+
+
+@router.post("/users/{user_id}", response_class=HTMLResponse)
+def users_change(
+    request: Request,
+    tk: Tk,
+    host: Host,
+    user_id: int,
+    role: Annotated[str | None, Form(max_length=16)] = None,
+    disabled: Annotated[str | None, Form(max_length=8)] = None,
+) -> Response:
+    try:
+        with tk.db.session() as session:
+            if role is not None:
+                accounts.set_role(session, user_id, role)
+            if disabled is not None:
+                accounts.set_disabled(session, user_id, disabled == "1")
+    except TalekeeperError as exc:
+        return _users_page(request, tk, status_code=exc.status, error=str(exc))
+    return _users_page(request, tk, message="Saved.")
+
+
+# --- JSON ---------------------------------------------------------------------------------
+
+
+class UserView(BaseModel):
+    id: int
+    name: str
+    role: Literal["player", "host"]
+    disabled: bool
+    created_at: str
+
+
+class AccountView(BaseModel):
+    id: int
+    name: str
+    role: Literal["player", "host"]
+    csrf_token: str = Field(description="Send it as X-CSRF-Token with every change.")
+
+
+class NewUser(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(max_length=200)
+    password: str = Field(max_length=accounts.MAX_PASSWORD)
+    role: Literal["player", "host"] = "player"
+
+
+class UserChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["player", "host"] | None = None
+    disabled: bool | None = None
+
+
+class NewInvitation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["player", "host"] = "player"
+
+
+class InvitationView(BaseModel):
+    token: str
+    link: str
+
+
+def _user_view(user) -> UserView:
+    return UserView(
+        id=user.id,
+        name=user.name,
+        role=user.role,
+        disabled=user.disabled,
+        created_at=user.created_at.isoformat(),
+    )
+
+
+@api_router.get("/account", response_model=AccountView)
+def account(request: Request) -> AccountView:
+    who = signed_in(request)
+    assert who is not None  # the guard lets no one unsigned reach this
+    return AccountView(id=who.user_id, name=who.name, role=who.role, csrf_token=who.csrf_token)
+
+
+@api_router.get("/users", response_model=list[UserView])
+def api_users(tk: Tk, host: Host) -> list[UserView]:
+    with tk.db.session() as session:
+        return [_user_view(u) for u in accounts.list_users(session)]
+
+
+@api_router.post("/users", response_model=UserView, status_code=201)
+def api_create_user(body: NewUser, tk: Tk, host: Host) -> UserView:
+    with tk.db.session() as session:
+        return _user_view(accounts.create_user(session, body.name, body.password, body.role))
+
+
+@api_router.patch("/users/{user_id}", response_model=UserView)
+def api_change_user(user_id: int, body: UserChange, tk: Tk, host: Host) -> UserView:
+    with tk.db.session() as session:
+        if body.role is not None:
+            accounts.set_role(session, user_id, body.role)
+        if body.disabled is not None:
+            accounts.set_disabled(session, user_id, body.disabled)
+        return _user_view(accounts.get_user(session, user_id))
+
+
+@api_router.post("/invitations", response_model=InvitationView, status_code=201)
+def api_invite(body: NewInvitation, request: Request, tk: Tk, host: Host) -> InvitationView:
+    with tk.db.session() as session:
+        token = accounts.create_invitation(session, host.user_id, body.role)
+    link = str(request.url_for("signup_page").include_query_params(invite=token))
+    return InvitationView(token=token, link=link)
