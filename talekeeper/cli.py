@@ -97,7 +97,7 @@ def serve(
     import uvicorn
 
     from talekeeper import terminal
-    from talekeeper.service.accounts import has_users
+    from talekeeper.service.accounts import has_any_user
     from talekeeper.web.app import ALLOWED_HOSTS_ENV, create_app
 
     tk = _open(data_dir, endpoint, model, provider, database_url, accounts=accounts or None)
@@ -106,13 +106,11 @@ def serve(
             "several app processes need PostgreSQL (--database-url): SQLite's writer lock lives in one process",
             param_hint="--workers",
         )
-    if tk.accounts:
-        with tk.db.session() as session:
-            if not has_users(session):
-                terminal.console.print(
-                    "Accounts are on and there are no users yet: make the first host with "
-                    "[bold]talekeeper users create NAME --host[/bold]."
-                )
+    if tk.accounts and not has_any_user(tk):
+        terminal.console.print(
+            "Accounts are on and there are no users yet: make the first host with "
+            "[bold]talekeeper users create NAME --host[/bold]."
+        )
     terminal.warm_up(tk)
     terminal.console.print(f"talekeeper {__version__} — open [bold]http://{host}:{port}/[/bold] (data: {tk.db.describe()})")
     allowed = {host, *(allow_host or [])}

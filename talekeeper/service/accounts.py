@@ -15,6 +15,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -23,6 +24,9 @@ from sqlalchemy.orm import Session
 
 from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.store.models import Adventure, Invitation, Scenario, User, UserSession
+
+if TYPE_CHECKING:
+    from talekeeper.service.app import Talekeeper
 
 ROLES = ("player", "host")
 SESSION_DAYS = 14
@@ -264,3 +268,75 @@ def adopt_unowned(session: Session, user_id: int) -> tuple[int, int]:
         .values(owner_id=user_id)
     ).rowcount
     return adventures, scenarios
+
+
+# --- entry points (each owns its transaction; the web and the CLI only translate) ---------
+
+
+def who(tk: Talekeeper, token: str | None) -> SignedIn | None:
+    """Who holds this session cookie (None: nobody signed in)."""
+    if not token:
+        return None
+    with tk.db.session() as session:
+        return signed_in(session, token)
+
+
+def login(tk: Talekeeper, name: str, password: str) -> tuple[str, SignedIn]:
+    """Check a name and password and start a session: (the cookie's token, who)."""
+    with tk.db.session() as session:
+        return start_session(session, authenticate(session, name, password))
+
+
+def logout(tk: Talekeeper, token: str | None) -> None:
+    with tk.db.session() as session:
+        end_session(session, token)
+
+
+def join(tk: Talekeeper, invitation: str, name: str, password: str) -> tuple[str, SignedIn]:
+    """Sign up with an invitation and start a session in the same commit."""
+    with tk.db.session() as session:
+        return start_session(session, sign_up(session, invitation, name, password))
+
+
+def users(tk: Talekeeper) -> list[User]:
+    with tk.db.session() as session:
+        return list_users(session)
+
+
+def add_user(
+    tk: Talekeeper, name: str, password: str, role: str = "player", adopt: bool = False
+) -> tuple[User, tuple[int, int] | None]:
+    """Make an account (and, asked to, give it every story made before accounts)."""
+    with tk.db.session() as session:
+        user = create_user(session, name, password, role)
+        return user, adopt_unowned(session, user.id) if adopt else None
+
+
+def invite(tk: Talekeeper, created_by: int | None, role: str = "player") -> str:
+    with tk.db.session() as session:
+        return create_invitation(session, created_by, role)
+
+
+def change_user(
+    tk: Talekeeper, user_id: int, role: str | None = None, disabled: bool | None = None
+) -> User:
+    """A host's change to a user: their role, or whether they may sign in."""
+    with tk.db.session() as session:
+        if role is not None:
+            set_role(session, user_id, role)
+        if disabled is not None:
+            set_disabled(session, user_id, disabled)
+        return get_user(session, user_id)
+
+
+def adopt(tk: Talekeeper, name: str) -> tuple[int, int]:
+    with tk.db.session() as session:
+        user = session.scalar(select(User).where(User.name == (name or "").strip().lower()))
+        if user is None:
+            raise UserNotFound(f"No user named {name!r}.")
+        return adopt_unowned(session, user.id)
+
+
+def has_any_user(tk: Talekeeper) -> bool:
+    with tk.db.session() as session:
+        return has_users(session)

@@ -7,22 +7,18 @@ from urllib.parse import urlencode
 
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy import select
 
 from talekeeper.core import Talekeeper
 from talekeeper.errors import TalekeeperError
 from talekeeper.service import accounts
-from talekeeper.store.models import User
 
 console = Console(highlight=False)
 
 
 def create(tk: Talekeeper, name: str, password: str, role: str, adopt: bool) -> int:
     try:
-        with tk.db.session() as session:
-            user = accounts.create_user(session, name, password, role)
-            adopted = accounts.adopt_unowned(session, user.id) if adopt else None
-            made = user.name
+        user, adopted = accounts.add_user(tk, name, password, role, adopt)
+        made = user.name
     except TalekeeperError as exc:
         console.print(f"[red]Not made:[/red] {exc}")
         return 1
@@ -39,35 +35,33 @@ def create(tk: Talekeeper, name: str, password: str, role: str, adopt: bool) -> 
 
 
 def show(tk: Talekeeper) -> int:
-    with tk.db.session() as session:
-        users = accounts.list_users(session)
+    users = accounts.users(tk)
+    if users:
         table = Table("id", "name", "role", "status")
         for user in users:
             table.add_row(
                 str(user.id), user.name, user.role, "disabled" if user.disabled else "active"
             )
-    console.print(
-        table
-        if users
-        else "No accounts yet: make the first host with `talekeeper users create NAME --host`."
-    )
+        console.print(table)
+    else:
+        console.print(
+            "No accounts yet: make the first host with `talekeeper users create NAME --host`."
+        )
     return 0
 
 
 def invite(tk: Talekeeper, url: str, role: str) -> int:
-    with tk.db.session() as session:
-        token = accounts.create_invitation(session, None, role)
+    token = accounts.invite(tk, None, role)
     console.print(f"One-time sign-up link (valid {accounts.INVITATION_DAYS} days):")
     console.print(f"{url.rstrip('/')}/signup?{urlencode({'invite': token})}", soft_wrap=True)
     return 0
 
 
 def adopt(tk: Talekeeper, name: str) -> int:
-    with tk.db.session() as session:
-        user = session.scalar(select(User).where(User.name == name.strip().lower()))
-        if user is None:
-            console.print(f"[red]No user named {name!r}.[/red]")
-            return 1
-        adventures, scenarios = accounts.adopt_unowned(session, user.id)
+    try:
+        adventures, scenarios = accounts.adopt(tk, name)
+    except TalekeeperError as exc:
+        console.print(f"[red]{exc}[/red]")
+        return 1
     console.print(f"{name} now owns {adventures} more adventure(s) and {scenarios} scenario(s).")
     return 0

@@ -15,9 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from talekeeper.core import Talekeeper
 from talekeeper.errors import Forbidden, TalekeeperError
 from talekeeper.service import accounts
-from talekeeper.web.api import get_tk
 from talekeeper.web.auth import COOKIE, session_cookie, signed_in
-from talekeeper.web.pages import render
+from talekeeper.web.deps import get_tk
+from talekeeper.web.render import render
 
 router = APIRouter(include_in_schema=False)
 api_router = APIRouter(prefix="/api", tags=["accounts"])
@@ -31,9 +31,7 @@ def _local_target(target: str | None) -> str:
     return target
 
 
-def _signed_in_response(request: Request, tk: Talekeeper, user_id: int, target: str) -> Response:
-    with tk.db.session() as session:
-        token, _ = accounts.start_session(session, accounts.get_user(session, user_id))
+def _signed_in_response(request: Request, token: str, target: str) -> Response:
     response = RedirectResponse(_local_target(target), status_code=303)
     response.headers.append("set-cookie", session_cookie(request.scope, token, SESSION_SECONDS))
     return response
@@ -69,8 +67,7 @@ def login(
     next: Annotated[str, Form(max_length=2000)] = "/",
 ) -> Response:
     try:
-        with tk.db.session() as session:
-            user_id = accounts.authenticate(session, name, password).id
+        token, _ = accounts.login(tk, name, password)
     except accounts.LoginFailed as exc:
         return render(
             request,
@@ -80,13 +77,12 @@ def login(
             login_name=name,
             target=_local_target(next),
         )
-    return _signed_in_response(request, tk, user_id, next)
+    return _signed_in_response(request, token, next)
 
 
 @router.post("/logout")
 def logout(request: Request, tk: Tk) -> Response:
-    with tk.db.session() as session:
-        accounts.end_session(session, request.cookies.get(COOKIE))
+    accounts.logout(tk, request.cookies.get(COOKIE))
     response = RedirectResponse("/login", status_code=303)
     response.headers.append("set-cookie", session_cookie(request.scope, "", 0))
     return response
@@ -106,8 +102,7 @@ def signup(
     password: Annotated[str, Form(max_length=accounts.MAX_PASSWORD)] = "",
 ) -> Response:
     try:
-        with tk.db.session() as session:
-            user_id = accounts.sign_up(session, invite, name, password).id
+        token, _ = accounts.join(tk, invite, name, password)
     except TalekeeperError as exc:
         return render(
             request,
@@ -117,12 +112,11 @@ def signup(
             invite=invite,
             login_name=name,
         )
-    return _signed_in_response(request, tk, user_id, "/")
+    return _signed_in_response(request, token, "/")
 
 
 def _users_page(request: Request, tk: Talekeeper, status_code: int = 200, **extra) -> HTMLResponse:
-    with tk.db.session() as session:
-        users = [_user_view(u) for u in accounts.list_users(session)]
+    users = [_user_view(u) for u in accounts.users(tk)]
     return render(
         request, "users.html", status_code=status_code, section="users", users=users, **extra
     )
@@ -143,8 +137,7 @@ def users_create(
     role: Annotated[str, Form(max_length=16)] = "player",
 ) -> Response:
     try:
-        with tk.db.session() as session:
-            accounts.create_user(session, name, password, role)
+        accounts.add_user(tk, name, password, role)
     except TalekeeperError as exc:
         return _users_page(request, tk, status_code=exc.status, error=str(exc))
     return _users_page(request, tk, message=f"Made the account {accounts.normalise_name(name)!r}.")
@@ -155,8 +148,7 @@ def users_invite(
     request: Request, tk: Tk, host: Host, role: Annotated[str, Form(max_length=16)] = "player"
 ) -> Response:
     try:
-        with tk.db.session() as session:
-            token = accounts.create_invitation(session, host.user_id, role)
+        token = accounts.invite(tk, host.user_id, role)
     except TalekeeperError as exc:
         return _users_page(request, tk, status_code=exc.status, error=str(exc))
     link = str(request.url_for("signup_page").include_query_params(invite=token))
@@ -173,11 +165,7 @@ def users_change(
     disabled: Annotated[str | None, Form(max_length=8)] = None,
 ) -> Response:
     try:
-        with tk.db.session() as session:
-            if role is not None:
-                accounts.set_role(session, user_id, role)
-            if disabled is not None:
-                accounts.set_disabled(session, user_id, disabled == "1")
+        accounts.change_user(tk, user_id, role, None if disabled is None else disabled == "1")
     except TalekeeperError as exc:
         return _users_page(request, tk, status_code=exc.status, error=str(exc))
     return _users_page(request, tk, message="Saved.")
@@ -246,29 +234,21 @@ def account(request: Request) -> AccountView:
 
 @api_router.get("/users", response_model=list[UserView])
 def api_users(tk: Tk, host: Host) -> list[UserView]:
-    with tk.db.session() as session:
-        return [_user_view(u) for u in accounts.list_users(session)]
+    return [_user_view(u) for u in accounts.users(tk)]
 
 
 @api_router.post("/users", response_model=UserView, status_code=201)
 def api_create_user(body: NewUser, tk: Tk, host: Host) -> UserView:
-    with tk.db.session() as session:
-        return _user_view(accounts.create_user(session, body.name, body.password, body.role))
+    return _user_view(accounts.add_user(tk, body.name, body.password, body.role)[0])
 
 
 @api_router.patch("/users/{user_id}", response_model=UserView)
 def api_change_user(user_id: int, body: UserChange, tk: Tk, host: Host) -> UserView:
-    with tk.db.session() as session:
-        if body.role is not None:
-            accounts.set_role(session, user_id, body.role)
-        if body.disabled is not None:
-            accounts.set_disabled(session, user_id, body.disabled)
-        return _user_view(accounts.get_user(session, user_id))
+    return _user_view(accounts.change_user(tk, user_id, body.role, body.disabled))
 
 
 @api_router.post("/invitations", response_model=InvitationView, status_code=201)
 def api_invite(body: NewInvitation, request: Request, tk: Tk, host: Host) -> InvitationView:
-    with tk.db.session() as session:
-        token = accounts.create_invitation(session, host.user_id, body.role)
+    token = accounts.invite(tk, host.user_id, body.role)
     link = str(request.url_for("signup_page").include_query_params(invite=token))
     return InvitationView(token=token, link=link)

@@ -92,16 +92,12 @@ class AccountsMiddleware:
         self.app = app
         self.tk = tk
 
-    def _lookup(self, token: str) -> accounts.SignedIn | None:
-        with self.tk.db.session() as session:
-            return accounts.signed_in(session, token)
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         token = cookie_token(scope)
-        who = await anyio.to_thread.run_sync(self._lookup, token) if token else None
+        who = await anyio.to_thread.run_sync(accounts.who, self.tk, token) if token else None
         scope.setdefault("state", {})["signed_in"] = who
         path = scope.get("path", "")
         public = path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
