@@ -9,6 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy.orm import Session
 
+from talekeeper.store import owner
 from talekeeper.store.models import Setting
 
 KEY = "context"
@@ -35,7 +36,8 @@ class ContextSettings(BaseModel):
 
 
 def context_settings(session: Session) -> ContextSettings:
-    row = session.get(Setting, KEY)
+    # A player's own (accounts on), else the installation's.
+    row = session.get(Setting, owner.setting_key(KEY)) or session.get(Setting, KEY)
     try:
         return ContextSettings(**(row.value if row and isinstance(row.value, dict) else {}))
     except ValidationError:
@@ -46,9 +48,9 @@ def update_context_settings(session: Session, values: dict) -> ContextSettings:
     """Merge and validate; raises pydantic's ValidationError and stores nothing if invalid."""
     current = context_settings(session).model_dump()
     merged = ContextSettings(**{**current, **values})
-    row = session.get(Setting, KEY)
+    row = session.get(Setting, owner.setting_key(KEY))
     if row is None:
-        session.add(Setting(key=KEY, value=merged.model_dump()))
+        session.add(Setting(key=owner.setting_key(KEY), value=merged.model_dump()))
     else:
         row.value = merged.model_dump()
     return merged

@@ -23,6 +23,7 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from talekeeper.errors import Conflict, Invalid, NotFound
+from talekeeper.store import owner
 from talekeeper.store.models import Adventure, Invitation, Scenario, User, UserSession
 
 if TYPE_CHECKING:
@@ -340,3 +341,16 @@ def adopt(tk: Talekeeper, name: str) -> tuple[int, int]:
 def has_any_user(tk: Talekeeper) -> bool:
     with tk.db.session() as session:
         return has_users(session)
+
+
+def can_see(tk: Talekeeper, user_id: int, kind: str, key: str) -> bool:
+    """Whether this user may see the adventure (`kind` "adventure", `key` its id) or scenario
+    an address names. A row that does not exist is left to the route's own 404."""
+    with owner.acting_as(user_id), tk.db.session() as session:
+        if kind == "adventure":
+            if not key.isdigit() or len(key) > 18:
+                return True
+            row = session.get(Adventure, int(key))
+        else:
+            row = session.get(Scenario, key)
+        return row is None or owner.visible(row)

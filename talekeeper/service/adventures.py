@@ -21,6 +21,7 @@ from talekeeper.service.scenarios import (
 )
 from talekeeper.state import RulesError, empty_rules, initial_document, load_rules
 from talekeeper.state.creation import CreationError, create_character, creation_options
+from talekeeper.store import owner
 from talekeeper.store.models import Adventure, Node, Scenario
 from talekeeper.story import takes, tree
 from talekeeper.story.actions import format_action
@@ -85,6 +86,7 @@ def start_adventure(
         plot=plot,
         rules=raw_rules,
         turn_count=0,
+        owner_id=owner.current(),
     )
     session.add(adventure)
     session.flush()
@@ -94,7 +96,7 @@ def start_adventure(
 
 def get_adventure(session: Session, adventure_id: int) -> Adventure:
     adventure = session.get(Adventure, adventure_id)
-    if adventure is None:
+    if adventure is None or not owner.visible(adventure):  # another player's is not there
         raise AdventureNotFound(f"No adventure with id {adventure_id}.")
     return adventure
 
@@ -107,7 +109,7 @@ def get_turn(session: Session, adventure: Adventure, node_id: int) -> Node:
 
 
 def list_adventures(session: Session) -> list[Adventure]:
-    return list(session.scalars(select(Adventure).order_by(Adventure.last_played_at.desc())))
+    return list(session.scalars(owner.where_visible(select(Adventure), Adventure).order_by(Adventure.last_played_at.desc())))
 
 
 MAX_TITLE = 200
@@ -164,6 +166,7 @@ def node_view(node: Node) -> dict[str, Any]:
 
 def adventure_summary(session: Session, adventure: Adventure) -> dict[str, Any]:
     scenario = session.get(Scenario, adventure.scenario_id) if adventure.scenario_id else None
+    scenario = scenario if scenario is not None and owner.visible(scenario) else None
     return {
         "id": adventure.id,
         "title": adventure.title,
@@ -212,9 +215,18 @@ def story_view(
 # translate what comes back; they open no session and take no lock themselves.
 
 
+def check_owner(tk: Talekeeper, adventure_id: int) -> None:
+    """With accounts on, AdventureNotFound for another player's adventure, before a writer
+    takes its lock (so trying someone else's id never makes their own turn busy)."""
+    if owner.current() is not None:
+        with tk.db.session() as session:
+            get_adventure(session, adventure_id)
+
+
 @contextmanager
 def writing(tk: Talekeeper, adventure_id: int) -> Iterator[tuple[Session, Adventure]]:
     """One transaction under the adventure's writer lock; a refusal inside changes nothing."""
+    check_owner(tk, adventure_id)
     with tk.locks.hold(adventure_id), tk.db.session() as session:
         yield session, get_adventure(session, adventure_id)
 

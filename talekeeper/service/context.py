@@ -33,6 +33,7 @@ from talekeeper.memory import bank
 from talekeeper.memory.worker import embed
 from talekeeper.service import samplers as sampler_choice
 from talekeeper.service.settings import generation_settings
+from talekeeper.store import owner
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story.actions import format_action
 
@@ -178,7 +179,7 @@ async def prepare_context(
     instructions; everything else — the canon log — is the same for every role."""
     with tk.db.session() as session:
         adventure = session.get(Adventure, adventure_id)
-        if adventure is None:
+        if adventure is None or not owner.visible(adventure):
             from talekeeper.service.adventures import AdventureNotFound
 
             raise AdventureNotFound(f"No adventure with id {adventure_id}.")

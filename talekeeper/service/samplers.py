@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from talekeeper.errors import Invalid, NotFound
 from talekeeper.service.settings import GenerationSettings
+from talekeeper.store import owner
 from talekeeper.store.models import Setting
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def _write(session: Session, key: str, value: dict[str, Any]) -> None:
 
 
 def presets(session: Session) -> dict[str, dict[str, Any]]:
-    return _row(session, PRESETS_KEY)
+    return _row(session, owner.setting_key(PRESETS_KEY))
 
 
 def save_preset(session: Session, name: str, values: dict[str, Any]) -> dict[str, Any]:
@@ -84,7 +85,7 @@ def save_preset(session: Session, name: str, values: dict[str, Any]) -> dict[str
     if name not in stored and len(stored) >= MAX_PRESETS:
         raise SamplersInvalid(f"At most {MAX_PRESETS} presets; delete one first.")
     stored[name] = _clean(values)
-    _write(session, PRESETS_KEY, stored)
+    _write(session, owner.setting_key(PRESETS_KEY), stored)
     return stored[name]
 
 
@@ -93,7 +94,7 @@ def delete_preset(session: Session, name: str) -> None:
     if name not in stored:
         raise PresetNotFound(f"There is no preset named {name!r}.")
     del stored[name]
-    _write(session, PRESETS_KEY, stored)
+    _write(session, owner.setting_key(PRESETS_KEY), stored)
 
 
 def _adventure_key(adventure_id: int) -> str:

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from talekeeper.errors import Invalid, NotFound
 from talekeeper.service import json_depth
 from talekeeper.service.origins import origin_summaries
+from talekeeper.store import owner
 from talekeeper.store.models import Scenario
 
 if TYPE_CHECKING:
@@ -57,12 +58,13 @@ def install_builtins(session: Session) -> None:
 
 
 def list_scenarios(session: Session) -> list[Scenario]:
-    return list(session.scalars(select(Scenario).order_by(Scenario.builtin.desc(), Scenario.title)))
+    statement = owner.where_visible(select(Scenario), Scenario)
+    return list(session.scalars(statement.order_by(Scenario.builtin.desc(), Scenario.title)))
 
 
 def get_scenario(session: Session, scenario_id: str) -> Scenario:
     row = session.get(Scenario, scenario_id)
-    if row is None:
+    if row is None or not owner.visible(row):  # built-ins are everyone's; own ones are private
         raise ScenarioNotFound(f"No scenario with id {scenario_id!r}.")
     return row
 
@@ -288,7 +290,7 @@ def _store(session: Session, data: dict[str, Any], row: Scenario | None = None) 
     if errors:
         raise ScenarioInvalid(errors)
     if row is None:
-        row = Scenario(id=data["id"], builtin=False)
+        row = Scenario(id=data["id"], builtin=False, owner_id=owner.current())
         session.add(row)
     row.title, row.description, row.data = data["title"].strip(), data.get("description", ""), data
     session.flush()

@@ -15,8 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sqlalchemy.orm import Session
 
 from talekeeper.context.settings import ContextSettings, context_settings, update_context_settings
-from talekeeper.errors import Invalid
+from talekeeper.errors import Forbidden, Invalid
 from talekeeper.llm.settings import ModelSettings
+from talekeeper.store import owner
 from talekeeper.store.models import Setting
 
 if TYPE_CHECKING:
@@ -104,9 +105,27 @@ class SettingsError(Invalid):
     pass
 
 
+class HostOnly(Forbidden):
+    def __init__(self) -> None:
+        super().__init__("Only a host of this talekeeper can change the model it uses.")
+
+
+# With accounts on, each player keeps generation settings of their own (falling back to the
+# installation's); the model endpoint is the host's, one for everyone.
+PLAYER_KEYS = {"generation"}
+
+
 def _stored(session: Session, key: str) -> dict[str, Any]:
-    row = session.get(Setting, key)
+    row = None
+    if key in PLAYER_KEYS:
+        row = session.get(Setting, owner.setting_key(key))
+    row = row or session.get(Setting, key)
     return dict(row.value) if row and isinstance(row.value, dict) else {}
+
+
+def may_change_model() -> bool:
+    """Whether this request may change the model settings (a host, or accounts off)."""
+    return owner.may_manage_installation()
 
 
 def env_model_overrides(environ: dict[str, str] | None = None) -> dict[str, Any]:
@@ -148,7 +167,10 @@ def generation_settings(session: Session) -> GenerationSettings:
 
 
 def stored_settings(session: Session) -> dict[str, Any]:
-    return {"model": _stored(session, "model"), "generation": _stored(session, "generation")}
+    model = _stored(session, "model")
+    if not may_change_model():  # a player sees which model narrates, never the host's key
+        model.pop("api_key", None)
+    return {"model": model, "generation": _stored(session, "generation")}
 
 
 def overridden_fields(flag_overrides: dict[str, Any] | None = None) -> dict[str, str]:
@@ -165,6 +187,8 @@ def update_settings(session: Session, update: SettingsUpdate) -> dict[str, Any]:
     from talekeeper.llm.policy import check_endpoint
 
     new_model = None
+    if update.model is not None and not may_change_model():
+        raise HostOnly()
     if update.model is not None:
         merged = {**_stored(session, "model"), **update.model}
         merged.pop("allow_remote", None)  # an operator decision, never from a request
@@ -186,6 +210,7 @@ def update_settings(session: Session, update: SettingsUpdate) -> dict[str, Any]:
     for key, value in (("model", new_model), ("generation", new_generation)):
         if value is None:
             continue
+        key = owner.setting_key(key) if key in PLAYER_KEYS else key
         row = session.get(Setting, key)
         if row is None:
             session.add(Setting(key=key, value=value))

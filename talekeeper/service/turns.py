@@ -28,7 +28,13 @@ from talekeeper.llm.errors import LLMError
 from talekeeper.memory import bank
 from talekeeper.memory.worker import worker_for
 from talekeeper.service import roles, state_engine, state_updates
-from talekeeper.service.adventures import get_adventure, get_turn, node_view, story_view
+from talekeeper.service.adventures import (
+    check_owner,
+    get_adventure,
+    get_turn,
+    node_view,
+    story_view,
+)
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.context import HeadView, PreparedContext, StateSections, prepare_context
 from talekeeper.state import visible_prefix
@@ -64,6 +70,7 @@ async def play_turn(
     """Play an action below the head; with `take_of`, write a new take of that turn instead
     (a sibling below the same parent; the old take and its future stay)."""
     kind, text = normalise_action(kind, text)
+    check_owner(tk, adventure_id)
     tk.locks.acquire(adventure_id)
     accepted = False
     try:

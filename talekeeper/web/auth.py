@@ -14,6 +14,10 @@ web/security.py, so Host, Origin and body limits are judged first. For every req
    without scripts and no template has to remember it. This is on top of the Origin check
    and the SameSite cookie: a page elsewhere can neither read the token nor make the
    browser send it.
+3. **Whose.** An address naming another player's adventure or scenario
+   (`/adventures/{id}/…`, `/api/scenarios/{id}/…`) is answered 404 here, before any route
+   parses its body, so every method of every such route says "not found" alike. The
+   services check ownership again on every read (store/owner.py); this is the outer wall.
 """
 
 from __future__ import annotations
@@ -49,6 +53,9 @@ NOBODY = 0
 POST_FORM = re.compile(rb"<form\b[^>]*\bmethod=[\"']?post[\"']?[^>]*>", re.IGNORECASE)
 HEAD_TAG = re.compile(rb"<head\b[^>]*>", re.IGNORECASE)
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+OWNED_ADDRESS = re.compile(r"^/(?:api/)?(adventures|scenarios)/([^/]+)")
+# Words in those places that are actions, not ids (a scenario id may not shadow them).
+NOT_IDS = {"import", "new", "check"}
 
 
 def secure_cookies_forced() -> bool:
@@ -124,6 +131,21 @@ class AccountsMiddleware:
                 )(scope, receive, send)
                 return
         if who is not None:
+            found = OWNED_ADDRESS.match(path)
+            if found and found.group(2) not in NOT_IDS:
+                kind = "adventure" if found.group(1) == "adventures" else "scenario"
+                if not await anyio.to_thread.run_sync(
+                    accounts.can_see, self.tk, who.user_id, kind, found.group(2)
+                ):
+                    what = (
+                        f"No {kind} with id {found.group(2)!r}."
+                        if kind == "scenario"
+                        else f"No adventure with id {found.group(2)}."
+                    )
+                    await JSONResponse(error_body(what, "NotFound"), status_code=404)(
+                        scope, receive, send
+                    )
+                    return
             send = _with_csrf_in_pages(send, who.csrf_token)
         with owner.acting_as(who.user_id if who else NOBODY, who is not None and who.is_host):
             await self.app(scope, receive, send)

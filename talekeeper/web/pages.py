@@ -238,6 +238,7 @@ def _settings_context(tk: Talekeeper, errors: dict[str, str] | None = None, form
     return {
         "samplers_ignored": ignored,
         "section": "settings",
+        "may_change_model": settings_service.may_change_model(),
         "stored": stored,
         "effective": tk.model_settings(),
         "overridden": settings_service.overridden_fields(tk.model_overrides),
@@ -288,7 +289,9 @@ async def save_settings(request: Request, tk: Talekeeper = Depends(get_tk)) -> H
     error = policy = None
     if not errors:
         try:
-            update = settings_service.SettingsUpdate(model=model_values, generation=generation)
+            # A player (accounts on) has no model fields to send: the host chooses the model.
+            chosen = model_values if settings_service.may_change_model() else None
+            update = settings_service.SettingsUpdate(model=chosen, generation=generation)
             settings_service.save(tk, update, context)
         except EndpointRefused as exc:
             error, policy = str(exc), True

@@ -21,6 +21,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from talekeeper import __version__
+from talekeeper.store import owner
 from talekeeper.store.models import (
     Adventure,
     ContextText,
@@ -147,6 +148,7 @@ def records(
     ):
         node_ids.add(node_id)
     scenario = session.get(Scenario, adventure.scenario_id) if adventure.scenario_id else None
+    scenario = scenario if scenario is not None and owner.visible(scenario) else None
     yield {
         "t": "header",
         "format": FORMAT,

@@ -34,6 +34,7 @@ from talekeeper.context.triggers import MAX_CARDS
 from talekeeper.errors import Invalid
 from talekeeper.service.plot import Persona, StoryCard
 from talekeeper.state import RulesError, empty_rules, load_rules, normalise
+from talekeeper.store import owner
 from talekeeper.store.models import (
     Adventure,
     ContextText,
@@ -453,7 +454,7 @@ def check(
     if snapshot is None:
         return Checked(header, "none", None)
     existing = session.get(Scenario, snapshot.id)
-    if existing is not None and existing.data == snapshot.data:
+    if existing is not None and existing.data == snapshot.data and owner.visible(existing):
         return Checked(header, "link", existing.id)
     from talekeeper.service.scenarios import check_scenario, free_id
 
@@ -493,6 +494,7 @@ def write(
                 description=str(data.get("description", "")),
                 data=data,
                 builtin=False,
+                owner_id=owner.current(),
             )
         )
         session.flush()
@@ -504,6 +506,7 @@ def write(
         turn_count=meta.turn_count,
         created_at=_naive(meta.created_at),
         last_played_at=_naive(meta.last_played_at),
+        owner_id=owner.current(),
     )
     session.add(adventure)
     session.flush()
