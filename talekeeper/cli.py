@@ -111,7 +111,8 @@ def serve(
             "Accounts are on and there are no users yet: make the first host with "
             "[bold]talekeeper users create NAME --host[/bold]."
         )
-    terminal.warm_up(tk)
+    if workers == 1:  # several workers each warm their own model on first use
+        terminal.warm_up(tk)
     terminal.console.print(f"talekeeper {__version__} — open [bold]http://{host}:{port}/[/bold] (data: {tk.db.describe()})")
     allowed = {host, *(allow_host or [])}
     for name in allow_host or []:
