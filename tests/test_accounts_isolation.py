@@ -318,3 +318,12 @@ def test_the_services_refuse_another_players_adventure_themselves(table: dict) -
         assert all(a["id"] != aid for a in adventures.summaries(tk))
     with owner.acting_as(table["ada_id"]):
         assert adventures.story(tk, aid)["title"] == SECRET
+
+
+def test_an_import_cannot_add_cards_to_another_players_scenario(table: dict) -> None:
+    before = adas_world(table)
+    sid = table["values"]["scenario_id"]
+    cards = {"story_cards": [{"title": "Theft", "keys": ["ferry"], "content": "Bob was here."}]}
+    tried = table["bob"].post("/api/interop/save", json={"scenario": cards, "into": sid})
+    assert tried.status_code == 404
+    assert adas_world(table) == before
