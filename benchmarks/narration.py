@@ -138,7 +138,13 @@ NON_HISTORY = {  # every section but the story itself (history, summary, memorie
 }
 PROTOCOL = [
     re.compile(p)
-    for p in (r"```", r"^\s*state\s*$", r"[{\[]\s*\"", r"\b(?:npc|player|world|scene)\.[a-z_]+\b")
+    for p in (
+        r"```",
+        r"^\s*state\s*$",
+        r"[{\[]\s*\"",
+        r"\b(?:npc|player|world|scene)\.[a-z_]+\b",
+        r"^\s*>",  # the transcript's action marker: the model writing the player's part
+    )
 ]
 
 
