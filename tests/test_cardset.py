@@ -1,4 +1,4 @@
-"""The compiled card set kept by content hash: a turn with unchanged cards reuses it, and
+"""The compiled card set kept by content: a turn with unchanged cards reuses it, and
 any change to any card (or to the linger) is seen at once — never a stale set."""
 
 from __future__ import annotations
@@ -46,6 +46,19 @@ def test_unchanged_cards_reuse_the_set_and_a_change_is_seen() -> None:
     assert again is not first and again.cards[0].entry == "The pier is gone."
     # linger: a card without timers of its own gets it; one with its own keeps them
     assert [c.sticky for c in first.cards] == [4, 2]
+
+
+def test_an_edit_in_place_is_seen_and_equal_values_validate_alike() -> None:
+    raw = decoded(BASE)
+    assert cardset.card_set(raw).cards[0].entry == "The pier creaks."
+    raw[0]["entry"] = "Edited in place."  # the set keeps its own copy, not the caller's list
+    assert cardset.card_set(raw).cards[0].entry == "Edited in place."
+    # True, 1 and 1.0 compare equal and validate alike, so reusing a set built from one
+    # for another is right.
+    as_int = [{**BASE[0], "constant": 1, "sticky": 1.0}]
+    as_bool = [{**BASE[0], "constant": True, "sticky": True}]
+    assert cardset.card_set(as_int).cards == cardset.card_set(as_bool).cards
+    assert [load_card(c) for c in as_int] == [load_card(c) for c in as_bool]
 
 
 def test_only_card_objects_count_and_at_most_max_cards() -> None:

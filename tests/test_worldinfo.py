@@ -59,6 +59,23 @@ def test_keys_split_keeps_regex_whole_and_matching_options() -> None:
     assert fired([card(name="a", triggers="/FERRY/i")], "the ferry") == ["a"]
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.text("ab _.-éÉ1\n", min_size=1, max_size=4), st.text("ab _.-éÉ1\n", max_size=30), st.booleans())
+def test_whole_word_keys_match_as_a_word_boundary_regex_would(key, text, case) -> None:
+    """Whole-word matching without a regex agrees with `(?<!\\w)key(?!\\w)` (the boundary
+    only where the key itself starts or ends with a word character)."""
+    import re
+
+    phrase = " ".join(key.split())
+    if not phrase:
+        return
+    needle = phrase if case else phrase.lower()
+    left = r"(?<!\w)" if re.match(r"\w", phrase[0]) else ""
+    right = r"(?!\w)" if re.match(r"\w", phrase[-1]) else ""
+    expected = re.search(left + re.escape(needle) + right, text if case else text.lower()) is not None
+    assert parse_keys(key, case_sensitive=case, whole_words=True)[0].find(text, text.lower()) == expected
+
+
 def test_selective_logic() -> None:
     base = dict(triggers="maren", secondary_triggers="boat, oar")
     text = "maren and the boat"

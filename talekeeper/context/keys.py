@@ -38,24 +38,44 @@ class RegexTimeout(Exception):
 class Key:
     text: str  # as written (for Insights)
     needle: str = ""  # plain key, folded when case-insensitive
-    pattern: object | None = None  # compiled; whole-word plain keys and regex keys
+    pattern: object | None = None  # compiled regex keys
     is_regex: bool = False
     folded: bool = True  # whether the text searched must be lower-cased
     head: str = ""  # a plain key's first and last three characters ("" for a regex or a
     tail: str = ""  # key under three): a text without both trigrams cannot contain it
+    whole: tuple[bool, bool] | None = None  # whole words: (bounded on the left, on the right)
 
     def find(self, text: str, lowered: str) -> bool:
         """Whether the key occurs in `text` (`lowered` is its lower-case form).
         Raises RegexTimeout when a regex key is cut off."""
-        if self.pattern is None:
-            return self.needle in (lowered if self.folded else text)
-        target = lowered if (self.folded and not self.is_regex) else text
-        if not self.is_regex:  # whole words: the plain search first rules out most texts fast
-            return self.needle in target and self.pattern.search(target) is not None  # type: ignore[attr-defined]
+        if not self.is_regex:
+            target = lowered if self.folded else text
+            if self.whole is None:
+                return self.needle in target
+            return _whole_word(self.needle, target, *self.whole)
         try:
-            return self.pattern.search(target, timeout=REGEX_TIMEOUT) is not None  # type: ignore[attr-defined]
+            return self.pattern.search(text, timeout=REGEX_TIMEOUT) is not None  # type: ignore[attr-defined]
         except TimeoutError as exc:
             raise RegexTimeout(self.text) from exc
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"  # what `\w` matches in a str pattern
+
+
+def _whole_word(needle: str, target: str, left: bool, right: bool) -> bool:
+    r"""`needle` in `target` with no word character just before (if `left`) or after (if
+    `right`) it. str.find and two look-ups per occurrence: a `(?<!\w)…(?!\w)` regex has no
+    literal prefix to jump to and steps through every character of a long window."""
+    end = len(needle)
+    at = target.find(needle)
+    while at >= 0:
+        if not (left and at > 0 and _is_word(target[at - 1])) and not (
+            right and at + end < len(target) and _is_word(target[at + end])
+        ):
+            return True
+        at = target.find(needle, at + 1)
+    return False
 
 
 def split_keys(text: str) -> list[str]:
@@ -121,10 +141,8 @@ def make_key(raw: str, case_sensitive: bool, whole_words: bool) -> Key:
     needle = phrase if case_sensitive else phrase.lower()
     if whole_words:
         # A word boundary unless the key itself starts or ends with a non-word character.
-        left = r"(?<!\w)" if phrase[:1].isalnum() or phrase[:1] == "_" else ""
-        right = r"(?!\w)" if phrase[-1:].isalnum() or phrase[-1:] == "_" else ""
-        compiled = re.compile(left + re.escape(needle) + right)
-        return Key(phrase, needle, compiled, folded=not case_sensitive, **_ends(needle))
+        whole = (_is_word(phrase[:1]), _is_word(phrase[-1:]))  # a key ending in a non-word character is not bounded there
+        return Key(phrase, needle, folded=not case_sensitive, whole=whole, **_ends(needle))
     return Key(phrase, needle, folded=not case_sensitive, **_ends(needle))
 
 

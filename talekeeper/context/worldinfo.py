@@ -255,7 +255,7 @@ class _Scanner:
         for key in keys:
             if key.head and (key.head not in grams[key.folded] or key.tail not in grams[key.folded]):
                 continue  # cannot occur (see _could)
-            if self._find(key, text, lowered):
+            if key.is_regex or self._find(key, text, lowered):  # a regex is run part by part
                 for part in self.parts:
                     if 0 <= part.age <= depth and self._find(key, part.text, part.lowered):
                         return key, part.where
@@ -263,16 +263,41 @@ class _Scanner:
 
     def present(self, keys: Sequence[Key], depth: int) -> list[bool]:
         text, lowered = self.text(depth)
-        return [self._could(key, depth) and self._find(key, text, lowered) for key in keys]
+        parts = [p for p in self.parts if 0 <= p.age <= depth]
+        return [
+            any(self._find(key, p.text, p.lowered) for p in parts)
+            if key.is_regex
+            else self._could(key, depth) and self._find(key, text, lowered)
+            for key in keys
+        ]
 
     def _find(self, key: Key, text: str, lowered: str) -> bool:
-        if key.is_regex and len(self.cut) >= REGEX_TURN_BUDGET:
-            return False
-        try:
+        if not key.is_regex:
             return key.find(text, lowered)
-        except RegexTimeout:
-            self.cut.append(key.text)
+        seen = _REGEX_SEEN.get((key.text, text))
+        if seen is None:
+            if len(self.cut) >= REGEX_TURN_BUDGET:
+                return False
+            try:
+                seen = key.find(text, lowered)
+            except RegexTimeout:
+                seen = CUT
+            if len(_REGEX_SEEN) >= 20000:
+                _REGEX_SEEN.clear()
+            _REGEX_SEEN[(key.text, text)] = seen
+        if seen is CUT:
+            self.cut.append(key.text)  # noted every turn it would have run, but run only once
             return False
+        return seen  # type: ignore[return-value]
+
+
+CUT = object()
+"""A regex key cut off on a text (kept, so it is noted again without running again)."""
+
+_REGEX_SEEN: dict[tuple[str, str], object] = {}
+"""(regex key as written, text) → whether it matched, or CUT. Regex keys run one part of the
+window at a time and the parts recur from turn to turn (history, cards' entries), so each
+regex runs once per text instead of once per turn; `/…/flags` as written fixes the pattern."""
 
 
 def _secondary(card: StoryCard, keys: list[Key], present: list[bool]) -> tuple[bool, str]:
