@@ -15,11 +15,13 @@ from talekeeper.core import Talekeeper
 from talekeeper.service import adventures, tree_ops
 from talekeeper.service.plot import Persona
 from talekeeper.service.turns import play_turn
+from talekeeper.service.views import story as views
 from talekeeper.story.actions import talk_text
 from talekeeper.web.deps import get_tk
+from talekeeper.web.errors import ERRORS
 from talekeeper.web.streaming import TURN_STREAM, turn_response
 
-router = APIRouter(prefix="/api")
+router = APIRouter(prefix="/api", responses=ERRORS)
 
 
 class CharacterChoice(BaseModel):
@@ -53,19 +55,19 @@ class TurnRequest(BaseModel):
     to: str | None = Field(None, max_length=80, description="Talk: the character spoken to (name or id); they answer in their own call.")
 
 
-@router.get("/adventures")
+@router.get("/adventures", response_model=list[views.AdventureSummary])
 def list_adventures(tk: Talekeeper = Depends(get_tk)) -> list[dict[str, Any]]:
     return adventures.summaries(tk)
 
 
-@router.post("/adventures", status_code=201)
+@router.post("/adventures", status_code=201, response_model=views.Story)
 def start_adventure(body: NewAdventure, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     persona = body.persona.model_dump() if body.persona else None
     character = body.character.model_dump(by_alias=True) if body.character else None
     return adventures.start(tk, body.scenario_id, body.answers, body.title, body.origin_id, persona, character)
 
 
-@router.get("/adventures/{adventure_id}")
+@router.get("/adventures/{adventure_id}", response_model=views.Story)
 def get_adventure(
     adventure_id: int,
     limit: int = Query(adventures.PAGE_SIZE, ge=1, le=500),
@@ -80,17 +82,17 @@ def delete_adventure(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> Non
     adventures.delete(tk, adventure_id)
 
 
-@router.post("/adventures/{adventure_id}/undo")
+@router.post("/adventures/{adventure_id}/undo", response_model=views.Story)
 def undo(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     return tree_ops.undo(tk, adventure_id)
 
 
-@router.post("/adventures/{adventure_id}/redo")
+@router.post("/adventures/{adventure_id}/redo", response_model=views.Story)
 def redo(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     return tree_ops.redo(tk, adventure_id)
 
 
-@router.post("/adventures/{adventure_id}/turns", responses=TURN_STREAM)
+@router.post("/adventures/{adventure_id}/turns", response_model=views.TurnResult, responses=TURN_STREAM)
 async def post_turn(adventure_id: int, body: TurnRequest, request: Request, tk: Talekeeper = Depends(get_tk)):
     """Play a turn. Ask for `text/event-stream` to receive it as it is written.
 

@@ -20,16 +20,19 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query
 
+from talekeeper.context.settings import ContextSettings
 from talekeeper.core import Talekeeper
 from talekeeper.service import insights, memories
 from talekeeper.service import plot as plot_service
 from talekeeper.service import settings as settings_service
+from talekeeper.service.views import context as views
 from talekeeper.web.deps import get_tk
+from talekeeper.web.errors import ERRORS
 
-router = APIRouter(prefix="/api", tags=["context and memory"])
+router = APIRouter(prefix="/api", tags=["context and memory"], responses=ERRORS)
 
 
-@router.get("/adventures/{adventure_id}/turns/{node_id}/insights")
+@router.get("/adventures/{adventure_id}/turns/{node_id}/insights", response_model=views.Insights)
 def get_turn_insights(adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """Every section sent for this turn: source, text, token cost and why it was included
     (which trigger fired, which memories with what score, how much history fit), and the
@@ -37,7 +40,7 @@ def get_turn_insights(adventure_id: int, node_id: int, tk: Talekeeper = Depends(
     return insights.of_turn(tk, adventure_id, node_id)
 
 
-@router.get("/adventures/{adventure_id}/insights/next")
+@router.get("/adventures/{adventure_id}/insights/next", response_model=views.Insights)
 async def get_next_insights(
     adventure_id: int,
     kind: Literal["do", "say", "story", "continue"] = Query("continue"),
@@ -48,29 +51,29 @@ async def get_next_insights(
     return await insights.of_next(tk, adventure_id, kind, text)
 
 
-@router.get("/adventures/{adventure_id}/plot")
+@router.get("/adventures/{adventure_id}/plot", response_model=views.Plot)
 def get_plot(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     return plot_service.plot_of(tk, adventure_id)
 
 
-@router.put("/adventures/{adventure_id}/plot")
+@router.put("/adventures/{adventure_id}/plot", response_model=views.Plot)
 def put_plot(adventure_id: int, body: plot_service.PlotUpdate, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """Edit plot components mid-story. A story summary edit is kept at the current turn and
     is the base of the next automatic update."""
     return plot_service.edit_plot(tk, adventure_id, body)
 
 
-@router.get("/adventures/{adventure_id}/story-cards")
+@router.get("/adventures/{adventure_id}/story-cards", response_model=list[views.StoryCardView])
 def list_cards(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> list[dict[str, Any]]:
     return plot_service.cards_of(tk, adventure_id)
 
 
-@router.post("/adventures/{adventure_id}/story-cards", status_code=201)
+@router.post("/adventures/{adventure_id}/story-cards", status_code=201, response_model=views.StoryCardView)
 def add_card(adventure_id: int, body: plot_service.StoryCard, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     return plot_service.add_card_to(tk, adventure_id, body)
 
 
-@router.put("/adventures/{adventure_id}/story-cards/{index}")
+@router.put("/adventures/{adventure_id}/story-cards/{index}", response_model=views.StoryCardView)
 def replace_card(
     adventure_id: int, index: int, body: plot_service.StoryCard, tk: Talekeeper = Depends(get_tk)
 ) -> dict[str, Any]:
@@ -82,14 +85,14 @@ def delete_card(adventure_id: int, index: int, tk: Talekeeper = Depends(get_tk))
     plot_service.delete_card_from(tk, adventure_id, index)
 
 
-@router.get("/adventures/{adventure_id}/memories")
+@router.get("/adventures/{adventure_id}/memories", response_model=views.MemoryPanel)
 def get_memories(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """The memories on the path to the head (used / idle / forgotten), the summary in force,
     and the last background run's error, if any."""
     return memories.panel_of(tk, adventure_id)
 
 
-@router.patch("/adventures/{adventure_id}/memories/{memory_id}")
+@router.patch("/adventures/{adventure_id}/memories/{memory_id}", response_model=views.Memory)
 def patch_memory(
     adventure_id: int, memory_id: int, body: memories.MemoryEdit, tk: Talekeeper = Depends(get_tk)
 ) -> dict[str, Any]:
@@ -101,12 +104,12 @@ def delete_memory(adventure_id: int, memory_id: int, tk: Talekeeper = Depends(ge
     memories.delete(tk, adventure_id, memory_id)
 
 
-@router.get("/context/settings")
+@router.get("/context/settings", response_model=ContextSettings)
 def get_context_settings(tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     return settings_service.context_settings_of(tk).model_dump()
 
 
-@router.put("/context/settings")
+@router.put("/context/settings", response_model=ContextSettings)
 def put_context_settings(body: dict[str, Any], tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """Any subset of the context and memory settings (see the schema of GET)."""
     return settings_service.save_context_settings(tk, body).model_dump()

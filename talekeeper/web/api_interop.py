@@ -25,10 +25,13 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from talekeeper.core import Talekeeper
 from talekeeper.service import bundles, imports
 from talekeeper.service.interop.bundle_format import MEDIA_TYPE, bundle_schema
+from talekeeper.service.views.scenarios import CharacterCard, ImportPreview, ScenarioSaved
+from talekeeper.service.views.state import JsonSchemaDocument
+from talekeeper.service.views.story import AdventureImported
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS, error_response
 
-router = APIRouter(prefix="/api", tags=["export and import"])
+router = APIRouter(prefix="/api", tags=["export and import"], responses=ERRORS)
 REFUSED = {
     422: {
         **ERRORS[422],
@@ -68,14 +71,18 @@ def import_spooled(tk: Talekeeper, spooled: Any) -> bundles.ImportResult:
     return bundles.import_file(tk, _Reopen, size)
 
 
-@router.get("/adventures/{adventure_id}/export", response_class=StreamingResponse)
+@router.get(
+    "/adventures/{adventure_id}/export",
+    response_class=StreamingResponse,
+    responses={200: {"content": {MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}}, "description": "The bundle."}},
+)
 def export_adventure(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> StreamingResponse:
     """Every node, take and line, Save Points, state snapshots, the audit trail, Insights,
     memories and summaries, plot, story cards, rules and a scenario snapshot."""
     return export_response(tk, adventure_id)
 
 
-@router.post("/adventures/import", status_code=201, responses=REFUSED)
+@router.post("/adventures/import", status_code=201, response_model=AdventureImported, responses=REFUSED)
 async def import_adventure(request: Request, tk: Talekeeper = Depends(get_tk)) -> Any:
     """The body is a bundle written by export. It becomes a new adventure."""
     spooled = await spool(request)
@@ -92,12 +99,12 @@ async def import_adventure(request: Request, tk: Talekeeper = Depends(get_tk)) -
     }
 
 
-@router.get("/schemas/bundle")
+@router.get("/schemas/bundle", response_model=JsonSchemaDocument)
 def schema() -> dict[str, Any]:
     return bundle_schema()
 
 
-@router.post("/interop/import", responses=REFUSED)
+@router.post("/interop/import", response_model=ImportPreview, responses=REFUSED)
 async def import_preview(
     request: Request, filename: str = Query("", max_length=300), tk: Talekeeper = Depends(get_tk)
 ) -> Any:
@@ -111,7 +118,7 @@ async def import_preview(
         return error_response(422, f"{exc} Nothing was imported.", "Refused")
 
 
-@router.post("/interop/save", status_code=201, responses=REFUSED)
+@router.post("/interop/save", status_code=201, response_model=ScenarioSaved, responses=REFUSED)
 def import_save(
     scenario: dict[str, Any] = Body(..., embed=True),
     into: str | None = Body(
@@ -129,7 +136,7 @@ def import_save(
     return imports.save(tk, scenario)
 
 
-@router.get("/scenarios/{scenario_id}/card.json")
+@router.get("/scenarios/{scenario_id}/card.json", response_model=CharacterCard)
 def card_json(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> JSONResponse:
     card, row_id = imports.card_json(tk, scenario_id)
     return JSONResponse(
@@ -137,7 +144,11 @@ def card_json(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> JSONRespons
     )
 
 
-@router.get("/scenarios/{scenario_id}/card.png", response_class=Response)
+@router.get(
+    "/scenarios/{scenario_id}/card.png",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}}, "description": "The card inside a PNG."}},
+)
 def card_png(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> Response:
     data, row_id = imports.card_png(tk, scenario_id)
     return Response(

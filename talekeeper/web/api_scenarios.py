@@ -25,58 +25,59 @@ from fastapi.responses import JSONResponse, Response
 
 from talekeeper.core import Talekeeper
 from talekeeper.service import scenarios
+from talekeeper.service.views import scenarios as views
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS
 
-router = APIRouter(prefix="/api/scenarios", tags=["scenarios"])
+router = APIRouter(prefix="/api/scenarios", tags=["scenarios"], responses=ERRORS)
 
 
-@router.get("")
+@router.get("", response_model=list[views.ScenarioListed])
 def list_scenarios(tk: Talekeeper = Depends(get_tk)) -> list[dict[str, Any]]:
     return scenarios.summaries(tk)
 
 
-@router.post("", status_code=201, responses=ERRORS)
+@router.post("", status_code=201, response_model=views.Scenario)
 def create(data: dict[str, Any] = Body(..., description="A scenario document."), tk: Talekeeper = Depends(get_tk)) -> Any:
     return scenarios.create(tk, data)
 
 
-@router.post("/check")
+@router.post("/check", response_model=views.ScenarioCheck)
 def check(data: Any = Body(..., description="A scenario document to check.")) -> dict[str, Any]:
     """Every mistake in the document, each with its path; nothing is saved."""
     errors = scenarios.check_scenario(data)
     return {"valid": not errors, "errors": errors}
 
 
-@router.post("/import", status_code=201, responses=ERRORS)
+@router.post("/import", status_code=201, response_model=views.ScenarioImported)
 async def import_file(request: Request, tk: Talekeeper = Depends(get_tk)) -> Any:
     """The body is the file's bytes: an export, or a bare scenario document (at most 1 MB).
     An id already taken gets a fresh one (see `notes`)."""
     return scenarios.import_file(tk, await request.body())
 
 
-@router.get("/{scenario_id}", responses=ERRORS)
+@router.get("/{scenario_id}", response_model=views.Scenario)
 def get_scenario(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     return scenarios.read(tk, scenario_id)
 
 
-@router.put("/{scenario_id}", responses=ERRORS)
+@router.put("/{scenario_id}", response_model=views.Scenario)
 def update(scenario_id: str, data: dict[str, Any] = Body(...), tk: Talekeeper = Depends(get_tk)) -> Any:
     return scenarios.update(tk, scenario_id, data)
 
 
-@router.delete("/{scenario_id}", status_code=204, response_class=Response, responses=ERRORS)
+@router.delete("/{scenario_id}", status_code=204, response_class=Response)
 def delete(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> Response:
     scenarios.delete(tk, scenario_id)
     return Response(status_code=204)
 
 
-@router.post("/{scenario_id}/duplicate", status_code=201, responses=ERRORS)
+@router.post("/{scenario_id}/duplicate", status_code=201, response_model=views.Scenario)
 def duplicate(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> Any:
     return scenarios.duplicate(tk, scenario_id)
 
 
-@router.get("/{scenario_id}/export", responses=ERRORS)
+@router.get("/{scenario_id}/export", response_model=views.ScenarioFile)
 def export(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> Any:
     document, filename = scenarios.export(tk, scenario_id)
     return JSONResponse(document, headers={"Content-Disposition": f'attachment; filename="{filename}"'})

@@ -11,11 +11,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from talekeeper.core import Talekeeper
 from talekeeper.errors import NotFound
 from talekeeper.service import adventures, corrections
+from talekeeper.service.views import state as views
 from talekeeper.state import document_schema, proposal_schema, rules_schema
 from talekeeper.state.schema import canon_log_schema, origin_schema, scenario_schema
 from talekeeper.web.deps import get_tk
+from talekeeper.web.errors import ERRORS
 
-router = APIRouter(prefix="/api", tags=["state"])
+router = APIRouter(prefix="/api", tags=["state"], responses=ERRORS)
 SCHEMAS = {
     "rules": rules_schema, "document": document_schema, "proposal": proposal_schema,
     "scenario": scenario_schema, "origin": origin_schema, "canon-log": canon_log_schema,
@@ -32,14 +34,14 @@ class Correction(BaseModel):
     events: list[Any] = Field(max_length=corrections.MAX_EVENTS, description="Events from the same vocabulary the model uses.")
 
 
-@router.get("/adventures/{adventure_id}/state")
+@router.get("/adventures/{adventure_id}/state", response_model=views.StateAtHead)
 def get_state(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """The state at the moment being read, grouped for display, plus its raw document."""
     state = corrections.state_at_head(tk, adventure_id)
     return {k: state[k] for k in ("head_id", "view", "document", "changes")}
 
 
-@router.post("/adventures/{adventure_id}/state/corrections")
+@router.post("/adventures/{adventure_id}/state/corrections", response_model=views.Corrected)
 def post_correction(adventure_id: int, body: Correction, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """Correct the state by hand. Corrections pass the same validator as the model's
     proposals, are recorded as the player's (they outrank the story), and become a step of
@@ -48,7 +50,7 @@ def post_correction(adventure_id: int, body: Correction, tk: Talekeeper = Depend
     return corrections.correct(tk, adventure_id, body.events)
 
 
-@router.get("/adventures/{adventure_id}/state/audit")
+@router.get("/adventures/{adventure_id}/state/audit", response_model=list[views.AuditEntry])
 def audit(
     adventure_id: int, limit: int = Query(50, ge=1, le=500), tk: Talekeeper = Depends(get_tk)
 ) -> list[dict[str, Any]]:
@@ -56,14 +58,14 @@ def audit(
     return corrections.audit(tk, adventure_id, limit)
 
 
-@router.get("/adventures/{adventure_id}/canon-log")
+@router.get("/adventures/{adventure_id}/canon-log", response_model=views.CanonLog)
 def canon_log(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """The canon log at the head (`/api/schemas/canon-log`): what every model role reads —
     hidden stats only as their band word, no character's private knowledge."""
     return corrections.canon_log(tk, adventure_id)
 
 
-@router.get("/scenarios/{scenario_id}/character")
+@router.get("/scenarios/{scenario_id}/character", response_model=views.CharacterOptions)
 def character_options(
     scenario_id: str, origin_id: str | None = None, tk: Talekeeper = Depends(get_tk)
 ) -> dict[str, Any]:
@@ -72,7 +74,7 @@ def character_options(
     return adventures.character_options(tk, scenario_id, origin_id)
 
 
-@router.get("/schemas/{name}")
+@router.get("/schemas/{name}", response_model=views.JsonSchemaDocument)
 def get_schema(name: str) -> dict[str, Any]:
     """The published JSON Schemas: `scenario`, `origin`, `rules` (a scenario's rules),
     `canon-log`, `document`, `proposal`."""

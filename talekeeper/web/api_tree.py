@@ -15,12 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from talekeeper.core import Talekeeper
 from talekeeper.service import tree_ops
+from talekeeper.service.views import story as views
 from talekeeper.story import branches, savepoints
 from talekeeper.web.deps import get_tk
-from talekeeper.web.streaming import turn_response
+from talekeeper.web.errors import ERRORS
+from talekeeper.web.streaming import TURN_STREAM, turn_response
 
-router = APIRouter(prefix="/api/adventures/{adventure_id}", tags=["story tree"])
-TURN_STREAM = {200: {"content": {"text/event-stream": {}}, "description": "The new take, or an SSE stream of it."}}
+router = APIRouter(prefix="/api/adventures/{adventure_id}", tags=["story tree"], responses=ERRORS)
 
 
 class Strict(BaseModel):
@@ -79,24 +80,24 @@ class SavePointUpdate(Strict):
 # --- takes, retry, edits -----------------------------------------------------------------
 
 
-@router.get("/takes")
+@router.get("/takes", response_model=views.Takes)
 def head_takes(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """The takes of the turn being read (`‹ 2/3 ›`), and which one is on the line."""
     return tree_ops.list_takes(tk, adventure_id)
 
 
-@router.get("/turns/{node_id}/takes")
+@router.get("/turns/{node_id}/takes", response_model=views.Takes)
 def turn_takes(adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     return tree_ops.list_takes(tk, adventure_id, node_id)
 
 
-@router.post("/turns/{node_id}/choose")
+@router.post("/turns/{node_id}/choose", response_model=views.Story)
 def choose_take(adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """Read this take: the story (and its state) is now this take's."""
     return tree_ops.choose_take(tk, adventure_id, node_id)
 
 
-@router.post("/turns/{node_id}/step")
+@router.post("/turns/{node_id}/step", response_model=views.Story)
 def step_take(
     adventure_id: int, node_id: int, body: StepRequest, tk: Talekeeper = Depends(get_tk)
 ) -> dict[str, Any]:
@@ -104,7 +105,7 @@ def step_take(
     return tree_ops.step_take(tk, adventure_id, node_id, body.by)
 
 
-@router.post("/retry", responses=TURN_STREAM)
+@router.post("/retry", response_model=views.TurnResult, responses=TURN_STREAM)
 async def retry(
     adventure_id: int, request: Request, body: RetryRequest | None = None, tk: Talekeeper = Depends(get_tk)
 ):
@@ -114,7 +115,7 @@ async def retry(
     return await turn_response(events, request)
 
 
-@router.post("/turns/{node_id}/edit", responses=TURN_STREAM)
+@router.post("/turns/{node_id}/edit", response_model=views.Story | views.TurnResult, responses=TURN_STREAM)
 async def edit_turn(
     adventure_id: int, node_id: int, body: EditRequest, request: Request, tk: Talekeeper = Depends(get_tk)
 ):
@@ -129,24 +130,24 @@ async def edit_turn(
 # --- lines ---------------------------------------------------------------------------------
 
 
-@router.get("/lines")
+@router.get("/lines", response_model=views.Lines)
 def list_lines(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """Every line of the story (named by its last turn's id), oldest first."""
     return tree_ops.list_lines(tk, adventure_id)
 
 
-@router.patch("/lines/{leaf_id}")
+@router.patch("/lines/{leaf_id}", response_model=views.LineRenamed)
 def rename_line(adventure_id: int, leaf_id: int, body: LineUpdate, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     return tree_ops.rename_line(tk, adventure_id, leaf_id, body.name)
 
 
-@router.post("/lines/{leaf_id}/switch")
+@router.post("/lines/{leaf_id}/switch", response_model=views.Story)
 def switch_line(adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """Read this line from its last turn."""
     return tree_ops.switch_line(tk, adventure_id, leaf_id)
 
 
-@router.delete("/lines/{leaf_id}")
+@router.delete("/lines/{leaf_id}", response_model=views.LineDeleted)
 def delete_line(adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """Delete the turns only this line has. Refused (409) while it holds the moment being
     read or a Save Point."""
@@ -157,28 +158,37 @@ def delete_line(adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk
 # (marked deprecated in /docs). `GET /branches` answers with the list under both keys.
 
 
-@router.get("/branches", deprecated=True)
+@router.get("/branches", deprecated=True, response_model=views.LinesWithBranches)
 def list_branches(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """Deprecated: `GET /lines`."""
     listing = tree_ops.list_lines(tk, adventure_id)
     return {**listing, "branches": listing["lines"]}
 
 
-router.add_api_route("/branches/{leaf_id}", rename_line, methods=["PATCH"], deprecated=True, name="rename_branch")
-router.add_api_route("/branches/{leaf_id}/switch", switch_line, methods=["POST"], deprecated=True, name="switch_branch")
-router.add_api_route("/branches/{leaf_id}", delete_line, methods=["DELETE"], deprecated=True, name="delete_branch")
+router.add_api_route(
+    "/branches/{leaf_id}", rename_line, methods=["PATCH"], deprecated=True, name="rename_branch",
+    response_model=views.LineRenamed,
+)
+router.add_api_route(
+    "/branches/{leaf_id}/switch", switch_line, methods=["POST"], deprecated=True, name="switch_branch",
+    response_model=views.Story,
+)
+router.add_api_route(
+    "/branches/{leaf_id}", delete_line, methods=["DELETE"], deprecated=True, name="delete_branch",
+    response_model=views.LineDeleted,
+)
 
 
 # --- Save Points -----------------------------------------------------------------------------
 
 
-@router.get("/save-points")
+@router.get("/save-points", response_model=views.SavePoints)
 def list_save_points(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """Newest first; `on_line` says whether each is on the line being read."""
     return tree_ops.list_save_points(tk, adventure_id)
 
 
-@router.post("/save-points", status_code=201)
+@router.post("/save-points", status_code=201, response_model=views.SavePoint)
 def create_save_point(
     adventure_id: int, body: SavePointCreate, tk: Talekeeper = Depends(get_tk)
 ) -> dict[str, Any]:
@@ -186,7 +196,7 @@ def create_save_point(
     return tree_ops.create_save_point(tk, adventure_id, body.name, body.note)
 
 
-@router.patch("/save-points/{save_point_id}")
+@router.patch("/save-points/{save_point_id}", response_model=views.SavePoint)
 def update_save_point(
     adventure_id: int, save_point_id: int, body: SavePointUpdate, tk: Talekeeper = Depends(get_tk)
 ) -> dict[str, Any]:
@@ -200,7 +210,7 @@ def delete_save_point(adventure_id: int, save_point_id: int, tk: Talekeeper = De
     tree_ops.delete_save_point(tk, adventure_id, save_point_id)
 
 
-@router.post("/save-points/{save_point_id}/restore")
+@router.post("/save-points/{save_point_id}/restore", response_model=views.Story)
 def restore_save_point(
     adventure_id: int, save_point_id: int, tk: Talekeeper = Depends(get_tk)
 ) -> dict[str, Any]:

@@ -11,7 +11,9 @@ from pydantic import BaseModel, Field
 from talekeeper.service import adventures
 from talekeeper.service.adventures import AdventureTitleInvalid
 from talekeeper.service.app import Talekeeper
+from talekeeper.service.views.story import AdventureSummary
 from talekeeper.web.deps import get_tk
+from talekeeper.web.errors import ERRORS
 from talekeeper.web.render import render
 
 router = APIRouter()
@@ -21,7 +23,7 @@ class Rename(BaseModel):
     title: str = Field(max_length=adventures.MAX_TITLE * 2, description="The new title (spaces are tidied).")
 
 
-@router.patch("/api/adventures/{adventure_id}", tags=["adventures"])
+@router.patch("/api/adventures/{adventure_id}", tags=["adventures"], response_model=AdventureSummary, responses=ERRORS)
 def rename_adventure(adventure_id: int, body: Rename, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """Rename an adventure. Answers with its summary (as in `GET /api/adventures`)."""
     return adventures.rename(tk, adventure_id, body.title)

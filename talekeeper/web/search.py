@@ -9,13 +9,15 @@ from fastapi.responses import HTMLResponse
 
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.search import search_story
+from talekeeper.service.views.story import SearchResult
 from talekeeper.web.deps import get_tk
+from talekeeper.web.errors import ERRORS
 from talekeeper.web.render import render
 
 router = APIRouter()
 
 
-@router.get("/api/adventures/{adventure_id}/search", tags=["adventures"])
+@router.get("/api/adventures/{adventure_id}/search", tags=["adventures"], response_model=SearchResult, responses=ERRORS)
 def search(adventure_id: int, q: str = "", tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """The turns on the line being read whose action or narration holds `q` (case-insensitive),
     oldest first, each with an excerpt around the hit (`before`, `match`, `after`)."""

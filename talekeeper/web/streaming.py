@@ -10,7 +10,20 @@ from sse_starlette import EventSourceResponse
 
 from talekeeper.service.turns import TurnEvent, TurnFailed
 
-TURN_STREAM = {200: {"content": {"text/event-stream": {}}, "description": "The finished turn, or an SSE stream of it."}}
+TURN_STREAM = {
+    200: {
+        "content": {
+            "text/event-stream": {
+                "schema": {
+                    "type": "string",
+                    "description": "Server-sent events, each `event: <kind>` with JSON `data`: accepted, text, "
+                    "reasoning, status, done (its data is the JSON body's shape), error.",
+                }
+            }
+        },
+        "description": "The finished turn, or (asked for with `Accept: text/event-stream`) an SSE stream of it.",
+    }
+}
 
 
 def sse_message(event: TurnEvent) -> dict[str, str]:

@@ -1,0 +1,246 @@
+"""Views of the story: adventures, turns, takes, lines, Save Points, search, a turn's result.
+
+Built by `service/adventures.py`, `service/tree_ops.py`, `service/search.py` and the turn
+pipeline (`service/turns.py`, its `done` event).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from talekeeper.service.views.base import TIMESTAMP, View
+from talekeeper.service.views.context import Assembly
+
+
+class Change(View):
+    """One change chip: a proposed change to the state and what became of it."""
+
+    status: str = Field(description="applied, limited, unchanged (at its limit) or rejected.")
+    type: str | None = Field(description="The event's type, e.g. `adjust_stat`, `move`.")
+    target: str | None = Field(description="What it changed, e.g. `player.hp` or `gwen.status`.")
+    before: Any = Field(description="The value before (null for a hidden stat).")
+    after: Any = Field(description="The value after (null for a hidden stat).")
+    reason: str = Field(description="What happened, in words.")
+    correction: str | None = Field(
+        description="For unchanged and rejected: what the model is told to do instead."
+    )
+    hidden: bool = Field(
+        description="A hidden stat: the player sees its band word, not its number."
+    )
+
+
+class TakePosition(View):
+    """Where a turn sits among its takes (`‹ 2/3 ›`)."""
+
+    index: int = Field(description="1-based.")
+    count: int
+    previous_id: int | None = Field(description="The take before this one, if any.")
+    next_id: int | None = Field(description="The take after this one, if any.")
+
+
+class Turn(View):
+    """One turn of the story: the action and its narration (depth 0 is the opening)."""
+
+    id: int
+    parent_id: int | None = Field(description="The turn before; null for the opening.")
+    depth: int = Field(description="Turns after the opening.")
+    kind: str = Field(
+        description="The action's kind: do, say, story, continue, talk, correction, or empty for the opening."
+    )
+    action: str = Field(description="The action's text as typed.")
+    action_line: str = Field(
+        description="The action as the story shows it (`> You open the door.`)."
+    )
+    narration: str
+    reasoning: str | None = Field(
+        description="The model's reasoning, when it sent some apart from the story."
+    )
+    model: str | None = Field(
+        description="Which model wrote it (or `player` / `edited by the player`)."
+    )
+    created_at: str | None = Field(description=TIMESTAMP)
+    changes: list[Change] = Field(
+        description="The state engine's verdicts on this turn's proposal."
+    )
+
+
+class StoryTurn(Turn):
+    takes: TakePosition
+
+
+class AdventureSummary(View):
+    """An adventure as the list shows it."""
+
+    id: int
+    title: str
+    scenario_id: str | None = Field(
+        description="The scenario it was started from (null if that was deleted)."
+    )
+    scenario_title: str | None
+    turns: int = Field(description="Turns played on the line being read.")
+    last_played_at: str = Field(description=TIMESTAMP)
+    created_at: str = Field(description=TIMESTAMP)
+
+
+class Story(AdventureSummary):
+    """The story as it reads at the head (or one page of it, paging back with `before`).
+
+    A page before the first turn carries only the summary, `turns_shown` (empty) and
+    `has_more`."""
+
+    head_id: int | None = Field(None, description="The turn being read (the head).")
+    can_undo: bool | None = Field(None, description="Undo has somewhere to go.")
+    can_redo: bool | None = Field(None, description="Redo has somewhere to go.")
+    can_retry: bool | None = Field(
+        None, description="The head is a turn that can be narrated again."
+    )
+    opening_editable: bool | None = Field(
+        None, description="No turn follows the opening yet, so its text may still be edited."
+    )
+    line_name: str | None = Field(
+        None, description="The name of the line being read, if it has one."
+    )
+    has_more: bool = Field(description="Earlier turns exist before this page.")
+    turns_shown: list[StoryTurn] = Field(description="This page of the story, oldest first.")
+    persona: dict[str, Any] | None = Field(
+        None, description="The player's character (name, pronouns, description)."
+    )
+
+
+class Take(View):
+    id: int
+    index: int = Field(description="1-based, oldest first.")
+    kind: str
+    action: str
+    action_line: str
+    narration: str
+    model: str | None
+    created_at: str | None = Field(description=TIMESTAMP)
+    has_future: bool = Field(description="Something was written below this take.")
+    on_line: bool = Field(description="This take is on the line being read.")
+
+
+class Takes(View):
+    """The takes of one turn, and which one is being read."""
+
+    turn_id: int
+    depth: int
+    count: int
+    takes: list[Take]
+    head_id: int
+    can_undo: bool
+    can_redo: bool
+
+
+class Line(View):
+    """A line of the story, named by its last turn's id."""
+
+    id: int = Field(description="Its last turn (it changes when the line grows).")
+    name: str | None
+    length: int = Field(description="Turns after the opening.")
+    fork_id: int | None = Field(
+        description="The turn it left its parent line after (null: the first line)."
+    )
+    fork_depth: int | None
+    parent_line: int | None = Field(description="The line it left (null: the first line).")
+    own_turns: int = Field(description="Turns only this line has: what deleting it removes.")
+    has_head: bool = Field(description="The moment being read is on this line.")
+    ends_at_head: bool
+    save_points: list[str] = Field(description="Names of the Save Points on its own turns.")
+    can_delete: bool
+    last_action_line: str
+    last_narration: str
+    created_at: str | None = Field(description=TIMESTAMP)
+
+
+class Lines(View):
+    lines: list[Line] = Field(description="Every line, oldest first.")
+    head_id: int
+    head_depth: int
+    can_undo: bool
+    can_redo: bool
+
+
+class LinesWithBranches(Lines):
+    """Deprecated `GET /branches`: the list under both keys."""
+
+    branches: list[Line] = Field(description="Deprecated: the same as `lines`.")
+
+
+class LineRenamed(View):
+    id: int
+    name: str | None
+
+
+class LineDeleted(View):
+    deleted_turns: int = Field(description="How many turns were deleted with the line.")
+
+
+class SavePoint(View):
+    id: int
+    name: str
+    note: str
+    node_id: int = Field(description="The turn it saves.")
+    turn: int = Field(description="Turns after the opening.")
+    on_line: bool = Field(
+        description="On the line being read (at or before the head, or ahead of it by Redo)."
+    )
+    at_head: bool
+    action_line: str
+    narration: str
+    created_at: str | None = Field(description=TIMESTAMP)
+
+
+class SavePoints(View):
+    save_points: list[SavePoint] = Field(description="Newest first.")
+    head_id: int
+    can_undo: bool
+    can_redo: bool
+
+
+class Excerpt(View):
+    """The text around the first hit, split so a page can mark it."""
+
+    before: str
+    match: str
+    after: str
+
+
+class SearchMatch(View):
+    id: int = Field(description="The turn.")
+    turn: int = Field(description="Turns after the opening.")
+    action_line: str
+    excerpt: Excerpt | None
+
+
+class SearchResult(View):
+    query: str = Field(description="The words searched for, spaces tidied.")
+    matches: list[SearchMatch] = Field(description="Oldest first, at most 100.")
+    more: bool = Field(description="There were more matches than shown.")
+    title: str = Field(description="The adventure's title.")
+
+
+class TurnResult(View):
+    """A finished turn (the `done` event's data, or the body when no stream was asked for)."""
+
+    turn: Turn = Field(description="The turn just written.")
+    can_undo: bool
+    can_redo: bool
+    head_id: int
+    turns: int = Field(description="Turns played on the line being read.")
+    changes: list[Change] = Field(description="What the state engine made of the model's proposal.")
+    prompt: Assembly = Field(
+        description="What was sent, in brief (the turn's Insights have all of it)."
+    )
+
+
+class AdventureImported(View):
+    """An adventure made from a bundle."""
+
+    id: int
+    title: str
+    turns: int = Field(description="Turns on the line being read.")
+    nodes: int = Field(description="Turns in the whole tree, every take and line.")
+    notes: list[str] = Field(description="What was adjusted on the way in.")

@@ -1,0 +1,196 @@
+"""Every JSON operation documents its body: `/openapi.json` has a typed schema for each
+success answer and the one error shape for its refusals, and bodies keep their keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from talekeeper.service import (
+    adventures,
+    corrections,
+    insights,
+    memories,
+    plot,
+    scenarios,
+    settings,
+)
+from talekeeper.service.views.base import View
+
+API = "/api/"
+SKIP = {"parameters"}
+
+
+def _resolve(spec: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        schema = spec["components"]["schemas"][name]
+    return schema
+
+
+def untyped(spec: dict[str, Any], schema: dict[str, Any] | None, where: str) -> list[str]:
+    """Where a schema says nothing about its shape: missing, `{}`, or an object with no
+    properties whose extra keys are anything (`additionalProperties: true`)."""
+    if not schema:
+        return [f"{where}: no schema"]
+    schema = _resolve(spec, schema)
+    if "anyOf" in schema or "oneOf" in schema:
+        return [
+            p
+            for i, s in enumerate(schema.get("anyOf") or schema["oneOf"])
+            for p in untyped(spec, s, f"{where}|{i}")
+        ]
+    kind = schema.get("type")
+    if kind == "array":
+        return untyped(spec, schema.get("items"), f"{where}[]")
+    if kind == "object" or "properties" in schema:
+        if schema.get("properties"):
+            return []
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict) and extra:
+            return untyped(spec, extra, f"{where}{{}}")
+        return [f"{where}: an object with no properties"]
+    if kind in ("string", "integer", "number", "boolean"):
+        return []
+    return [f"{where}: untyped ({schema})"]
+
+
+@pytest.fixture
+def spec(client: TestClient) -> dict[str, Any]:
+    response = client.get("/openapi.json")
+    assert response.status_code == 200
+    return response.json()
+
+
+def operations(spec: dict[str, Any]):
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            if method not in SKIP and path.startswith(API):
+                yield f"{method.upper()} {path}", op
+
+
+def test_the_api_has_its_operations(spec: dict[str, Any]) -> None:
+    # A guard on the walk below: if routes stopped showing up, it would pass vacuously.
+    assert sum(1 for _ in operations(spec)) >= 60
+
+
+def test_every_success_answer_has_a_typed_schema(spec: dict[str, Any]) -> None:
+    problems = []
+    for name, op in operations(spec):
+        successes = {code: r for code, r in op["responses"].items() if code.startswith("2")}
+        assert successes, f"{name}: no success answer documented"
+        for code, response in successes.items():
+            content = response.get("content") or {}
+            if code == "204":
+                if content:
+                    problems.append(f"{name} 204: documents a body")
+                continue
+            if not content:
+                problems.append(f"{name} {code}: no content documented")
+            for media, body in content.items():
+                problems += untyped(spec, body.get("schema"), f"{name} {code} {media}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_turn_stream_is_documented(spec: dict[str, Any]) -> None:
+    for path in ("/api/adventures/{adventure_id}/turns", "/api/adventures/{adventure_id}/retry"):
+        content = spec["paths"][path]["post"]["responses"]["200"]["content"]
+        assert content["text/event-stream"]["schema"]["type"] == "string"
+        assert content["application/json"]["schema"] == {"$ref": "#/components/schemas/TurnResult"}
+
+
+def test_every_refusal_has_the_one_error_shape(spec: dict[str, Any]) -> None:
+    error = {"$ref": "#/components/schemas/ErrorBody"}
+    problems = []
+    for name, op in operations(spec):
+        refusals = {code: r for code, r in op["responses"].items() if code.startswith("4")}
+        if not {"404", "409", "422"} <= refusals.keys():
+            problems.append(f"{name}: documents {sorted(refusals)}, not 404, 409 and 422")
+        for code, response in refusals.items():
+            if response.get("content", {}).get("application/json", {}).get("schema") != error:
+                problems.append(f"{name} {code}: not the ErrorBody shape")
+    assert not problems, "\n".join(problems)
+    body = spec["components"]["schemas"]["ErrorBody"]
+    assert set(body["properties"]) == {"detail", "error", "errors"}
+
+
+def test_a_schema_field_has_its_description(spec: dict[str, Any]) -> None:
+    story = spec["components"]["schemas"]["Story"]
+    assert story["properties"]["can_undo"]["description"] == "Undo has somewhere to go."
+    assert "head_id" not in story.get("required", [])  # absent from a page before the first turn
+
+
+def test_a_view_refuses_a_key_it_does_not_declare() -> None:
+    from talekeeper.service.views.story import LineDeleted
+
+    with pytest.raises(ValueError, match="extra"):
+        LineDeleted.model_validate({"deleted_turns": 1, "surprise": True})
+
+
+def test_a_view_writes_back_only_the_keys_it_was_given() -> None:
+    from talekeeper.service.views.story import Story
+
+    page = {
+        "id": 1,
+        "title": "t",
+        "scenario_id": None,
+        "scenario_title": None,
+        "turns": 0,
+        "last_played_at": "2026-01-01T00:00:00",
+        "created_at": "2026-01-01T00:00:00",
+        "turns_shown": [],
+        "has_more": False,
+    }
+    assert Story.model_validate(page).model_dump(mode="json", by_alias=True) == page
+    assert issubclass(Story, View)
+
+
+def _json(value: Any) -> Any:
+    import json
+
+    return json.loads(json.dumps(value))
+
+
+def test_bodies_are_the_services_dicts_unchanged(
+    client: TestClient, tk, scripted, adventure_id: int
+) -> None:
+    """The views change no body: each route answers exactly what its service returns."""
+    scripted.queue(
+        'Maren nods.\n\n```state\n{"events": [{"type": "set_flag", "flag": "ferry_hired", "value": true}]}\n```'
+    )
+    turn = client.post(
+        f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": "offer coins"}
+    )
+    assert turn.status_code == 200, turn.text
+    card = {
+        "name": "Ferry",
+        "entry": "x",
+        "triggers": "door",
+        "gates": [{"kind": "flag", "id": "ferry_hired", "not": True}],
+    }
+    assert client.post(f"/api/adventures/{adventure_id}/story-cards", json=card).status_code == 201
+    node_id = turn.json()["turn"]["id"]
+    expected = {
+        f"/api/adventures/{adventure_id}": adventures.story(tk, adventure_id),
+        "/api/adventures": adventures.summaries(tk),
+        f"/api/adventures/{adventure_id}/state/audit": corrections.audit(tk, adventure_id),
+        f"/api/adventures/{adventure_id}/canon-log": corrections.canon_log(tk, adventure_id),
+        f"/api/adventures/{adventure_id}/turns/{node_id}/insights": insights.of_turn(
+            tk, adventure_id, node_id
+        ),
+        f"/api/adventures/{adventure_id}/memories": memories.panel_of(tk, adventure_id),
+        f"/api/adventures/{adventure_id}/plot": plot.plot_of(tk, adventure_id),
+        f"/api/adventures/{adventure_id}/story-cards": plot.cards_of(tk, adventure_id),
+        "/api/scenarios": scenarios.summaries(tk),
+        "/api/settings": settings.settings_view(tk),
+    }
+    state = corrections.state_at_head(tk, adventure_id)
+    expected[f"/api/adventures/{adventure_id}/state"] = {
+        k: state[k] for k in ("head_id", "view", "document", "changes")
+    }
+    for path, body in expected.items():
+        response = client.get(path)
+        assert response.status_code == 200, (path, response.text)
+        assert response.json() == _json(body), path
