@@ -91,6 +91,7 @@ def test_every_success_answer_has_a_typed_schema(spec: dict[str, Any]) -> None:
                 problems.append(f"{name} {code}: no content documented")
             for media, body in content.items():
                 problems += untyped(spec, body.get("schema"), f"{name} {code} {media}")
+    # The fix: declare the route's `response_model` (a view from talekeeper/service/views/).
     assert not problems, "\n".join(problems)
 
 
@@ -111,6 +112,7 @@ def test_every_refusal_has_the_one_error_shape(spec: dict[str, Any]) -> None:
         for code, response in refusals.items():
             if response.get("content", {}).get("application/json", {}).get("schema") != error:
                 problems.append(f"{name} {code}: not the ErrorBody shape")
+    # The fix: `responses=ERRORS` (talekeeper.web.errors) on the route or its router.
     assert not problems, "\n".join(problems)
     body = spec["components"]["schemas"]["ErrorBody"]
     assert set(body["properties"]) == {"detail", "error", "errors"}
