@@ -3,11 +3,13 @@ success answer and the one error shape for its refusals, and bodies keep their k
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from talekeeper.core import Talekeeper
 from talekeeper.service import (
     adventures,
     corrections,
@@ -18,6 +20,7 @@ from talekeeper.service import (
     settings,
 )
 from talekeeper.service.views.base import View
+from talekeeper.web.app import create_app
 
 API = "/api/"
 SKIP = {"parameters"}
@@ -57,11 +60,19 @@ def untyped(spec: dict[str, Any], schema: dict[str, Any] | None, where: str) -> 
     return [f"{where}: untyped ({schema})"]
 
 
-@pytest.fixture
-def spec(client: TestClient) -> dict[str, Any]:
+@pytest.fixture(params=[False, True], ids=["single-player", "accounts"])
+def spec(request: pytest.FixtureRequest, isolated_home, scripted) -> Iterator[dict[str, Any]]:
+    """The document of the app as served, with accounts off and on (their routes too)."""
+    tk = Talekeeper(isolated_home, provider_override=scripted, accounts=request.param)
+    try:
+        yield create_app(tk).openapi()
+    finally:
+        tk.db.dispose()
+
+
+def test_openapi_json_is_served(client: TestClient) -> None:
     response = client.get("/openapi.json")
-    assert response.status_code == 200
-    return response.json()
+    assert response.status_code == 200 and "/api/adventures" in response.json()["paths"]
 
 
 def operations(spec: dict[str, Any]):

@@ -17,10 +17,11 @@ from talekeeper.errors import Forbidden, TalekeeperError
 from talekeeper.service import accounts
 from talekeeper.web.auth import COOKIE, session_cookie, signed_in
 from talekeeper.web.deps import get_tk
+from talekeeper.web.errors import ERRORS
 from talekeeper.web.render import render
 
 router = APIRouter(include_in_schema=False)
-api_router = APIRouter(prefix="/api", tags=["accounts"])
+api_router = APIRouter(prefix="/api", tags=["accounts"], responses=ERRORS)
 SESSION_SECONDS = accounts.SESSION_DAYS * 24 * 3600
 
 
