@@ -88,8 +88,12 @@ def test_cancelling_a_stream_writes_nothing_and_releases_the_lock(tk: Talekeeper
     with tk.db.session() as session:
         aid = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"}).id
     gate = asyncio.Event()
-    scripted.gate, scripted.gate_after_chunks = gate, 1
-    scripted.queue("A long reply that the player stops before it ends.")
+    # The echo guard shows a line only once its first words are judged story, so the
+    # stream pauses after a whole first line (4 chunks of 8), not after a fragment of it
+    # — a fragment is rightly held, and the player would see nothing to stop.
+    first = "Rain drums on the ferry's planks.\n"
+    scripted.gate, scripted.gate_after_chunks = gate, -(-len(first) // scripted.chunk_size)
+    scripted.queue(first + "A long reply that the player stops before it ends.")
 
     async def run() -> None:
         events = play_turn(tk, aid, "do", "look around")

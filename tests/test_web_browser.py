@@ -85,7 +85,7 @@ def test_play_stream_stop_chips_keys_takes_and_inert_markup(isolated_home) -> No
         {"type": "set_flag", "flag": "ferry_hired", "value": True},
     )
     hostile = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2"> The tide turns. <b>bold</b>'
-    replies = [chips, "<think>She is testing me.</think>The rope creaks.", hostile, "A gull cries.", "A second gull cries.", "The lamp gutters."]
+    replies = [chips, "<think>She is testing me.</think>The rope creaks.", hostile, "A gull cries.", "A second gull cries.", "The lamp gutters in the wind."]
     with web(isolated_home, replies) as w:
         page, story = w.page, w.page.locator("#story")
         w.start()
@@ -147,10 +147,11 @@ def test_play_stream_stop_chips_keys_takes_and_inert_markup(isolated_home) -> No
         expect(takes).to_have_text("take 3/3")
 
         # Streaming: text shows while the turn is still being written; Stop saves nothing.
-        w.provider.gate, w.provider.gate_after_chunks = gate, 2
+        # (held past the line's first four words: the echo guard shows a line once judged)
+        w.provider.gate, w.provider.gate_after_chunks = gate, 3
         page.get_by_label("Your action").fill("light the lamp")
         page.get_by_role("button", name="Send").click()
-        expect(page.locator("#live")).to_contain_text("The lamp gutt")
+        expect(page.locator("#live")).to_contain_text("The lamp gutters in")
         expect(page.get_by_role("button", name="Stop")).to_be_visible()
         page.get_by_role("button", name="Stop").click()
         expect(page.locator("#turn-error")).to_contain_text("Stopped. Nothing was saved")

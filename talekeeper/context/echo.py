@@ -4,10 +4,11 @@ A small model often copies its instructions, its state notes or a story card int
 narration — verbatim, in part, or reworded (11 of 14 turns of a played demo). Such a line
 is removed before anything is shown or stored, and the removal is said in Insights.
 
-A line is judged by its opening (`OPENING_WORDS` words, or the whole line if shorter), so
-a stream can decide as soon as that much has arrived and the shown text only ever grows:
-a held line is released once its opening is judged story, and never retracted. It is an
-echo when its opening
+A line is judged by its first words only, so a stream can decide as soon as they have
+arrived and the shown text only ever grows: a held line is released once it is judged
+story, and never retracted. A line whose first few words plainly share nothing with the
+sources is story at once; otherwise its opening (`OPENING_WORDS` words, or the whole line
+if shorter) decides, and it is an echo when that opening
 
 - is a run of a source line (`verbatim`);
 - is mostly made of three-word runs found in the sources (`partial`);
@@ -15,6 +16,10 @@ echo when its opening
   (`paraphrase`) — so prose that merely shares a few names with the state stays;
 - or writes protocol: a stat path (`player.health`), an `(id, kind)` tag, a JSON event
   (`protocol`).
+
+A line that retells the story itself (its opening is a run of, or mostly made of runs
+from, the history, memories or summary) is kept even when the state says the same: the
+story may repeat what happened.
 
 Pure: the sources are texts; the turn and the memory writer say which.
 """
@@ -27,6 +32,8 @@ from dataclasses import dataclass
 
 OPENING_WORDS = 16
 """Words a line's verdict rests on: enough to know an echo, few enough to stream soon."""
+EARLY_WORDS = 4
+"""From this many words on, a line that plainly shares nothing with the sources is story."""
 PARTIAL_SHARE = 0.6
 PARAPHRASE_SHARE = 0.75
 COVER_SHARE = 0.5
@@ -35,11 +42,13 @@ MIN_CONTENT = 4
 ECHO_SOURCES = (
     "narrator",
     "persona",
+    "canon",
     "event_vocabulary",
     "stat_guide",
     "ai_instructions",
     "plot_essentials",
     "story_cards",
+    "story_cards_after",
     "author_note",
     "current_state",
     "refusals",
@@ -47,6 +56,8 @@ ECHO_SOURCES = (
 )
 """The prompt's sections that are not story: a reply repeating them is echoing the
 prompt. History, memories and the summary are the story itself, so prose may retell them."""
+STORY_SOURCES = ("history", "memories", "story_summary")
+"""The prompt's sections that are the story (see `ECHO_SOURCES`)."""
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _PROTOCOL = re.compile(
@@ -112,10 +123,23 @@ class EchoGuard:
     """Judges lines against a set of named source texts (see the module docstring)."""
 
     def __init__(
-        self, sources: Iterable[tuple[str, str]], protocol_terms: Iterable[str] = ()
+        self,
+        sources: Iterable[tuple[str, str]],
+        protocol_terms: Iterable[str] = (),
+        story: Iterable[str] = (),
     ) -> None:
         self._units: list[_Unit] = []
+        self._verdicts: dict[str, Removed | None] = {}
+        self._plain: dict[str, bool] = {}
         self._shingles: dict[tuple[str, str, str], str] = {}
+        self._story_lines: list[str] = []
+        self._story_shingles: set[tuple[str, str, str]] = set()
+        for text in story:
+            for line in (text or "").splitlines():
+                tokens = _tokens(line)
+                if tokens:
+                    self._story_lines.append(f" {' '.join(tokens)} ")
+                    self._story_shingles.update(zip(tokens, tokens[1:], tokens[2:], strict=False))
         for section, text in sources:
             for line in (text or "").splitlines():
                 tokens = _tokens(line)
@@ -141,12 +165,77 @@ class EchoGuard:
     def for_sections(
         cls, sections: Iterable[tuple[str, str]], ids: Iterable[str] = ()
     ) -> EchoGuard:
-        """A guard over the prompt's non-story sections (`ECHO_SOURCES`); `ids` are the
-        entity ids an `(id, kind)` tag would name."""
-        return cls(((name, text) for name, text in sections if name in ECHO_SOURCES), ids)
+        """A guard over the prompt's non-story sections (`ECHO_SOURCES`), with its story
+        sections (`STORY_SOURCES`) as what may be retold; `ids` are the entity ids an
+        `(id, kind)` tag would name. Lines placed inside the history that are not story
+        (the author's note, cards at a depth) are not counted as story."""
+        sections = [(name, text or "") for name, text in sections]
+        sources = [(name, text) for name, text in sections if name in ECHO_SOURCES]
+        placed = {
+            line.strip()
+            for name, text in sources
+            if name in ("author_note", "story_cards", "story_cards_after")
+            for line in text.splitlines()
+        }
+        story = [
+            "\n".join(
+                line
+                for line in text.splitlines()
+                if line.strip() not in placed
+                and not line.lstrip().startswith(("[Author's note:", "World lore:"))
+            )
+            for name, text in sections
+            if name in STORY_SOURCES
+        ]
+        return cls(sources, ids, story)
 
     def judge(self, line: str) -> Removed | None:
-        """Why `line` is an echo of the sources, or None when it is story."""
+        """Why `line` is an echo of the sources, or None when it is story.
+
+        A line whose first few words (from `EARLY_WORDS` on) already share no three-word
+        run and at most one content word with any source is story at once — so a stream
+        need not hold it; otherwise its opening decides.
+        """
+        if line in self._verdicts:
+            return self._verdicts[line]
+        words = line.split()
+        verdict = None
+        if not self._story_from(words, len(words)):
+            verdict = self._judge_opening(line)
+        if len(self._verdicts) < 4096:
+            self._verdicts[line] = verdict
+        return verdict
+
+    def _story_from(self, words: list[str], complete: int) -> bool:
+        """Whether some prefix of the first `complete` words is plainly story."""
+        return any(
+            self._plainly_story(" ".join(words[:k]))
+            for k in range(EARLY_WORDS, min(complete, OPENING_WORDS) + 1)
+        )
+
+    def _plainly_story(self, prefix: str) -> bool:
+        known = self._plain.get(prefix)
+        if known is None:
+            known = self._plain[prefix] = self._judge_plainly(prefix)
+            if len(self._plain) > 8192:  # a stream asks of each growing prefix once
+                self._plain.clear()
+        return known
+
+    def _judge_plainly(self, prefix: str) -> bool:
+        if _PROTOCOL.search(prefix) or (self._terms is not None and self._terms.search(prefix)):
+            return False
+        tokens = _tokens(prefix)
+        if len(tokens) < EARLY_WORDS:
+            return False
+        if any(
+            (tokens[i], tokens[i + 1], tokens[i + 2]) in self._shingles
+            for i in range(len(tokens) - 2)
+        ):
+            return False
+        content = _content(tokens)
+        return all(len(content & unit.content) <= 1 for unit in self._units)
+
+    def _judge_opening(self, line: str) -> Removed | None:
         key = opening(line) or ""
         if _PROTOCOL.search(key) or (self._terms is not None and self._terms.search(key)):
             return Removed(line, "protocol", "")
@@ -154,10 +243,12 @@ class EchoGuard:
         if not tokens:
             return None
         joined = f" {' '.join(tokens)} "
+        runs = [(tokens[i], tokens[i + 1], tokens[i + 2]) for i in range(len(tokens) - 2)]
+        if self._retells(tokens, joined, runs):
+            return None
         for unit in self._units:
             if (len(tokens) >= 4 or joined == unit.joined) and joined in unit.joined:
                 return Removed(line, "verbatim", unit.section)
-        runs = [(tokens[i], tokens[i + 1], tokens[i + 2]) for i in range(len(tokens) - 2)]
         if len(runs) >= 3:
             found = [self._shingles[r] for r in runs if r in self._shingles]
             if len(found) >= PARTIAL_SHARE * len(runs):
@@ -174,6 +265,16 @@ class EchoGuard:
                     return Removed(line, "paraphrase", unit.section)
         return None
 
+    def _retells(self, tokens: list[str], joined: str, runs: list[tuple[str, str, str]]) -> bool:
+        """Whether an opening retells the story sections (history, memories, summary)."""
+        if len(tokens) >= 4 and any(joined in line for line in self._story_lines):
+            return True
+        if len(tokens) < 4 and joined in self._story_lines:
+            return True
+        return len(runs) >= 3 and sum(
+            r in self._story_shingles for r in runs
+        ) >= PARTIAL_SHARE * len(runs)
+
     def clean(self, text: str) -> tuple[str, list[Removed]]:
         """The finished text without its echo lines, and what was removed."""
         kept, removed = self._filter(text.split("\n"))
@@ -181,15 +282,16 @@ class EchoGuard:
 
     def shown(self, text: str) -> str:
         """What of a still-streaming text may be shown: every complete line that is story,
-        and the unfinished last one once its opening has arrived and is story. A prefix of
-        `clean(final)[0]` for any continuation, so the shown text only grows."""
+        and the unfinished last one once it is known to be story (plainly, from its first
+        words, or by its whole opening). A prefix of `clean(final)[0]` for any
+        continuation, so the shown text only grows."""
         lines = text.split("\n")
         last = lines.pop()
         words = last.split()
-        decided = len(words) > OPENING_WORDS or (
-            len(words) == OPENING_WORDS and last[-1:].isspace()
-        )
-        if decided:
+        complete = len(words) if last[-1:].isspace() else len(words) - 1
+        if self._story_from(words, complete) or (
+            complete >= OPENING_WORDS and self._judge_opening(last) is None
+        ):
             lines.append(last)
         kept, _ = self._filter(lines)
         while kept and not kept[-1].strip():  # a blank line is shown with the line after it
@@ -208,6 +310,30 @@ class EchoGuard:
                 continue  # no blank line at the start or twice in a row (where an echo was)
             kept.append(line)
         return kept, removed
+
+
+RESTATE_SHARE = 0.75
+"""A note whose content words are at least this share found in the narration adds nothing."""
+
+
+def restates(note: str, prose: str) -> bool:
+    """Whether a model's note only repeats the narration it came with (so it is no change)."""
+    content = _content(_tokens(note))
+    if not content:
+        return True
+    return len(content & _content(_tokens(prose))) >= RESTATE_SHARE * len(content)
+
+
+def has_protocol(text: str, ids: Iterable[str] = ()) -> bool:
+    """Whether a text the player or narrator will read carries protocol: a stat path, a
+    JSON event or an `(id` tag of one of `ids` ("Maren (maren) — alive")."""
+    if _PROTOCOL.search(text):
+        return True
+    terms = [re.escape(t) for t in ids if t]
+    return (
+        bool(terms)
+        and re.search(r"\(\s*(?:" + "|".join(terms) + r")\s*[,)]", text, re.I) is not None
+    )
 
 
 def summary(removed: Sequence[Removed]) -> str:

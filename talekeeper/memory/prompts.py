@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from talekeeper.context.echo import EchoGuard
 from talekeeper.context.triggers import match_cards, recent_window
 from talekeeper.llm.base import GenerationRequest, Message
 
@@ -92,6 +93,22 @@ def summary_request(plot: Mapping[str, Any], previous: str, material: Sequence[s
         max_tokens=SUMMARY_MAX_WORDS * 2,
         temperature=0.3,
     )
+
+
+def unechoed(reply: str, request: GenerationRequest, story: Sequence[str]) -> str:
+    """The reply without the sentences that repeat the summariser's own prompt — its
+    instructions and cast brief, not the `story` it was given (the excerpt, the summary so
+    far). The same guard as the narration's, so an echo is never stored as a memory and
+    fed back into later prompts."""
+    sources = []
+    for message in request.messages:
+        content = message.content
+        for text in story:
+            content = content.replace(text, "") if text.strip() else content
+        sources.append((message.role, content))
+    guard = EchoGuard(sources)
+    sentences = re.split(r"(?<=[.!?…])\s+|\n+", reply.strip())
+    return " ".join(s for s in sentences if s.strip() and guard.judge(s) is None)
 
 
 _PREAMBLE = re.compile(r"^\s*(memory|summary|updated summary)\s*:\s*", re.I)

@@ -64,10 +64,11 @@ async def run_post_turn(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
 
     # Memories of due blocks: independent, so generated concurrently.
     async def summarise(text_: str) -> str:
-        reply = await provider.complete(prompts.memory_request(plot, text_, settings.memory_max_words))
-        cleaned = prompts.clean(reply, settings.memory_max_words)
+        request = prompts.memory_request(plot, text_, settings.memory_max_words)
+        reply = await provider.complete(request)
+        cleaned = prompts.clean(prompts.unechoed(reply, request, [text_]), settings.memory_max_words)
         if not cleaned:
-            raise MemoryError_("the model returned an empty memory")
+            raise MemoryError_("the model returned an empty memory (or only repeated its instructions)")
         return cleaned
 
     results = await asyncio.gather(*(summarise(e) for e in excerpts), return_exceptions=True)
@@ -89,8 +90,10 @@ async def run_post_turn(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
         material = bank.summary_material(session, adventure_id, path, current.depth, target) if target else []
     if target is not None:
         try:
-            reply = await provider.complete(prompts.summary_request(plot, current.text, material))
-            text_ = prompts.clean(reply, prompts.SUMMARY_MAX_WORDS)
+            request = prompts.summary_request(plot, current.text, material)
+            reply = await provider.complete(request)
+            story = ["\n".join(material), current.text]
+            text_ = prompts.clean(prompts.unechoed(reply, request, story), prompts.SUMMARY_MAX_WORDS)
             if not text_:
                 raise MemoryError_("the model returned an empty summary")
             with tk.db.session() as session:

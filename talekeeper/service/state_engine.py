@@ -9,12 +9,15 @@ corrections. Everything it returns is plain JSON, ready for a node's columns.
 from __future__ import annotations
 
 import json
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from talekeeper.context import echo
 from talekeeper.state import (
     Document,
     Report,
@@ -58,6 +61,12 @@ class ProposalRecord(BaseModel):
     events: list[Any] | None = Field(None, description="The proposed events, as written.")
     report: dict[str, Any] | None = Field(None, description="The validator's verdicts (a Report).")
     edited_from: int | None = Field(None, description="The take an edit was made from.")
+    kept_changes_of: int | None = Field(
+        None, description="An edit without a state block: the take whose changes it kept (re-checked)."
+    )
+    dropped: list[dict[str, Any]] | None = Field(
+        None, description="Notes left out, and why: they restated the narration or wrote ids."
+    )
 
     @classmethod
     def of(cls, stored: dict[str, Any] | None) -> ProposalRecord:
@@ -72,8 +81,9 @@ class ProposalRecord(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         data = self.model_dump()
-        if data["edited_from"] is None:
-            del data["edited_from"]
+        for optional in ("edited_from", "kept_changes_of", "dropped"):
+            if data[optional] is None:
+                del data[optional]
         return data
 
 
@@ -156,13 +166,17 @@ class Settled:
     outcomes: list[dict[str, Any]]
 
 
-def settle_reply(reply: str, before: Document, rules: Rules, turn: int) -> Settled:
+def settle_reply(
+    reply: str, before: Document, rules: Rules, turn: int, unechoed: Callable[[str], str] | None = None
+) -> Settled:
     """Steps 5–6 of a turn: extract the prose, validate and apply the proposed events.
 
     Every proposal is kept with its raw text for audit — accepted, partly accepted,
     rejected or unparseable.
     """
     extraction = extract_reply(reply)
+    if unechoed is not None:  # lines repeating the prompt are not story (context.echo)
+        extraction = dataclasses.replace(extraction, prose=unechoed(extraction.prose))
     record = ProposalRecord(
         source="model",
         raw=extraction.raw_block,
@@ -173,10 +187,38 @@ def settle_reply(reply: str, before: Document, rules: Rules, turn: int) -> Settl
         # Code writes the turn's recent-event line even when no block came (seed 003).
         after = record_event(before, event_line(None, extraction.prose), turn)
         return Settled(extraction.prose, after.to_json(), record.to_json(), [])
-    after, report = apply_proposal(before, extraction.proposal, rules, turn)
+    proposal, dropped = without_empty_notes(extraction.proposal, extraction.prose, before)
+    record.dropped = dropped or None
+    after, report = apply_proposal(before, proposal, rules, turn)
     after = record_event(after, event_line(report, extraction.prose), turn)
     record.report = report.to_json()
     return Settled(extraction.prose, after.to_json(), record.to_json(), outcome_views(report))
+
+
+def without_empty_notes(
+    proposal: dict[str, Any], prose: str, before: Document
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The proposal less the `note_event`s that are no change: one that only restates the
+    narration (a chip saying what the player just read), or one that writes protocol — an
+    `(id)` tag or a stat path — into the recent events the narrator reads back. What was
+    dropped, and why, is kept for the audit trail."""
+    events = proposal.get("events")
+    if not isinstance(events, list):
+        return proposal, []
+    kept, dropped = [], []
+    for event in events:
+        text = event.get("text") if isinstance(event, dict) and event.get("type") == "note_event" else None
+        why = None
+        if isinstance(text, str):
+            if echo.has_protocol(text, before.entities):
+                why = "it wrote ids or stat paths, not story"
+            elif echo.restates(text, prose):
+                why = "it only restated the narration"
+        if why:
+            dropped.append({"event": event, "why": why})
+        else:
+            kept.append(event)
+    return ({**proposal, "events": kept}, dropped) if dropped else (proposal, [])
 
 
 def correct(before: Document, events: list[Any], rules: Rules, turn: int) -> tuple[dict[str, Any], dict[str, Any], Report]:
@@ -199,11 +241,21 @@ def rederive_for_edit(parent: Node, original: Node, narration: str, rules: Rules
         settled = settle_reply(narration, before, rules, original.depth)
         settled.proposal.update(source="player_edit", edited_from=original.id)
         return settled.prose, settled.state, settled.proposal
-    events = ProposalRecord.of(original.proposal).events or []
+    # The old take's notes described the old text; its other changes are kept, re-checked.
+    events = [
+        e
+        for e in ProposalRecord.of(original.proposal).events or []
+        if not (isinstance(e, dict) and e.get("type") == "note_event")
+    ]
     after, report = apply_proposal(before, {"events": events}, rules, original.depth)
     after = record_event(after, event_line(report if events else None, extraction.prose), original.depth)
     record = ProposalRecord(
-        source="player_edit", edited_from=original.id, events=events, report=report.to_json() if events else None
+        source="player_edit",
+        edited_from=original.id,
+        events=events,
+        report=report.to_json() if events else None,
+        # said plainly under the take: its changes were not read from the edited text
+        kept_changes_of=original.id if events else None,
     )
     return extraction.prose, after.to_json(), record.to_json()
 
@@ -226,9 +278,18 @@ def _outcome_view(outcome: Outcome) -> dict[str, Any]:
     }
 
 
+KEPT_CHANGES = (
+    "You edited this text: these changes are the earlier take's, checked again — "
+    "the edited text was not read for new ones (write a state block in it to say what changed)."
+)
+
+
 def changes_of(node: Node) -> list[dict[str, Any]]:
     report = last_report(node.proposal)
-    return outcome_views(report) if report else []
+    views = outcome_views(report) if report else []
+    if views and ProposalRecord.of(node.proposal).kept_changes_of:
+        views.append({"status": "note", "type": "kept_changes", "target": None, "reason": KEPT_CHANGES})
+    return views
 
 
 def stat_views(document: Document, rules: Rules) -> list[dict[str, Any]]:

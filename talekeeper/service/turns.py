@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from talekeeper.context import insights
+from talekeeper.context import echo, insights
 from talekeeper.errors import Unavailable, Upstream
 from talekeeper.llm.errors import LLMError
 from talekeeper.memory import bank
@@ -88,6 +88,8 @@ async def play_turn(
         prepared = await build_context(tk, adventure_id, kind, text, at=below_id, role=role)
         assembly, request = prepared.assembly, prepared.request
         provider = tk.provider()
+        # Lines that only repeat the prompt's own notes are never shown or stored (echo.py).
+        guard = echo.EchoGuard.for_sections(((s.name, s.text) for s in assembly.sections), before.entities)
         yield TurnEvent("accepted", data={"action_line": assembly.action_line, "kind": kind, "text": text})
         accepted = True
 
@@ -96,7 +98,7 @@ async def play_turn(
             async for event in provider.stream(request):
                 if event.kind == "text":
                     raw += event.text
-                    visible = visible_prefix(raw)
+                    visible = guard.shown(visible_prefix(raw)).lstrip()  # as stored: no leading blank
                     if len(visible) > len(shown):
                         yield TurnEvent("text", visible[len(shown):])
                         shown = visible
@@ -113,7 +115,7 @@ async def play_turn(
         if current_state_mode(tk) == "structured":
             # A second short request under the proposal's schema (see state_updates).
             yield TurnEvent("status", data={"message": "Updating the story's state…"})
-            prose = state_engine.extract_prose(raw)
+            prose, _ = guard.clean(state_engine.extract_prose(raw))
             try:
                 answer = await provider.complete(
                     state_updates.structured_request(request, prose, before, rules, prepared.scan.in_scene_ids)
@@ -121,10 +123,23 @@ async def play_turn(
                 raw = prose + state_updates.as_block(answer)
             except LLMError as exc:
                 state_error = f"The state update could not be made ({exc}); the state is unchanged."
-        settled = state_engine.settle_reply(raw, before, rules, turn_number)
+        echoed: list[echo.Removed] = []
+
+        def unechoed(prose: str) -> str:
+            kept, removed = guard.clean(prose)
+            echoed.extend(removed)
+            return kept
+
+        settled = state_engine.settle_reply(raw, before, rules, turn_number, unechoed)
         if state_error:
             settled.proposal["parse_error"] = state_error
         narration = clean_narration(settled.prose)
+        if echoed:
+            assembly.notes.append(echo.summary(echoed))
+        if narration.startswith(shown) and len(narration) > len(shown):
+            # the last line was held until it was whole (the echo guard decides on lines)
+            yield TurnEvent("text", narration[len(shown) :])
+            shown = narration
         if not narration:
             yield TurnEvent(
                 "error",

@@ -15,6 +15,7 @@ rules from the seed are code here:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .document import PLAYER_ID, Document
@@ -72,9 +73,31 @@ def event_line(report: Report | None, prose: str, action_line: str = "") -> str:
             and o.type not in ("record_moment", "note_event")
         ]
         if changes:
-            return _clip("; ".join(changes))
+            return _clip("; ".join(in_words(c) for c in changes))
     sentence = _first_sentence(prose) or action_line.lstrip("> ").strip()
     return _clip(sentence)
+
+
+_ID_TAG = re.compile(r"\s*\((?!none\))[a-z][a-z0-9_-]*(?:,\s*[a-z_]+)?\)")
+_REF = re.compile(r"\b[frtm]\d+\b:?\s*")
+
+
+_PATH = re.compile(r"\b(?:world|player|npc)\.([\w.-]*\w)")
+_SNAKE = re.compile(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b")
+
+
+def _path_words(match: re.Match[str]) -> str:
+    parts = match.group(1).split(".")
+    return f"{parts[0]}'s {' '.join(parts[1:])}" if len(parts) > 1 else parts[0]
+
+
+def in_words(reason: str) -> str:
+    """A verdict's reason as a recent event reads it: no `(id)` tags, no fact, thread or
+    relationship ids, no stat paths or snake_case ids ("created Maren (maren)" → "created
+    Maren", "opened t1: Relight the lantern" → "opened Relight the lantern", "ferry_hired
+    on" → "ferry hired on"), so the narrator never reads one to copy."""
+    text = _PATH.sub(_path_words, _REF.sub("", _ID_TAG.sub("", reason)))
+    return " ".join(_SNAKE.sub(lambda m: m.group(0).replace("_", " "), text).split())
 
 
 def _first_sentence(text: str) -> str:

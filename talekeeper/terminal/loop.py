@@ -161,6 +161,8 @@ def _chip(change: dict[str, Any]) -> tuple[str, str]:
     terminal may not import the web layer. A hidden stat shows no number here either."""
     status, target = change.get("status", "applied"), str(change.get("target") or change.get("type") or "change")
     reason = str(change.get("reason") or "")
+    if change.get("type") in ("note_event", "kept_changes") and status in ("applied", "note"):
+        return "note", str(change.get("after") if change.get("type") == "note_event" else reason)
     if status == "rejected":
         return "rejected", f"✗ refused: {reason or 'not allowed'}"
     if status == "unchanged":
@@ -183,6 +185,9 @@ def show_changes(changes: list[dict[str, Any]]) -> None:
     """What the state engine made of the turn, one chip a line, as the web shows them."""
     for change in changes:
         kind, text = _chip(change)
+        if kind == "note":  # said about the turn, not a change: muted, not a chip
+            console.print(f"  [dim italic]· {escape(text)}[/]", highlight=False)
+            continue
         console.print(f"  [{CHIP_STYLE[kind]}]● {escape(text)}[/]", highlight=False)
     if changes:
         console.print()

@@ -11,7 +11,8 @@ from typing import Any
 
 from jinja2 import Environment
 
-CHIP_KINDS = ("applied", "limited", "unchanged", "rejected", "milestone")
+CHIP_KINDS = ("applied", "limited", "unchanged", "rejected", "milestone", "note")
+NOTE_TYPES = {"note_event", "kept_changes"}  # said about the turn, not changed by it
 STAT_TYPES = {"set_stat", "change_stat"}
 
 
@@ -55,6 +56,8 @@ def chip(change: dict[str, Any]) -> dict[str, str]:
     before, after = change.get("before"), change.get("after")
     is_stat = kind_of_event in STAT_TYPES
     label = stat_label(target) if is_stat else (target or kind_of_event or "change")
+    if kind_of_event in NOTE_TYPES and status in ("applied", "note"):
+        return {"kind": "note", "text": str(after if kind_of_event == "note_event" else reason), "detail": ""}
     if status == "rejected":
         return {"kind": "rejected", "text": f"✗ refused: {reason or 'not allowed'}", "detail": str(change.get("correction") or "")}
     if status == "unchanged":
@@ -73,6 +76,16 @@ def chip(change: dict[str, Any]) -> dict[str, str]:
     if status == "limited":
         return {"kind": "limited", "text": f"{text} (limited)", "detail": reason}
     return {"kind": "applied", "text": text, "detail": reason if reason != text else ""}
+
+
+def notes(changes: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """The chips that are notes (muted, collapsed under the changes)."""
+    return [c for c in changes or [] if chip(c)["kind"] == "note"]
+
+
+def real_changes(changes: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """The chips that are changes (or refusals of one)."""
+    return [c for c in changes or [] if chip(c)["kind"] != "note"]
 
 
 def num(value: Any) -> str:
@@ -104,5 +117,5 @@ def share(part: float, whole: float) -> int:
 
 
 def install(env: Environment) -> None:
-    env.filters.update(chip=chip, num=num, stat_label=stat_label, when=when, plural=plural, share=share)
+    env.filters.update(chip=chip, notes=notes, real_changes=real_changes, num=num, stat_label=stat_label, when=when, plural=plural, share=share)
     env.globals.update(plural=plural)

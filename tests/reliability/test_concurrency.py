@@ -53,7 +53,9 @@ def gate() -> ThreadGate:
 @pytest.fixture
 def live(isolated_home: Path, gate: ThreadGate) -> Iterator[tuple[str, Talekeeper, Any]]:
     provider = ScriptedProvider(lambda request: "The river keeps its counsel tonight.", chunk_size=6)
-    provider.gate, provider.gate_after_chunks = gate, 1
+    # held after "The river keeps its coun": the echo guard shows a line from its first
+    # four words, so the turn is streaming (a text event went out) when it stops
+    provider.gate, provider.gate_after_chunks = gate, 4
     tk = Talekeeper(isolated_home, provider_override=provider)
     app = create_app(tk)
     with live_server(app) as base:

@@ -189,8 +189,9 @@ def test_sse_is_not_buffered_by_the_guard(tk: Talekeeper, scripted) -> None:
     """A streamed turn arrives in pieces over a real socket: the guard does not hold it."""
     gate = ThreadGate()
     scripted.gate = gate
-    scripted.gate_after_chunks = 2
-    scripted.queue("The ferry lamp gutters and the rope creaks in the dark water.")
+    # held once a whole first line is out: the echo guard shows a line when it is judged
+    scripted.gate_after_chunks = -(-len("Rain falls.\n") // scripted.chunk_size)
+    scripted.queue("Rain falls.\nThe ferry lamp gutters and the rope creaks in the dark water.")
     with live_server(create_app(tk)) as base, httpx.Client(base_url=base, timeout=10) as http:
         adventure = http.post("/api/adventures", json={"scenario_id": DEMO}).json()["id"]
         with http.stream(

@@ -1,0 +1,227 @@
+"""The echo guard: a reply's lines that repeat the prompt's own notes — verbatim, in part
+or reworded — are never shown or stored; prose that merely shares words with the state
+stays; the stream only grows; Insights says what was removed; memories are guarded too."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from talekeeper.context.echo import EchoGuard, summary
+from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.memory import prompts
+from talekeeper.state import initial_document, load_rules, state_notes
+from tests.state.test_notes import GREYWATER
+from tests.test_api_turns import sse_events
+
+RULES = load_rules(copy.deepcopy(GREYWATER))
+NOTES = state_notes(initial_document(RULES), RULES, ["maren"])
+INSTRUCTIONS = (
+    "You are the narrator of an interactive story. Write in second person, present tense, "
+    'addressing the player as "you". Never act or speak for the player.'
+)
+GUARD = EchoGuard.for_sections(
+    [
+        ("current_state", NOTES),
+        ("narrator", INSTRUCTIONS),
+        ("history", "Maren said the tide was turning."),
+    ],
+    ["maren", "tobin", "docks"],
+)
+
+ECHOES = {
+    "verbatim": "You are at Greywater docks, first evening of the storm.",
+    "partial": "Still to do: reach the lighthouse headland and obtain the brass key.",
+    "paraphrase": "Tobin is still alive at the keeper's cottage, and he holds the brass key.",
+    "protocol": "Your stats: player.health 10/5, world.night 4/28",
+    "tag": "Maren (maren, person) — alive",
+    "instructions": "Write in second person, present tense, addressing the player as you.",
+}
+PROSE = [
+    "Maren watches the storm build over Greywater docks, her lantern swinging.",
+    "The wind tears at your coat as Maren unties the ferry, muttering that Tobin keeps the brass key close.",
+    "Rain lashes the docks. Maren eyes you warily.",
+    "Maren said the tide was turning.",  # history is the story: retelling it is not an echo
+    "You hold up your lamp-mender's tools and ask Maren about the keeper's lighthouse.",
+]
+
+
+def test_removes_verbatim_partial_and_paraphrased_echoes() -> None:
+    for kind, line in ECHOES.items():
+        verdict = GUARD.judge(line)
+        assert verdict is not None, (kind, line)
+    assert GUARD.judge(ECHOES["verbatim"]).kind == "verbatim"
+    assert GUARD.judge(ECHOES["partial"]).kind == "partial"
+    assert GUARD.judge(ECHOES["paraphrase"]).kind == "paraphrase"
+    assert GUARD.judge(ECHOES["protocol"]).kind == "protocol"
+    assert GUARD.judge(ECHOES["paraphrase"]).section == "current_state"
+
+
+def test_keeps_prose_that_merely_shares_words_with_the_state() -> None:
+    for line in PROSE:
+        assert GUARD.judge(line) is None, line
+
+
+def test_clean_removes_whole_lines_and_says_why() -> None:
+    reply = "\n\n".join([PROSE[0], ECHOES["verbatim"], PROSE[1], ECHOES["protocol"]])
+    text, removed = GUARD.clean(reply)
+    assert text == f"{PROSE[0]}\n\n{PROSE[1]}"
+    assert [r.kind for r in removed] == ["verbatim", "protocol"]
+    note = summary(removed)
+    assert note.startswith("The echo guard removed 2 lines") and "current state" in note
+
+
+lines = st.sampled_from(
+    [*ECHOES.values(), *PROSE, "", "A long line " + "of plain story words " * 6]
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(lines, min_size=1, max_size=6), st.lists(st.integers(1, 40), min_size=1, max_size=30)
+)
+def test_the_shown_text_only_grows_and_is_a_prefix_of_the_stored(parts, cuts) -> None:
+    reply = "\n".join(parts)
+    final, _ = GUARD.clean(reply)
+    shown, pos = "", 0
+    for step in [*cuts, len(reply)]:
+        pos = min(len(reply), pos + step)
+        now = GUARD.shown(reply[:pos])
+        assert now.startswith(shown), (shown, now)
+        assert final.startswith(now), (now, final)
+        shown = now
+    for echo_line in ECHOES.values():
+        assert echo_line not in final
+
+
+STATE_WORDS = [
+    "Maren",
+    "Tobin",
+    "Greywater",
+    "docks",
+    "brass",
+    "key",
+    "lighthouse",
+    "storm",
+    "evening",
+    "keeper's",
+    "cottage",
+    "lantern",
+    "headland",
+    "alive",
+    "holds",
+    "the",
+    "at",
+    "of",
+    "and",
+    "wary",
+]
+CLAUSES = [c.strip() for c in re.split(r"[.;:—]", NOTES) if len(c.split()) >= 4]
+# Lines of the story that say what the state notes say (a narrator's earlier turn, a
+# memory): the hardest history to quote, since the same words are also an echo source.
+story_lines = st.one_of(
+    st.tuples(
+        st.sampled_from(["", "Maren says ", "You remember: ", "Again, "]), st.sampled_from(CLAUSES)
+    ).map(lambda t: t[0] + t[1] + "."),
+    st.lists(st.sampled_from(STATE_WORDS), min_size=4, max_size=18).map(
+        lambda w: " ".join(w) + "."
+    ),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(story_lines, min_size=1, max_size=5), st.data())
+def test_prose_that_quotes_the_history_is_kept(history, data) -> None:
+    """However much a line of the story shares with the state notes, retelling it — whole,
+    or a run of four words or more of it — is story, shown and stored."""
+    guard = EchoGuard.for_sections(
+        [("current_state", NOTES), ("narrator", INSTRUCTIONS), ("history", "\n".join(history))],
+        ["maren", "tobin", "docks"],
+    )
+    quotes = []
+    for line in data.draw(st.lists(st.sampled_from(history), min_size=1, max_size=4)):
+        words = line.split()
+        start = data.draw(st.integers(0, len(words) - 4))
+        end = data.draw(st.integers(start + 4, len(words)))
+        quotes.append(" ".join(words[start:end]))
+    reply = "\n".join(quotes)
+    final, removed = guard.clean(reply)
+    assert final == reply.strip("\n") and not removed
+    assert guard.shown(reply + "\n") == final
+
+
+def test_lines_inside_the_history_that_are_not_story_are_still_echoes() -> None:
+    """The author's note and cards placed at a depth sit inside the history text."""
+    card = "World lore: The drowned causeway floods at high tide and swallows the unwary."
+    guard = EchoGuard.for_sections(
+        [("history", f"> You wait.\nMaren nods.\n{card}"), ("story_cards_after", card)]
+    )
+    assert (
+        guard.judge("The drowned causeway floods at high tide and swallows the unwary.") is not None
+    )
+    assert guard.judge("Maren nods.") is None
+
+
+def test_a_turn_never_shows_or_stores_an_echo(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
+    client.put("/api/settings", json={"generation": {"state_updates": "off"}})
+    scripted.queue(
+        "Rain drums on the planks as Maren looks up.\n"
+        "You are at Greywater docks, first evening of the storm.\n"
+        "Your health: hale (10 of 10); lamp oil: 2 of 3.\n"
+        '"Lamp-mender," she says. "You picked a poor night."'
+    )
+    response = client.post(
+        f"/api/adventures/{adventure_id}/turns",
+        json={"kind": "do", "text": "greet Maren"},
+        headers={"Accept": "text/event-stream"},
+    )
+    events = sse_events(response.text)
+    shown = "".join(data["text"] for name, data in events if name == "text")
+    done = next(data for name, data in events if name == "done")
+    stored = done["turn"]["narration"]
+    assert (
+        stored
+        == 'Rain drums on the planks as Maren looks up.\n"Lamp-mender," she says. "You picked a poor night."'
+    )
+    assert stored.startswith(shown.rstrip()) and "Greywater docks" not in shown
+    insights = client.get(
+        f"/api/adventures/{adventure_id}/turns/{done['turn']['id']}/insights"
+    ).json()
+    note = next(n for n in insights["notes"] if n.startswith("The echo guard removed 2 lines"))
+    assert "verbatim, current state" in note
+
+
+def test_the_memory_writer_stores_no_echo() -> None:
+    plot = {
+        "persona": {"name": "Ada"},
+        "story_cards": [
+            {
+                "type": "character",
+                "name": "Maren",
+                "entry": "The ferrywoman of Greywater, wary of strangers but fair.",
+                "triggers": "Maren",
+            }
+        ],
+    }
+    excerpt = "> You greet Maren.\nMaren looks up from her ropes."
+    request = prompts.memory_request(plot, excerpt, 40)
+    reply = (
+        "You compress interactive-fiction story excerpts into memories. "
+        "Ada greeted Maren at the docks as the storm rose. "
+        "Maren is the ferrywoman of Greywater, wary of strangers but fair."
+    )
+    assert (
+        prompts.unechoed(reply, request, [excerpt])
+        == "Ada greeted Maren at the docks as the storm rose."
+    )
+    # the story it was given may be retold
+    assert (
+        prompts.unechoed("Maren looks up from her ropes.", request, [excerpt])
+        == "Maren looks up from her ropes."
+    )

@@ -1,0 +1,139 @@
+"""Honest chips: a note that restates the narration or writes ids makes no chip; a note is
+shown as a note, never as a change; recent events carry no ids; an edited narration says
+plainly that it kept the old take's changes, and its chips are its own."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service import state_engine
+from talekeeper.state import initial_document, load_rules
+from talekeeper.web.present import chip, notes, real_changes
+from tests.state.test_notes import GREYWATER, protocol_in
+from tests.test_tree_api import play
+
+RULES = load_rules(copy.deepcopy(GREYWATER))
+BEFORE = initial_document(RULES)
+PROSE = "Maren unties the ferry and pushes off into the black water, muttering about the storm."
+
+
+def block(*events: dict) -> str:
+    return "\n```state\n" + json.dumps({"events": list(events)}) + "\n```"
+
+
+def note(text: str) -> dict:
+    return {"type": "note_event", "text": text}
+
+
+def test_a_note_that_restates_the_narration_makes_no_chip() -> None:
+    settled = state_engine.settle_reply(
+        PROSE
+        + block(
+            note("Maren pushes the ferry off into the black water."),
+            {"type": "set_flag", "flag": "ferry_hired", "value": True},
+        ),
+        BEFORE,
+        RULES,
+        1,
+    )
+    assert [c["type"] for c in settled.outcomes] == ["set_flag"]
+    assert settled.proposal["dropped"][0]["why"] == "it only restated the narration"
+
+
+def test_a_note_that_writes_ids_or_paths_is_dropped() -> None:
+    for text in ("Maren (maren) — alive", "player.health 10/5", 'Maren said {"type": "x"}'):
+        settled = state_engine.settle_reply(PROSE + block(note(text)), BEFORE, RULES, 1)
+        assert settled.outcomes == [], text
+        assert settled.proposal["dropped"][0]["why"] == "it wrote ids or stat paths, not story"
+        recent = state_engine.document_of(settled.state, RULES).recent_events
+        assert not protocol_in(" ".join(e.text for e in recent), RULES), recent
+
+
+def test_a_new_note_is_shown_as_a_note_not_a_change() -> None:
+    settled = state_engine.settle_reply(
+        PROSE
+        + block(
+            note("Tobin was seen rowing toward the lighthouse at dusk."),
+            {"type": "set_flag", "flag": "ferry_hired", "value": True},
+        ),
+        BEFORE,
+        RULES,
+        1,
+    )
+    kinds = [chip(c)["kind"] for c in settled.outcomes]
+    assert kinds == ["note", "applied"]
+    assert (
+        chip(settled.outcomes[0])["text"] == "Tobin was seen rowing toward the lighthouse at dusk."
+    )
+    assert [c["type"] for c in notes(settled.outcomes)] == ["note_event"]
+    assert [c["type"] for c in real_changes(settled.outcomes)] == ["set_flag"]
+
+
+events = st.sampled_from(
+    [
+        {"type": "create_entity", "id": "gull", "kind": "creature", "name": "A grey gull"},
+        {
+            "type": "open_thread",
+            "title": "Find the drowned bell",
+            "objectives": ["Dive at low tide"],
+        },
+        {"type": "add_fact", "text": "The causeway floods at high tide."},
+        {"type": "set_status", "entity": "maren", "status": "injured"},
+        {"type": "set_flag", "flag": "ferry_hired", "value": True},
+        {"type": "change_stat", "path": "world.storm", "delta": 2},
+        {"type": "change_stat", "path": "npc.maren.trust", "delta": 1},
+    ]
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(events, min_size=1, max_size=3), min_size=1, max_size=6))
+def test_recent_events_carry_no_ids_or_paths(turns) -> None:
+    """What code writes to the recent events (read back by the narrator) is in words."""
+    document = BEFORE
+    for turn, proposal in enumerate(turns, start=1):
+        settled = state_engine.settle_reply(
+            "The tide turns." + block(*proposal), document, RULES, turn
+        )
+        document = state_engine.document_of(settled.state, RULES)
+    text = " ".join(e.text for e in document.recent_events)
+    assert not protocol_in(text, RULES, generic=False), text
+    assert "(" not in text and not any(f" {p}" in text for p in ("t1", "f1", "f2", "r1")), text
+
+
+def test_an_edited_narration_says_it_kept_the_old_takes_changes(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
+    reply = "Maren agrees to take you." + block(
+        note("Tobin was seen rowing toward the lighthouse."),
+        {"type": "set_flag", "flag": "ferry_hired", "value": True},
+    )
+    one = play(client, adventure_id, scripted, reply, "ask Maren")["turn"]
+    url = f"/api/adventures/{adventure_id}/turns/{one['id']}/edit"
+    shown = client.post(url, json={"narration": "Maren nods, once."}).json()["turns_shown"][-1]
+    kinds = [(c["type"], chip(c)["kind"]) for c in shown["changes"]]
+    # the flag is kept and re-checked; the old take's note described the old text: gone;
+    # and the take says plainly where its changes came from
+    assert kinds == [("set_flag", "applied"), ("kept_changes", "note")]
+    assert "edited this text" in chip(shown["changes"][-1])["text"]
+    # the page shows the same chips under the take it shows, the note muted and collapsed
+    page = client.get(f"/adventures/{adventure_id}").text
+    article = page[page.index(f'id="turn-{shown["id"]}"') :]
+    article = article[: article.index("</article>")]
+    assert 'class="chip chip-applied"' in article and "chip-note" in article
+    assert (
+        '<details class="chip-notes">' in article
+        and '<details class="chip-notes" open' not in article
+    )
+    # an edit with its own state block is read from the edited text: no "kept" note
+    block_off = block({"type": "set_flag", "flag": "ferry_hired", "value": False})
+    shown = client.post(url, json={"narration": "Maren refuses." + block_off}).json()[
+        "turns_shown"
+    ][-1]
+    assert [c["type"] for c in shown["changes"]] == ["set_flag"]
