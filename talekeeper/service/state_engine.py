@@ -9,7 +9,6 @@ corrections. Everything it returns is plain JSON, ready for a node's columns.
 from __future__ import annotations
 
 import json
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -176,7 +175,7 @@ def settle_reply(
     """
     extraction = extract_reply(reply)
     if unechoed is not None:  # lines repeating the prompt are not story (context.echo)
-        extraction = dataclasses.replace(extraction, prose=unechoed(extraction.prose))
+        extraction = extraction._replace(prose=unechoed(extraction.prose))
     record = ProposalRecord(
         source="model",
         raw=extraction.raw_block,
