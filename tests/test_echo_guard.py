@@ -42,6 +42,7 @@ ECHOES = {
     "instructions": "Write in second person, present tense, addressing the player as you.",
 }
 PROSE = [
+    "Elsewhere.",  # a single word that is also a note's heading ("Elsewhere: …") is story
     "Maren watches the storm build over Greywater docks, her lantern swinging.",
     "The wind tears at your coat as Maren unties the ferry, muttering that Tobin keeps the brass key close.",
     "Rain lashes the docks. Maren eyes you warily.",

@@ -117,6 +117,7 @@ class _Unit:
     section: str
     joined: str  # the tokens, space-joined, padded for whole-word search
     content: frozenset[str]
+    whole: bool = True  # a whole source line (False: one clause of a longer line)
 
 
 class EchoGuard:
@@ -149,7 +150,9 @@ class EchoGuard:
                 for clause in re.split(r"[;:—]| - ", line):  # a long note line holds several facts
                     words = _tokens(clause)
                     if words and len(words) < len(tokens):
-                        self._units.append(_Unit(section, f" {' '.join(words)} ", _content(words)))
+                        self._units.append(
+                            _Unit(section, f" {' '.join(words)} ", _content(words), False)
+                        )
                 for i in range(len(tokens) - 2):
                     self._shingles.setdefault((tokens[i], tokens[i + 1], tokens[i + 2]), section)
         terms = sorted({t for t in protocol_terms if t}, key=len, reverse=True)
@@ -247,7 +250,10 @@ class EchoGuard:
         if self._retells(tokens, joined, runs):
             return None
         for unit in self._units:
-            if (len(tokens) >= 4 or joined == unit.joined) and joined in unit.joined:
+            # a short line is an echo only as a whole source line of two words or more
+            # ("With you: Maren"), never for matching a clause ("Elsewhere.")
+            short = len(tokens) >= 2 and unit.whole and joined == unit.joined
+            if (len(tokens) >= 4 or short) and joined in unit.joined:
                 return Removed(line, "verbatim", unit.section)
         if len(runs) >= 3:
             found = [self._shingles[r] for r in runs if r in self._shingles]
