@@ -287,7 +287,18 @@ def changes_of(node: Node) -> list[dict[str, Any]]:
     report = last_report(node.proposal)
     views = outcome_views(report) if report else []
     if views and ProposalRecord.of(node.proposal).kept_changes_of:
-        views.append({"status": "note", "type": "kept_changes", "target": None, "reason": KEPT_CHANGES})
+        views.append(
+            {
+                "status": "note",
+                "type": "kept_changes",
+                "target": None,
+                "before": None,
+                "after": None,
+                "reason": KEPT_CHANGES,
+                "correction": None,
+                "hidden": False,
+            }
+        )
     return views
 
 

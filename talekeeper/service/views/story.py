@@ -17,8 +17,11 @@ from talekeeper.service.views.context import Assembly
 class Change(View):
     """One change chip: a proposed change to the state and what became of it."""
 
-    status: str = Field(description="applied, limited, unchanged (at its limit) or rejected.")
-    type: str | None = Field(description="The event's type, e.g. `adjust_stat`, `move`.")
+    status: str = Field(
+        description="applied, limited, unchanged (at its limit) or rejected; `note` for what is "
+        "no change (an edited take saying it kept the earlier take's changes)."
+    )
+    type: str | None = Field(description="The event's type, e.g. `adjust_stat`, `move`; `note_event` is a note.")
     target: str | None = Field(description="What it changed, e.g. `player.hp` or `gwen.status`.")
     before: Any = Field(description="The value before (null for a hidden stat).")
     after: Any = Field(description="The value after (null for a hidden stat).")
