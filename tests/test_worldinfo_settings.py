@@ -51,3 +51,23 @@ def test_recursion_depth_and_card_budget_settings_reach_insights(
     assert client.put("/api/context/settings", json={"card_budget": -1}).status_code == 422
     page = client.get("/settings").text
     assert 'name="card_budget"' in page and 'name="card_recursion_depth"' in page
+
+
+def test_a_backtracking_regex_key_is_cut_off_with_a_note_in_insights(
+    client: TestClient, adventure_id: int
+) -> None:
+    card = {"name": "Catastrophe", "entry": "Never sent.", "triggers": "/(x|xx)+$/"}
+    assert client.post(f"/api/adventures/{adventure_id}/story-cards", json=card).status_code == 201
+    data = client.get(
+        f"/api/adventures/{adventure_id}/insights/next",
+        params={"kind": "do", "text": "shout " + "x" * 64 + "!"},
+    ).json()
+    assert any(
+        n.startswith("Regex key(s) cut off after 20 ms on a text: /(x|xx)+$/")
+        for n in data["notes"]
+    )
+    row = next(i for i in data["triggered_cards"] if i["key"] == "Catastrophe")
+    assert (
+        not row["included"]
+        and "regex key /(x|xx)+$/ was cut off (ran past its time limit)" in row["why"]
+    )
