@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
+from talekeeper.llm.scripted import ScriptedProvider
+
 
 def test_recursion_depth_and_card_budget_settings_reach_insights(
     client: TestClient, adventure_id: int
@@ -71,3 +73,37 @@ def test_a_backtracking_regex_key_is_cut_off_with_a_note_in_insights(
         not row["included"]
         and "regex key /(x|xx)+$/ was cut off (ran past its time limit)" in row["why"]
     )
+
+
+def test_a_retried_turn_makes_the_same_probability_decision(
+    client: TestClient, scripted: ScriptedProvider, adventure_id: int
+) -> None:
+    """Five cards at 50%: each retry of the turn (a new take below the same head) rolls
+    exactly as the first take did, and Insights shows the same roll."""
+    base = f"/api/adventures/{adventure_id}/story-cards"
+    for i in range(5):
+        card = {
+            "name": f"Omen {i}",
+            "entry": f"Omen {i} is seen.",
+            "triggers": "bell",
+            "probability": 50,
+        }
+        assert client.post(base, json=card).status_code == 201
+
+    def decisions(node_id: int) -> list[tuple[str, bool, str]]:
+        data = client.get(f"/api/adventures/{adventure_id}/turns/{node_id}/insights").json()
+        rows = [i for i in data["triggered_cards"] if i["key"].startswith("Omen")]
+        return sorted(
+            (i["key"], i["included"], i["why"].split("chance 50%: ")[1][:10]) for i in rows
+        )
+
+    scripted.queue("The bell tolls.")
+    first = client.post(
+        f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": "ring the bell"}
+    )
+    seen = decisions(first.json()["turn"]["id"])
+    assert len(seen) == 5 and len({roll for _, _, roll in seen}) > 1  # each card rolls its own
+    for reply in ("It tolls again.", "A third toll."):
+        scripted.queue(reply)
+        take = client.post(f"/api/adventures/{adventure_id}/retry").json()["turn"]["id"]
+        assert take != first.json()["turn"]["id"] and decisions(take) == seen
