@@ -185,7 +185,7 @@ def test_origins_choose_where_the_story_starts(client: TestClient) -> None:
     # the overlay extends the world; it does not replace it
     assert any(f["predicate"] == "has been dark since" for f in state["facts"])
     unknown = client.post("/api/adventures", json={"scenario_id": "greywater-lantern", "origin_id": "pirate"})
-    assert unknown.status_code == 422 and "lamp-mender, cousin" in unknown.json()["detail"]
+    assert unknown.status_code == 404 and "lamp-mender, cousin" in unknown.json()["detail"]
 
 
 def test_a_partly_refused_correction_keeps_the_models_refusals_apart(
