@@ -207,3 +207,28 @@ def test_bodies_are_the_services_dicts_unchanged(
         response = client.get(path)
         assert response.status_code == 200, (path, response.text)
         assert response.json() == _json(body), path
+
+
+def test_the_pages_get_the_same_views(
+    client: TestClient, adventure_id: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The play page and the home page render the API's own views, not loose dicts."""
+    from talekeeper.service.views.scenarios import ScenarioListed
+    from talekeeper.service.views.story import AdventureSummary, Story
+    from talekeeper.web import pages
+
+    seen: dict[str, dict[str, Any]] = {}
+    real = pages.render
+
+    def spy(request, name, status_code=200, **context):
+        seen[name] = context
+        return real(request, name, status_code, **context)
+
+    monkeypatch.setattr(pages, "render", spy)
+    assert client.get(f"/adventures/{adventure_id}").status_code == 200
+    assert client.get("/").status_code == 200
+    assert isinstance(seen["play.html"]["story"], Story)
+    assert seen["home.html"]["adventures"] and all(
+        isinstance(a, AdventureSummary) for a in seen["home.html"]["adventures"]
+    )
+    assert all(isinstance(s, ScenarioListed) for s in seen["home.html"]["scenarios"])

@@ -18,6 +18,8 @@ from talekeeper.service import adventures, scenarios, tree_ops
 from talekeeper.service import plot as plot_service
 from talekeeper.service import settings as settings_service
 from talekeeper.service.turns import warm_next_turn
+from talekeeper.service.views.scenarios import ScenarioListed
+from talekeeper.service.views.story import AdventureSummary, Story
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render, templates  # noqa: F401 - `templates` is imported from here too
 
@@ -29,9 +31,10 @@ PANELS = ("state", "lines", "save-points")
 
 
 def _home(request: Request, tk: Talekeeper, status_code: int = 200, **extra: Any) -> HTMLResponse:
-    adventure_rows = adventures.summaries(tk)
+    # The pages get the API's own views (attribute access in templates works on both).
+    adventure_rows = [AdventureSummary.model_validate(a) for a in adventures.summaries(tk)]
     latest = adventures.latest(tk)
-    scenario_rows = scenarios.summaries(tk)
+    scenario_rows = [ScenarioListed.model_validate(s) for s in scenarios.summaries(tk)]
     return render(
         request,
         "home.html",
@@ -116,7 +119,7 @@ def play(
     view, voices = adventures.play_view(tk, adventure_id)  # voices: whom the player can Talk to
     background.add_task(warm_next_turn, tk, adventure_id)  # while the player reads and types
     return render(
-        request, "play.html", story=view, model=tk.model_description(), panel=panel if panel in PANELS else None,
+        request, "play.html", story=Story.model_validate(view), model=tk.model_description(), panel=panel if panel in PANELS else None,
         voices=voices,
     )
 
@@ -127,15 +130,16 @@ def story_fragment(
 ) -> HTMLResponse:
     view = adventures.story(tk, adventure_id, before=before)
     name = "_older.html" if before else "_story.html"
-    return render(request, name, story=view)
+    return render(request, name, story=Story.model_validate(view))
 
 
 def _move(request: Request, adventure_id: int, move, tk: Talekeeper) -> HTMLResponse:
     """Undo or redo (the services' own), then the story; a refusal is shown above it."""
     try:
-        return render(request, "_story.html", story=move(tk, adventure_id), message=None)
+        return render(request, "_story.html", story=Story.model_validate(move(tk, adventure_id)), message=None)
     except Conflict as exc:  # nothing to undo / redo, or busy
-        return render(request, "_story.html", story=adventures.story(tk, adventure_id), message=str(exc))
+        story = Story.model_validate(adventures.story(tk, adventure_id))
+        return render(request, "_story.html", story=story, message=str(exc))
 
 
 @router.post("/adventures/{adventure_id}/undo", response_class=HTMLResponse)

@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse
 from talekeeper.core import Talekeeper
 from talekeeper.service import adventures, story_map, tree_ops
 from talekeeper.service.locks import AdventureBusy
+from talekeeper.service.views.story import SavePoints, Story, Turn
 from talekeeper.story.tree import TreeError
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render
@@ -33,7 +34,7 @@ def _story(request: Request, tk: Talekeeper, adventure_id: int, change: Callable
         change()
     except REFUSALS as exc:
         message = str(exc)
-    return render(request, "_story.html", story=adventures.story(tk, adventure_id), message=message)
+    return render(request, "_story.html", story=Story.model_validate(adventures.story(tk, adventure_id)), message=message)
 
 
 def _panel(
@@ -53,7 +54,7 @@ def _panel(
     if name == "_lines.html":
         context = story_map.line_tree(tk, adventure_id)  # the lines in tree order, for the map
     else:
-        context = tree_ops.list_save_points(tk, adventure_id)
+        context = dict(SavePoints.model_validate(tree_ops.list_save_points(tk, adventure_id)))
     response = render(request, name, adventure_id=adventure_id, message=message, **context)
     if moves_story:
         response.headers.update(STORY_CHANGED)
@@ -70,7 +71,7 @@ def choose_take(request: Request, adventure_id: int, node_id: int, tk: Talekeepe
 
 @router.get("/turns/{node_id}/edit", response_class=HTMLResponse)
 def edit_form(request: Request, adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    turn = adventures.turn(tk, adventure_id, node_id)
+    turn = Turn.model_validate(adventures.turn(tk, adventure_id, node_id))
     return render(request, "_edit_turn.html", adventure_id=adventure_id, t=turn)
 
 

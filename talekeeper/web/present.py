@@ -6,10 +6,12 @@ a stat or a time the same way. Nothing here returns markup: templates escape it 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from jinja2 import Environment
+from pydantic import BaseModel
 
 CHIP_KINDS = ("applied", "limited", "unchanged", "rejected", "milestone", "note")
 NOTE_TYPES = {"note_event", "kept_changes"}  # said about the turn, not changed by it
@@ -42,13 +44,15 @@ def _value(value: Any) -> str:
     return str(value)
 
 
-def chip(change: dict[str, Any]) -> dict[str, str]:
+def chip(change: Mapping[str, Any] | BaseModel) -> dict[str, str]:
     """One change chip: `kind` (a CSS word), `text` (what the chip says), `detail` (why).
 
     applied: "Storm 4 → 6"; limited: "Maren's trust −2 → 1 (limited)"; unchanged:
     "no change — Health at its limit"; rejected: "refused: <reason>"; a milestone reached:
     "✓ Milestone reached: <what>".
     """
+    if isinstance(change, BaseModel):  # a view (`views.story.Change`), as the pages now pass
+        change = change.model_dump()
     status = change.get("status", "applied")
     kind_of_event = change.get("type")
     target = change.get("target")

@@ -41,4 +41,4 @@ def rename_page(
         message = str(exc)
         summary = adventures.summary(tk, adventure_id)
     # 200 either way: htmx swaps the card in, with the refusal written on it.
-    return render(request, "_adventure_card.html", a=summary, message=message)
+    return render(request, "_adventure_card.html", a=AdventureSummary.model_validate(summary), message=message)

@@ -26,4 +26,5 @@ def search(adventure_id: int, q: str = "", tk: Talekeeper = Depends(get_tk)) -> 
 
 @router.get("/adventures/{adventure_id}/search", response_class=HTMLResponse)
 def search_page(request: Request, adventure_id: int, q: str = "", tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    return render(request, "search.html", adventure_id=adventure_id, **search_story(tk, adventure_id, q))
+    result = SearchResult.model_validate(search_story(tk, adventure_id, q))
+    return render(request, "search.html", adventure_id=adventure_id, **dict(result))
