@@ -171,10 +171,10 @@ def _remember_sent(session: Session, node_id: int, request: GenerationRequest) -
         _sent.popitem(last=False)
 
 
-def prefix_share(session: Session, node: Node, request: GenerationRequest) -> float | None:
-    """The share of `request` byte-identical to the prompt that wrote `node` (None: that
-    turn has no Insights, e.g. the opening). The prompt is kept from when it was sent, or
-    rebuilt from the stored Insights (after a restart)."""
+def sent_prompt(session: Session, node: Node) -> str | None:
+    """The prompt that wrote `node`, flat (None: that turn has no Insights, e.g. the
+    opening): kept from when it was sent, or rebuilt from the stored Insights (after a
+    restart)."""
     previous = _sent.get((str(session.get_bind().url), node.id))
     if previous is None:
         try:
@@ -182,7 +182,19 @@ def prefix_share(session: Session, node: Node, request: GenerationRequest) -> fl
         except InsightsMissing:
             return None
         previous = flat_prompt(rebuild_request(assembly, record))
+    return previous
+
+
+def share_of(previous: str, request: GenerationRequest) -> float:
+    """The share of `request` byte-identical to the `previous` prompt (`sent_prompt`)."""
     return round(shared_prefix_share(previous, flat_prompt(request)), 4)
+
+
+def prefix_share(session: Session, node: Node, request: GenerationRequest) -> float | None:
+    """The share of `request` byte-identical to the prompt that wrote `node` (None: that
+    turn has no Insights, e.g. the opening)."""
+    previous = sent_prompt(session, node)
+    return None if previous is None else share_of(previous, request)
 
 
 def _texts(session: Session, adventure_id: int, digests: set[str]) -> dict[str, str]:

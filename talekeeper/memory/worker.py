@@ -22,6 +22,7 @@ from talekeeper.memory import bank, prompts
 from talekeeper.store.models import Adventure
 
 if TYPE_CHECKING:
+    from talekeeper.llm.base import Provider
     from talekeeper.service.app import Talekeeper
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,13 @@ async def embed(tk: Talekeeper, texts: Sequence[str], model: str | None) -> list
     """Vectors from the configured server's embedding model, or None (use BM25)."""
     if not model or not texts:
         return None
-    provider = tk.provider()
+    return await embed_with(tk.provider(), texts, model)
+
+
+async def embed_with(provider: Provider, texts: Sequence[str], model: str | None) -> list[list[float]] | None:
+    """`embed` with a provider already chosen (a turn chooses it once, at its start)."""
+    if not model or not texts:
+        return None
     method = getattr(provider, "embed", None)
     if method is None:
         return None

@@ -75,11 +75,12 @@ class Talekeeper:
         with self.db.session() as session:
             return generation_settings(session)
 
-    def provider(self) -> Provider:
-        """The provider for the current settings, rebuilt when the settings change."""
+    def provider(self, settings: ModelSettings | None = None) -> Provider:
+        """The provider for the current settings (or `settings`, already read in the
+        caller's transaction), rebuilt when the settings change."""
         if self.provider_override is not None:
             return self.provider_override
-        settings = self.model_settings()
+        settings = settings or self.model_settings()
         key = settings.model_dump_json()
         if self._provider is None or key != self._provider_key:
             from talekeeper.llm.registry import build_provider
@@ -88,12 +89,12 @@ class Talekeeper:
             self._provider_key = key
         return self._provider
 
-    def model_description(self) -> str:
+    def model_description(self, settings: ModelSettings | None = None) -> str:
         if self.provider_override is not None:
             return self.provider_override.description
         from talekeeper.llm.registry import describe
 
-        return describe(self.model_settings())
+        return describe(settings or self.model_settings())
 
     async def aclose(self) -> None:
         """Release the model (the embedded child process too) and the database."""

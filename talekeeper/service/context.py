@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from talekeeper.context import insights
 from talekeeper.context.budget import context_budget
@@ -28,11 +29,16 @@ from talekeeper.context.prompt import (
 )
 from talekeeper.context.settings import ContextSettings, context_settings
 from talekeeper.context.tokens import counter_for
-from talekeeper.llm.base import GenerationRequest
+from talekeeper.llm.base import GenerationRequest, Provider
 from talekeeper.memory import bank
-from talekeeper.memory.worker import embed
+from talekeeper.memory.worker import embed_with
 from talekeeper.service import samplers as sampler_choice
-from talekeeper.service.settings import generation_settings
+from talekeeper.service.settings import (
+    GenerationSettings,
+    effective_model_settings,
+    generation_settings,
+)
+from talekeeper.state import Document, Rules
 from talekeeper.store import owner
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story.actions import format_action
@@ -65,9 +71,6 @@ class StateSections:
     current_state: str | None = None
     refusals: str | None = None
     emit_reminder: str | None = None
-
-
-RenderState = Callable[[HeadView, list[str]], StateSections]
 
 
 @dataclass
@@ -133,7 +136,7 @@ def recent_text(history: list[HistoryTurn], action_line: str, turns: int = bank.
 
 
 async def retrieve(
-    tk: Talekeeper,
+    provider: Provider,
     pool: list[bank.Candidate],
     query: str,
     settings: ContextSettings,
@@ -147,7 +150,7 @@ async def retrieve(
     model = settings.embedding_model
     if model:
         try:
-            vectors = await embed(tk, [query], model)
+            vectors = await embed_with(provider, [query], model)
         except Exception:  # noqa: BLE001 - a failing embedding server must not stop the turn
             vectors = None
         if vectors:
@@ -165,17 +168,162 @@ def last_story_proposal(session, node: Node | None) -> dict[str, Any] | None:
     return node.proposal if node is not None else None
 
 
+@dataclass(frozen=True)
+class StateInput:
+    """What the state engine's sections are rendered from — plain values, so building the
+    prompt calls no code of its caller's. `document` None: the head's own state."""
+
+    rules: Rules
+    mode: str = "inline"
+    document: Document | None = None
+    use_head_proposal: bool = True  # the last story turn's refusals (a new beat has none)
+    proposals: bool = True  # False: only the stat guide and the state (banter proposes nothing)
+
+
+@dataclass(frozen=True)
+class ContextStart:
+    """Everything a prompt is built from, read in one transaction at the start (`load`):
+    the frozen start-of-turn value the rest of the turn is built on."""
+
+    adventure_id: int
+    head: HeadView
+    kind: str
+    text: str
+    plot: dict[str, Any]
+    settings: ContextSettings
+    generation: GenerationSettings
+    samplers: dict[str, Any]
+    history: tuple[HistoryTurn, ...]
+    summary: bank.SummaryInForce
+    query: str
+    pool: tuple[bank.Candidate, ...]
+    lexical: tuple[list[tuple[bank.Candidate, float]], int] | None
+    card_last_fired: dict[int, int]
+    rules: dict[str, Any] | None  # the adventure's rules as stored (card gates read them)
+    previous: insights.PreviousPrompt
+    sent_prompt: str | None  # the prompt that wrote the head, for the byte-identical share
+
+
+def load(
+    session: Session,
+    adventure: Adventure,
+    head: Node,
+    kind: str,
+    text: str,
+    adjust_plot: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> ContextStart:
+    """Read what the prompt for an action below `head` needs, in the caller's session."""
+    settings = context_settings(session)
+    plot = dict(adventure.plot or {})
+    if adjust_plot is not None:
+        plot = adjust_plot(plot)
+    path = bank.path_ids(session, head.id)
+    history = history_turns(session, path)
+    summary = bank.summary_at(session, adventure.id, path, str(plot.get("story_summary") or ""))
+    query = recent_text(history, format_action(kind, text))
+    pool: list[bank.Candidate] = []
+    lexical = None
+    if settings.embedding_model:
+        pool = bank.candidates(session, adventure.id, path, with_vectors=True)
+    elif settings.memory_top_k > 0:
+        lexical = bank.lexical_on_path(session, adventure.id, path, query)
+    head_view = HeadView(head.id, head.depth, head.state, head.proposal, last_story_proposal(session, head))
+    # (cards with no timers of their own linger `trigger_window_turns`: see prompt.select_cards)
+    lookback = max(_timer_lookback(plot), settings.trigger_window_turns + 1)
+    generation = generation_settings(session)
+    return ContextStart(
+        adventure_id=adventure.id,
+        head=head_view,
+        kind=kind,
+        text=text,
+        plot=plot,
+        settings=settings,
+        generation=generation,
+        samplers=sampler_choice.for_adventure(session, adventure.id, generation),
+        history=tuple(history),
+        summary=summary,
+        query=query,
+        pool=tuple(pool),
+        lexical=lexical,
+        card_last_fired=insights.card_timers(session, path, lookback),
+        rules=adventure.rules,
+        previous=insights.previous_prompt(session, head.id),
+        sent_prompt=insights.sent_prompt(session, head),
+    )
+
+
+def state_sections(state: StateInput, head: HeadView, in_scene_ids: list[str]) -> StateSections:
+    from talekeeper.service import state_engine
+
+    document = state.document if state.document is not None else state_engine.document_of(head.state, state.rules)
+    proposal = head.story_proposal if state.use_head_proposal else None
+    sections = StateSections(**state_engine.prompt_sections(state.rules, document, proposal, in_scene_ids, state.mode))
+    if not state.proposals:
+        return StateSections(stat_guide=sections.stat_guide, current_state=sections.current_state)
+    return sections
+
+
+async def build(
+    provider: Provider, start: ContextStart, state: StateInput | None, chat: bool
+) -> PreparedContext:
+    """The prompt for `start`'s action: no database, nothing read twice. `chat`: the
+    model is set to chat mode (the provider decides whether it can)."""
+    budget = await context_budget(provider, start.generation.context_budget)
+    retrieval = await retrieve(provider, list(start.pool), start.query, start.settings, start.previous.memories, start.lexical)
+    head = start.head
+    inputs = ContextInput(
+        plot=start.plot,
+        history=list(start.history),
+        action_kind=start.kind,
+        action_text=start.text,
+        story_summary=start.summary.text,
+        summary_source=start.summary.label,
+        memories=retrieval.memories,
+        memory_note=retrieval.note,
+        state=head.state,
+        options=options_from(start.settings, budget.tokens, start.generation.max_tokens),
+        turn=head.depth + 1,
+        seed=f"{start.adventure_id}:{head.node_id}",  # a retry is written below the same head: same rolls
+        rules=start.rules,
+        card_last_fired=start.card_last_fired,
+        previous_history_start=start.previous.history_start,
+    )
+    found = scan(inputs)
+    if state is not None:
+        sections = state_sections(state, head, found.in_scene_ids)
+        inputs.canon = sections.canon
+        inputs.event_vocabulary = sections.event_vocabulary
+        inputs.stat_guide = sections.stat_guide
+        inputs.current_state = sections.current_state
+        inputs.refusals = sections.refusals
+        inputs.emit_reminder = sections.emit_reminder
+    assembly = await assemble(inputs, counter_for(provider), found)
+    assembly.notes.insert(0, budget.why)
+    generation = start.generation
+    request = build_request(
+        assembly,
+        "chat" if chat and provider.supports_chat else "completion",
+        max_tokens=generation.max_tokens,
+        temperature=generation.temperature,
+        top_p=generation.top_p,
+        **start.samplers,
+    )
+    if start.sent_prompt is not None:
+        assembly.prefix_share = insights.share_of(start.sent_prompt, request)
+    return PreparedContext(start.adventure_id, head, inputs, found, assembly, request, retrieval)
+
+
 async def prepare_context(
     tk: Talekeeper,
     adventure_id: int,
     kind: str,
     text: str,
-    render_state: RenderState | None = None,
+    state: StateInput | None = None,
     at: int | None = None,
     adjust_plot: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> PreparedContext:
-    """Build the prompt for an action below the head (or below node `at`: a new take).
-    `adjust_plot` lets another role (an NPC, banter) open the prompt with its own
+    """Build the prompt for an action below the head (or below node `at`: a new take), in
+    one read. `adjust_plot` lets another role (an NPC, banter) open the prompt with its own
     instructions; everything else — the canon log — is the same for every role."""
     with tk.db.session() as session:
         adventure = session.get(Adventure, adventure_id)
@@ -188,70 +336,7 @@ async def prepare_context(
             from talekeeper.story.tree import TreeError
 
             raise TreeError("This adventure's current position is missing; restore a Save Point.")
-        settings = context_settings(session)
-        plot = dict(adventure.plot or {})
-        if adjust_plot is not None:
-            plot = adjust_plot(plot)
-        path = bank.path_ids(session, head.id)
-        history = history_turns(session, path)
-        summary = bank.summary_at(session, adventure_id, path, str(plot.get("story_summary") or ""))
-        action_line = format_action(kind, text)
-        query = recent_text(history, action_line)
-        pool: list[bank.Candidate] = []
-        lexical = None
-        if settings.embedding_model:
-            pool = bank.candidates(session, adventure_id, path, with_vectors=True)
-        elif settings.memory_top_k > 0:
-            lexical = bank.lexical_on_path(session, adventure_id, path, query)
-        head_view = HeadView(head.id, head.depth, head.state, head.proposal, last_story_proposal(session, head))
-        rules = adventure.rules
-        # (cards with no timers of their own linger `trigger_window_turns`: see prompt.select_cards)
-        lookback = max(_timer_lookback(plot), settings.trigger_window_turns + 1)
-        card_last_fired = insights.card_timers(session, path, lookback)
-        before = insights.previous_prompt(session, head.id)
-        generation = generation_settings(session)  # tk.generation(), read in this session
-        samplers = sampler_choice.for_adventure(session, adventure_id, generation)
-    provider = tk.provider()
-    budget = await context_budget(provider, generation.context_budget)
-    retrieval = await retrieve(tk, pool, query, settings, before.memories, lexical)
-    inputs = ContextInput(
-        plot=plot,
-        history=history,
-        action_kind=kind,
-        action_text=text,
-        story_summary=summary.text,
-        summary_source=summary.label,
-        memories=retrieval.memories,
-        memory_note=retrieval.note,
-        state=head_view.state,
-        options=options_from(settings, budget.tokens, generation.max_tokens),
-        turn=head.depth + 1,
-        seed=f"{adventure_id}:{head.id}",  # a retry is written below the same head: same rolls
-        rules=rules,
-        card_last_fired=card_last_fired,
-        previous_history_start=before.history_start,
-    )
-    found = scan(inputs)
-    if render_state is not None:
-        sections = render_state(head_view, found.in_scene_ids)
-        inputs.canon = sections.canon
-        inputs.event_vocabulary = sections.event_vocabulary
-        inputs.stat_guide = sections.stat_guide
-        inputs.current_state = sections.current_state
-        inputs.refusals = sections.refusals
-        inputs.emit_reminder = sections.emit_reminder
-    assembly = await assemble(inputs, counter_for(provider), found)
-    assembly.notes.insert(0, budget.why)
-    use_chat = tk.model_settings().mode == "chat" and provider.supports_chat
-    request = build_request(
-        assembly,
-        "chat" if use_chat else "completion",
-        max_tokens=generation.max_tokens,
-        temperature=generation.temperature,
-        top_p=generation.top_p,
-        **samplers,
-    )
-    with tk.db.session() as session:
-        written_by = session.get(Node, head_view.node_id)
-        assembly.prefix_share = insights.prefix_share(session, written_by, request) if written_by else None
-    return PreparedContext(adventure_id, head_view, inputs, found, assembly, request, retrieval)
+        start = load(session, adventure, head, kind, text, adjust_plot)
+        model = effective_model_settings(session, tk.model_overrides)
+    provider = tk.provider(model)
+    return await build(provider, start, state, model.mode == "chat")

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.orm import Session
 
 from talekeeper.context import insights
-from talekeeper.service.context import HeadView, PreparedContext, StateSections
+from talekeeper.llm.base import Provider
+from talekeeper.service.context import PreparedContext
 from talekeeper.state import Document, Rules, band_label
 from talekeeper.state.canon import banter_moment
 from talekeeper.state.rules import CastMember
@@ -203,11 +204,6 @@ def banter_role(
     )
 
 
-def without_proposals(sections: StateSections) -> StateSections:
-    """Banter proposes nothing: the log, without the vocabulary, refusals or reminder."""
-    return StateSections(stat_guide=sections.stat_guide, current_state=sections.current_state)
-
-
 def prompt_text(prepared: PreparedContext) -> str:
     request = prepared.request
     if request.mode == "chat":
@@ -252,33 +248,25 @@ async def banter_step(
     rules: Rules,
     turn: int,
     in_scene_ids: list[str],
+    provider: Provider | None = None,
 ) -> tuple[str, Role, PreparedContext] | None:
     """Step 5b: the companion's remark on the turn just written, or None. A failing banter
     call costs the turn nothing: the remark is optional."""
     from talekeeper.llm.errors import LLMError
     from talekeeper.service import state_engine
-    from talekeeper.service.context import prepare_context
+    from talekeeper.service.context import StateInput, prepare_context
 
     role = banter_role(after, rules, turn, in_scene_ids)
     if role is None:
         return None
-
-    def render(head: HeadView, scene_ids: list[str]) -> StateSections:
-        sections = state_engine.prompt_sections(rules, after, None, scene_ids)
-        return without_proposals(StateSections(**sections))
-
+    # the state after the turn, without the vocabulary, refusals or reminder
+    state = StateInput(rules, document=after, use_head_proposal=False, proposals=False)
     beat = "\n".join(part for part in (action_line.lstrip("> "), narration) if part)
     prepared = await prepare_context(
-        tk,
-        adventure_id,
-        "story",
-        beat,
-        render_state=render,
-        at=below_id,
-        adjust_plot=role.adjust_plot,
+        tk, adventure_id, "story", beat, state=state, at=below_id, adjust_plot=role.adjust_plot
     )
     try:
-        reply = await tk.provider().complete(prepared.request)
+        reply = await (provider or tk.provider()).complete(prepared.request)
     except LLMError:
         return None
     remark = state_engine.extract_prose(reply).strip()

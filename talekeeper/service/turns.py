@@ -1,18 +1,25 @@
-"""A turn, top to bottom.
+"""A turn, top to bottom — each step a named call below, numbered as here.
 
-    1. take the adventure's writer lock (a second writer gets AdventureBusy → 409)
-    2. check the action and load where the turn goes: the head — or, for a new take of an
-       earlier turn (Retry, an edited action), that turn's parent; story, plot and state
-       are read there
-    3. choose the role that answers (the narrator, or the character addressed — see
-       service/roles) and build its prompt within the context budget
-    4. stream the narration, showing only what is safe to show
-    5. extract the prose (the protocol never reaches the reader); a companion may add a
-       remark (banter, its own call)
-    6. commit the node and move the head, in one transaction
+    1. lock: take the adventure's writer lock (a second writer gets AdventureBusy → 409)
+    2. load once: check the action and read, in one transaction, everything the turn is
+       built on — where it goes (the head, or for a new take of an earlier turn its
+       parent), the rules and state there, the story, plot, settings and memories — into
+       one frozen `TurnStart` passed down; nothing below reads it again
+    3. build the prompt for the role that answers (the narrator, or the character
+       addressed — see service/roles) within the context budget; no database
+    4. stream the narration, showing only what is safe to show: the protocol is held
+       back, and so is every line that repeats the prompt (context/echo)
+    5. extract the state proposal: from the reply's own block (inline mode), or from a
+       second short request that extends the narrator's (structured mode)
+    6. validate + apply the proposal to the start's state (service/state_engine); a
+       companion may add a remark (banter, its own call)
+    7. commit the node, move the head, store Insights and the memories used — one
+       transaction
+    8. schedule the memory bank's work for after the turn
 
 A generation that fails or is cancelled writes nothing: the story is exactly as it was
-before the player acted, and the player can simply send the action again.
+before the player acted, and the player can simply send the action again. The events the
+reader sees are `service/turn_events.TurnEvent`.
 """
 
 from __future__ import annotations
@@ -22,9 +29,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.orm import defer
+
 from talekeeper.context import echo, insights
 from talekeeper.errors import Unavailable, Upstream
+from talekeeper.llm.base import Provider
 from talekeeper.llm.errors import LLMError
+from talekeeper.llm.settings import ModelSettings
 from talekeeper.memory import bank
 from talekeeper.memory.worker import worker_for
 from talekeeper.service import roles, state_engine, state_updates
@@ -36,32 +47,51 @@ from talekeeper.service.adventures import (
     story_view,
 )
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.context import HeadView, PreparedContext, StateSections, prepare_context
-from talekeeper.state import visible_prefix
+from talekeeper.service.context import ContextStart, PreparedContext, StateInput, build, load
+from talekeeper.service.settings import effective_model_settings
+from talekeeper.service.turn_events import Accepted, Done, Error, Reasoning, Status, Text, TurnEvent
+from talekeeper.state import Document, Rules, visible_prefix
 from talekeeper.store.models import Node
 from talekeeper.story import tree
 from talekeeper.story.actions import normalise_action
+
+__all__ = ["TurnEvent", "TurnFailed", "build_context", "collect_turn", "play_turn", "warm_next_turn"]
 
 HISTORY_WINDOW = 200  # turns read from the store; the budget decides how many are sent
 INTERNAL_ERROR = (
     "talekeeper hit an internal error while writing this turn (it is in the server log). "
     "Nothing was saved; the story is as it was. Try again."
 )
+NO_NARRATION = "The model returned no narration. Nothing was saved; try again."
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class TurnEvent:
-    """What the SSE stream and the terminal both render.
+@dataclass(frozen=True)
+class TurnStart:
+    """Step 2's value: what the turn is built on, read once, never read again."""
 
-    kind: "accepted" (the action is taken; data has the formatted action line),
-    "text" / "reasoning" (a streamed piece), "done" (data: the written turn and the
-    story's new undo/redo state), "error" (data: message; nothing was written).
-    """
-
+    adventure_id: int
+    below_id: int  # the node the turn is written below
+    turn_number: int
     kind: str
-    text: str = ""
-    data: dict[str, Any] = field(default_factory=dict)
+    text: str  # the action as the answering role reads it (a Talk names its addressee)
+    role: roles.Role
+    rules: Rules
+    before: Document  # the state at `below_id`
+    model: ModelSettings
+    context: ContextStart
+
+
+@dataclass
+class Reply:
+    """What steps 4–5 made of the model's answer."""
+
+    raw: str = ""
+    reasoning: str = ""
+    shown: str = ""
+    state_error: str | None = None
+    failed: str | None = None  # the stream's error: nothing is written
+    echoed: list[echo.Removed] = field(default_factory=list)
 
 
 async def play_turn(
@@ -70,125 +100,45 @@ async def play_turn(
     """Play an action below the head; with `take_of`, write a new take of that turn instead
     (a sibling below the same parent; the old take and its future stay)."""
     kind, text = normalise_action(kind, text)
-    check_owner(tk, adventure_id)
-    tk.locks.acquire(adventure_id)
+    check_owner(tk, adventure_id)  # (accounts on) another player's story is not there
+    tk.locks.acquire(adventure_id)  # 1. lock
     accepted = False
     try:
-        with tk.db.session() as session:
-            adventure = get_adventure(session, adventure_id)
-            if take_of is None:
-                below = tree.head(session, adventure)
-            else:
-                below = tree.parent_for_take(session, get_turn(session, adventure, take_of))
-            below_id = below.id
-            rules = state_engine.rules_of(adventure)
-            before = state_engine.document_of(below.state, rules)
-            turn_number = below.depth + 1
-        role, text = roles.role_for_turn(kind, text, before, rules, [])
-        prepared = await build_context(tk, adventure_id, kind, text, at=below_id, role=role)
-        assembly, request = prepared.assembly, prepared.request
-        provider = tk.provider()
-        # Lines that only repeat the prompt's own notes are never shown or stored (echo.py).
-        guard = echo.EchoGuard.for_sections(((s.name, s.text) for s in assembly.sections), before.entities)
-        yield TurnEvent("accepted", data={"action_line": assembly.action_line, "kind": kind, "text": text})
+        start = load_turn(tk, adventure_id, kind, text, take_of)  # 2. load once
+        provider = tk.provider(start.model)
+        mode = state_updates.state_mode(start.context.generation.state_updates, provider)
+        prepared = await build_prompt(provider, start, mode)  # 3. build the prompt
+        assembly = prepared.assembly
+        yield Accepted(assembly.action_line, start.kind, start.text)
         accepted = True
 
-        raw, reasoning, shown = "", "", ""
-        try:
-            async for event in provider.stream(request):
-                if event.kind == "text":
-                    raw += event.text
-                    visible = guard.shown(visible_prefix(raw)).lstrip()  # as stored: no leading blank
-                    if len(visible) > len(shown):
-                        yield TurnEvent("text", visible[len(shown):])
-                        shown = visible
-                elif event.kind == "reasoning":
-                    reasoning += event.text
-                    yield TurnEvent("reasoning", event.text)
-        except LLMError as exc:
-            yield TurnEvent("error", data={"message": str(exc)})
+        reply = Reply()
+        guard = echo_guard(prepared, start)
+        async for event in stream_reply(provider, prepared, guard, reply):  # 4. stream
+            yield event
+        if reply.failed is not None:
+            yield Error(reply.failed)
             return
-        # Surrogate halves (a pair split across a server's JSON escapes) cannot be stored.
-        raw, reasoning = unicode_safe(raw), unicode_safe(reasoning)
-
-        state_error = None
-        if current_state_mode(tk) == "structured":
-            # A second short request under the proposal's schema (see state_updates).
-            yield TurnEvent("status", data={"message": "Updating the story's state…"})
-            prose, _ = guard.clean(state_engine.extract_prose(raw))
-            try:
-                answer = await provider.complete(
-                    state_updates.structured_request(request, prose, before, rules, prepared.scan.in_scene_ids)
-                )
-                raw = prose + state_updates.as_block(answer)
-            except LLMError as exc:
-                state_error = f"The state update could not be made ({exc}); the state is unchanged."
-        echoed: list[echo.Removed] = []
-
-        def unechoed(prose: str) -> str:
-            kept, removed = guard.clean(prose)
-            echoed.extend(removed)
-            return kept
-
-        settled = state_engine.settle_reply(raw, before, rules, turn_number, unechoed)
-        if state_error:
-            settled.proposal["parse_error"] = state_error
+        if mode == "structured":  # 5. extract (the inline block is read in step 6)
+            yield Status("Updating the story's state…")
+            await structured_pass(provider, prepared, start, guard, reply)
+        settled = validate_and_apply(start, guard, reply)  # 6. validate + apply
         narration = clean_narration(settled.prose)
-        if echoed:
-            assembly.notes.append(echo.summary(echoed))
-        if narration.startswith(shown) and len(narration) > len(shown):
+        if narration.startswith(reply.shown) and len(narration) > len(reply.shown):
             # the last line was held until it was whole (the echo guard decides on lines)
-            yield TurnEvent("text", narration[len(shown) :])
-            shown = narration
+            yield Text(narration[len(reply.shown) :])
         if not narration:
-            yield TurnEvent(
-                "error",
-                data={"message": "The model returned no narration. Nothing was saved; try again."},
-            )
+            yield Error(NO_NARRATION)
             return
-        banter = None
-        if role is roles.NARRATOR:  # 5b. a companion's remark, in its own call
-            banter = await roles.banter_step(
-                tk, adventure_id, below_id, assembly.action_line, narration,
-                state_engine.document_of(settled.state, rules), rules, turn_number, prepared.scan.in_scene_ids,
-            )
-            if banter:
-                narration += "\n\n" + banter[0]
-                yield TurnEvent("text", "\n\n" + banter[0])
-        with tk.db.session() as session:
-            adventure = get_adventure(session, adventure_id)
-            parent = session.get(Node, below_id)
-            assert parent is not None
-            node = tree.append_child(
-                session,
-                adventure,
-                parent,
-                tree.NewTurn(
-                    action_kind=kind,
-                    action_text=text,
-                    narration=narration,
-                    reasoning=reasoning,
-                    state=settled.state,
-                    proposal=settled.proposal,
-                    model=tk.model_description(),
-                ),
-            )
-            view = story_view(session, adventure, limit=1)
-            done = {
-                "turn": node_view(node),
-                "can_undo": view["can_undo"],
-                "can_redo": view["can_redo"],
-                "head_id": view["head_id"],
-                "turns": view["turns"],
-                "changes": settled.outcomes,
-                "prompt": assembly.as_dict(),
-            }
-            insights.store(session, adventure_id, node.id, assembly, request)
-            extra = [(banter[1], roles.prompt_text(banter[2]))] if banter else []
-            roles.record_calls(session, adventure_id, node.id, role, extra)
-            bank.record_use(session, prepared.memory_ids, node.depth)
-        worker_for(tk).schedule(adventure_id)  # memories and summary, after the turn
-        yield TurnEvent("done", data=done)
+        banter = await banter_remark(tk, provider, start, prepared, narration, settled)  # 6b.
+        if banter:
+            narration += "\n\n" + banter[0]
+            yield Text("\n\n" + banter[0])
+        if reply.echoed:
+            assembly.notes.append(echo.summary(reply.echoed))
+        done = commit(tk, start, prepared, narration, reply, settled, banter)  # 7. commit
+        worker_for(tk).schedule(adventure_id)  # 8. memories and summary, after the turn
+        yield Done(done)
     except Exception as exc:
         if not accepted:
             raise  # refusals before the action was taken answer the request itself
@@ -196,30 +146,181 @@ async def play_turn(
         # the unit of work rolled back, so nothing was written. A database that stayed busy
         # is no bug: its own words say to try again.
         log.exception("turn on adventure %s failed after it was accepted", adventure_id)
-        message = str(exc) if isinstance(exc, Unavailable) else INTERNAL_ERROR
-        yield TurnEvent("error", data={"message": message})
+        yield Error(str(exc) if isinstance(exc, Unavailable) else INTERNAL_ERROR)
     finally:
         tk.locks.release(adventure_id)
 
 
+def load_turn(tk: Talekeeper, adventure_id: int, kind: str, text: str, take_of: int | None) -> TurnStart:
+    """Step 2: one transaction; everything after works on the value it returns."""
+    with tk.db.session() as session:
+        adventure = get_adventure(session, adventure_id)
+        if take_of is None:
+            below = tree.head(session, adventure)
+        else:  # the take itself is only a place in the tree: its snapshot is not read
+            taken = session.get(Node, take_of, options=[defer(Node.state), defer(Node.proposal)])
+            if taken is None or taken.adventure_id != adventure_id:
+                taken = get_turn(session, adventure, take_of)  # the usual "no such turn"
+            below = tree.parent_for_take(session, taken)
+        rules = state_engine.rules_of(adventure)
+        before = state_engine.document_of(below.state, rules)
+        role, text = roles.role_for_turn(kind, text, before, rules, [])
+        context = load(session, adventure, below, kind, text, role.adjust_plot)
+        model = effective_model_settings(session, tk.model_overrides)
+        return TurnStart(adventure_id, below.id, below.depth + 1, kind, text, role, rules, before, model, context)
+
+
+async def build_prompt(provider: Provider, start: TurnStart, mode: str) -> PreparedContext:
+    """Step 3: the answering role's prompt, from the start alone."""
+    return await build(provider, start.context, StateInput(start.rules, mode), start.model.mode == "chat")
+
+
+def echo_guard(prepared: PreparedContext, start: TurnStart) -> echo.EchoGuard:
+    """Lines that only repeat the prompt's own notes are never shown or stored (echo.py)."""
+    return echo.EchoGuard.for_sections(((s.name, s.text) for s in prepared.assembly.sections), start.before.entities)
+
+
+async def stream_reply(
+    provider: Provider, prepared: PreparedContext, guard: echo.EchoGuard, reply: Reply
+) -> AsyncIterator[TurnEvent]:
+    """Step 4: the model's reply as it streams; the shown text only ever grows."""
+    try:
+        async for event in provider.stream(prepared.request):
+            if event.kind == "text":
+                reply.raw += event.text
+                visible = guard.shown(visible_prefix(reply.raw)).lstrip()  # as stored: no leading blank
+                if len(visible) > len(reply.shown):
+                    yield Text(visible[len(reply.shown) :])
+                    reply.shown = visible
+            elif event.kind == "reasoning":
+                reply.reasoning += event.text
+                yield Reasoning(event.text)
+    except LLMError as exc:
+        reply.failed = str(exc)
+        return
+    # Surrogate halves (a pair split across a server's JSON escapes) cannot be stored.
+    reply.raw, reply.reasoning = unicode_safe(reply.raw), unicode_safe(reply.reasoning)
+
+
+async def structured_pass(
+    provider: Provider, prepared: PreparedContext, start: TurnStart, guard: echo.EchoGuard, reply: Reply
+) -> None:
+    """Step 5 in structured mode: a second short request under the proposal's schema (see
+    state_updates); its answer becomes the reply's state block."""
+    prose, _ = guard.clean(state_engine.extract_prose(reply.raw))
+    try:
+        answer = await provider.complete(
+            state_updates.structured_request(prepared.request, prose, start.before, start.rules, prepared.scan.in_scene_ids)
+        )
+        reply.raw = prose + state_updates.as_block(answer)
+    except LLMError as exc:
+        reply.state_error = f"The state update could not be made ({exc}); the state is unchanged."
+
+
+def validate_and_apply(start: TurnStart, guard: echo.EchoGuard, reply: Reply) -> state_engine.Settled:
+    """Step 6: the prose without its echoes, and the proposal checked against the rules and
+    applied to the start's state."""
+
+    def unechoed(prose: str) -> str:
+        kept, removed = guard.clean(prose)
+        reply.echoed.extend(removed)
+        return kept
+
+    settled = state_engine.settle_reply(reply.raw, start.before, start.rules, start.turn_number, unechoed)
+    if reply.state_error:
+        settled.proposal["parse_error"] = reply.state_error
+    return settled
+
+
+async def banter_remark(
+    tk: Talekeeper,
+    provider: Provider,
+    start: TurnStart,
+    prepared: PreparedContext,
+    narration: str,
+    settled: state_engine.Settled,
+) -> tuple[str, roles.Role, PreparedContext] | None:
+    """Step 6b: a companion's remark on the narrator's turn, in its own call."""
+    if start.role is not roles.NARRATOR:
+        return None
+    return await roles.banter_step(
+        tk,
+        start.adventure_id,
+        start.below_id,
+        prepared.assembly.action_line,
+        narration,
+        state_engine.document_of(settled.state, start.rules),
+        start.rules,
+        start.turn_number,
+        prepared.scan.in_scene_ids,
+        provider=provider,
+    )
+
+
+def commit(
+    tk: Talekeeper,
+    start: TurnStart,
+    prepared: PreparedContext,
+    narration: str,
+    reply: Reply,
+    settled: state_engine.Settled,
+    banter: tuple[str, roles.Role, PreparedContext] | None,
+) -> dict[str, Any]:
+    """Step 7, one transaction: the node, the head, Insights and the memories used."""
+    with tk.db.session() as session:
+        adventure = get_adventure(session, start.adventure_id)
+        # the parent's place in the tree; its snapshot was read in step 2, not again
+        parent = session.get(Node, start.below_id, options=[defer(Node.state), defer(Node.proposal)])
+        assert parent is not None
+        node = tree.append_child(
+            session,
+            adventure,
+            parent,
+            tree.NewTurn(
+                action_kind=start.kind,
+                action_text=start.text,
+                narration=narration,
+                reasoning=reply.reasoning,
+                state=settled.state,
+                proposal=settled.proposal,
+                model=tk.model_description(start.model),
+            ),
+        )
+        view = story_view(session, adventure, limit=1)
+        insights.store(session, start.adventure_id, node.id, prepared.assembly, prepared.request)
+        extra = [(banter[1], roles.prompt_text(banter[2]))] if banter else []
+        roles.record_calls(session, start.adventure_id, node.id, start.role, extra)
+        bank.record_use(session, prepared.memory_ids, node.depth)
+        return {
+            "turn": node_view(node),
+            "can_undo": view["can_undo"],
+            "can_redo": view["can_redo"],
+            "head_id": view["head_id"],
+            "turns": view["turns"],
+            "changes": settled.outcomes,
+            "prompt": prepared.assembly.as_dict(),
+        }
+
+
 async def build_context(
-    tk: Talekeeper, adventure_id: int, kind: str, text: str = "", at: int | None = None,
+    tk: Talekeeper,
+    adventure_id: int,
+    kind: str,
+    text: str = "",
+    at: int | None = None,
     role: roles.Role = roles.NARRATOR,
 ) -> PreparedContext:
-    """Step 3, also the Insights dry run: the prompt for this action at the head (or `at`)."""
+    """Step 3 on its own, for the Insights dry run: the prompt for this action at the head
+    (or `at`), exactly as a turn would build it."""
     with tk.db.session() as session:
-        rules = state_engine.rules_of(get_adventure(session, adventure_id))
-
-    mode = current_state_mode(tk)
-
-    def render_state(head: HeadView, in_scene_ids: list[str]) -> StateSections:
-        document = state_engine.document_of(head.state, rules)
-        sections = state_engine.prompt_sections(rules, document, head.story_proposal, in_scene_ids, mode)
-        return StateSections(**sections)
-
-    return await prepare_context(
-        tk, adventure_id, kind, text, render_state=render_state, at=at, adjust_plot=role.adjust_plot
-    )
+        adventure = get_adventure(session, adventure_id)
+        head = tree.head(session, adventure) if at is None else get_turn(session, adventure, at)
+        rules = state_engine.rules_of(adventure)
+        context = load(session, adventure, head, kind, text, role.adjust_plot)
+        model = effective_model_settings(session, tk.model_overrides)
+    provider = tk.provider(model)
+    mode = state_updates.state_mode(context.generation.state_updates, provider)
+    return await build(provider, context, StateInput(rules, mode), model.mode == "chat")
 
 
 async def warm_next_turn(tk: Talekeeper, adventure_id: int) -> None:

@@ -27,8 +27,7 @@ TURN_STREAM = {
 
 
 def sse_message(event: TurnEvent) -> dict[str, str]:
-    payload = {"text": event.text} if event.kind in ("text", "reasoning") else event.data
-    return {"event": event.kind, "data": json.dumps(payload)}
+    return {"event": event.kind, "data": json.dumps(event.payload())}
 
 
 async def turn_response(events: AsyncIterator[TurnEvent], request: Request):

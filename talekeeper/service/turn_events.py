@@ -1,0 +1,96 @@
+"""What a turn tells its reader while it runs: a small union, one class per event kind.
+
+The SSE stream (`event: <kind>`, `data: <payload() as JSON>`) and the terminal render the
+same events, in this order: `accepted` once, then `text` and `reasoning` pieces, `status`
+while the state updates after the narration (structured mode), and last exactly one of
+`done` or `error`. The README lists the same kinds (a test checks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args, get_type_hints
+
+
+class _Event:
+    def payload(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The event's JSON body (the SSE `data:` line)."""
+        return self.payload()
+
+
+@dataclass(frozen=True)
+class Accepted(_Event):
+    """The action is taken (refusals come before it, as the request's own answer)."""
+
+    action_line: str
+    action: str
+    action_text: str
+    kind: Literal["accepted"] = "accepted"
+
+    def payload(self) -> dict[str, Any]:
+        return {"action_line": self.action_line, "kind": self.action, "text": self.action_text}
+
+
+@dataclass(frozen=True)
+class Text(_Event):
+    """A piece of narration safe to show: the shown text only ever grows."""
+
+    text: str
+    kind: Literal["text"] = "text"
+
+    def payload(self) -> dict[str, Any]:
+        return {"text": self.text}
+
+
+@dataclass(frozen=True)
+class Reasoning(_Event):
+    """A piece of the model's thinking (shown apart, never stored as narration)."""
+
+    text: str
+    kind: Literal["reasoning"] = "reasoning"
+
+    def payload(self) -> dict[str, Any]:
+        return {"text": self.text}
+
+
+@dataclass(frozen=True)
+class Status(_Event):
+    """What the turn is doing after the narration ("Updating the story's state…")."""
+
+    message: str
+    kind: Literal["status"] = "status"
+
+    def payload(self) -> dict[str, Any]:
+        return {"message": self.message}
+
+
+@dataclass(frozen=True)
+class Done(_Event):
+    """The turn is written: the turn, its changes and the story's undo/redo state."""
+
+    result: dict[str, Any] = field(default_factory=dict)
+    kind: Literal["done"] = "done"
+
+    def payload(self) -> dict[str, Any]:
+        return self.result
+
+
+@dataclass(frozen=True)
+class Error(_Event):
+    """The turn failed; nothing was written."""
+
+    message: str
+    kind: Literal["error"] = "error"
+
+    def payload(self) -> dict[str, Any]:
+        return {"message": self.message}
+
+
+TurnEvent = Accepted | Text | Reasoning | Status | Done | Error
+KINDS: tuple[str, ...] = tuple(get_args(get_type_hints(cls)["kind"])[0] for cls in get_args(TurnEvent))
+"""Every event kind, in the order of the union (the README lists the same)."""
+

@@ -1,0 +1,74 @@
+"""The turn as its steps: one read at the start, one write at the end — counted on the
+database itself — and a stream whose event kinds are the ones the README documents."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+from sqlalchemy import event
+
+from talekeeper.context.settings import update_context_settings
+from talekeeper.core import Talekeeper
+from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service import adventures
+from talekeeper.service import settings as settings_service
+from talekeeper.service.turn_events import KINDS, Done
+from talekeeper.service.turns import play_turn
+
+README = Path(__file__).parents[1] / "README.md"
+
+
+def test_the_readme_lists_every_stream_event() -> None:
+    line = next(line for line in README.read_text().splitlines() if "play a turn: SSE" in line)
+    listed = re.search(r"\(events ([^)]*)\)", line).group(1)
+    assert tuple(re.findall(r"`(\w+)`", listed)) == KINDS
+
+
+def count_turn(tk: Talekeeper, adventure_id: int, text: str, take_of: int | None = None) -> tuple[int, int, dict]:
+    """Transactions begun and head snapshots read while a turn runs, up to its `done`."""
+    counts = {"begin": 0, "snapshot": 0}
+
+    def on_begin(conn) -> None:  # type: ignore[no-untyped-def]
+        counts["begin"] += 1
+
+    def on_execute(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        if statement.lstrip().upper().startswith("SELECT") and "nodes.state" in statement:
+            counts["snapshot"] += 1
+
+    async def run() -> dict:
+        async for item in play_turn(tk, adventure_id, "do", text, take_of=take_of):
+            if isinstance(item, Done):
+                return dict(counts, done=item.data)
+        raise AssertionError("no done event")
+
+    event.listen(tk.db.engine, "begin", on_begin)
+    event.listen(tk.db.engine, "before_cursor_execute", on_execute)
+    try:
+        result = asyncio.run(run())
+    finally:
+        event.remove(tk.db.engine, "begin", on_begin)
+        event.remove(tk.db.engine, "before_cursor_execute", on_execute)
+    return result["begin"], result["snapshot"], result["done"]
+
+
+def test_a_turn_runs_three_transactions_at_most_and_reads_the_head_once(tk: Talekeeper, scripted: ScriptedProvider) -> None:
+    with tk.db.session() as session:
+        update_context_settings(session, {"memory_enabled": False})
+        story = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"}).id
+    for mode, replies in (
+        ("inline", ["Maren nods.\n```state\n{\"events\": [{\"type\": \"set_flag\", \"flag\": \"ferry_hired\", \"value\": true}]}\n```"]),
+        ("structured", ["The ferry creaks.", '{"events": []}']),
+    ):
+        with tk.db.session() as session:
+            settings_service.update_settings(session, settings_service.SettingsUpdate(generation={"state_updates": mode}))
+        scripted.queue(*replies)
+        transactions, snapshots, done = count_turn(tk, story, f"wait ({mode})")
+        assert transactions <= 3, (mode, transactions)
+        assert snapshots == 1, (mode, snapshots)
+        assert done["turn"]["narration"]
+    # a new take of the last turn reads its parent's snapshot once too
+    scripted.queue("The ferry groans.", '{"events": []}')
+    transactions, snapshots, _ = count_turn(tk, story, "wait again", take_of=done["turn"]["id"])
+    assert transactions <= 3 and snapshots == 1
