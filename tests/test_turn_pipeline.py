@@ -26,7 +26,9 @@ def test_the_readme_lists_every_stream_event() -> None:
     assert tuple(re.findall(r"`(\w+)`", listed)) == KINDS
 
 
-def count_turn(tk: Talekeeper, adventure_id: int, text: str, take_of: int | None = None) -> tuple[int, int, dict]:
+def count_turn(
+    tk: Talekeeper, adventure_id: int, text: str, take_of: int | None = None
+) -> tuple[int, int, dict]:
     """Transactions begun and head snapshots read while a turn runs, up to its `done`."""
     counts = {"begin": 0, "snapshot": 0}
 
@@ -53,16 +55,25 @@ def count_turn(tk: Talekeeper, adventure_id: int, text: str, take_of: int | None
     return result["begin"], result["snapshot"], result["done"]
 
 
-def test_a_turn_runs_three_transactions_at_most_and_reads_the_head_once(tk: Talekeeper, scripted: ScriptedProvider) -> None:
+def test_a_turn_runs_three_transactions_at_most_and_reads_the_head_once(
+    tk: Talekeeper, scripted: ScriptedProvider
+) -> None:
     with tk.db.session() as session:
         update_context_settings(session, {"memory_enabled": False})
         story = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"}).id
     for mode, replies in (
-        ("inline", ["Maren nods.\n```state\n{\"events\": [{\"type\": \"set_flag\", \"flag\": \"ferry_hired\", \"value\": true}]}\n```"]),
+        (
+            "inline",
+            [
+                'Maren nods.\n```state\n{"events": [{"type": "set_flag", "flag": "ferry_hired", "value": true}]}\n```'
+            ],
+        ),
         ("structured", ["The ferry creaks.", '{"events": []}']),
     ):
         with tk.db.session() as session:
-            settings_service.update_settings(session, settings_service.SettingsUpdate(generation={"state_updates": mode}))
+            settings_service.update_settings(
+                session, settings_service.SettingsUpdate(generation={"state_updates": mode})
+            )
         scripted.queue(*replies)
         transactions, snapshots, done = count_turn(tk, story, f"wait ({mode})")
         assert transactions <= 3, (mode, transactions)

@@ -91,6 +91,7 @@ class Error(_Event):
 
 
 TurnEvent = Accepted | Text | Reasoning | Status | Done | Error
-KINDS: tuple[str, ...] = tuple(get_args(get_type_hints(cls)["kind"])[0] for cls in get_args(TurnEvent))
+KINDS: tuple[str, ...] = tuple(
+    get_args(get_type_hints(cls)["kind"])[0] for cls in get_args(TurnEvent)
+)
 """Every event kind, in the order of the union (the README lists the same)."""
-

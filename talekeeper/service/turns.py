@@ -55,7 +55,14 @@ from talekeeper.store.models import Node
 from talekeeper.story import tree
 from talekeeper.story.actions import normalise_action
 
-__all__ = ["TurnEvent", "TurnFailed", "build_context", "collect_turn", "play_turn", "warm_next_turn"]
+__all__ = [
+    "TurnEvent",
+    "TurnFailed",
+    "build_context",
+    "collect_turn",
+    "play_turn",
+    "warm_next_turn",
+]
 
 HISTORY_WINDOW = 200  # turns read from the store; the budget decides how many are sent
 INTERNAL_ERROR = (
@@ -151,7 +158,9 @@ async def play_turn(
         tk.locks.release(adventure_id)
 
 
-def load_turn(tk: Talekeeper, adventure_id: int, kind: str, text: str, take_of: int | None) -> TurnStart:
+def load_turn(
+    tk: Talekeeper, adventure_id: int, kind: str, text: str, take_of: int | None
+) -> TurnStart:
     """Step 2: one transaction; everything after works on the value it returns."""
     with tk.db.session() as session:
         adventure = get_adventure(session, adventure_id)
@@ -167,17 +176,23 @@ def load_turn(tk: Talekeeper, adventure_id: int, kind: str, text: str, take_of: 
         role, text = roles.role_for_turn(kind, text, before, rules, [])
         context = load(session, adventure, below, kind, text, role.adjust_plot)
         model = effective_model_settings(session, tk.model_overrides)
-        return TurnStart(adventure_id, below.id, below.depth + 1, kind, text, role, rules, before, model, context)
+        return TurnStart(
+            adventure_id, below.id, below.depth + 1, kind, text, role, rules, before, model, context
+        )
 
 
 async def build_prompt(provider: Provider, start: TurnStart, mode: str) -> PreparedContext:
     """Step 3: the answering role's prompt, from the start alone."""
-    return await build(provider, start.context, StateInput(start.rules, mode), start.model.mode == "chat")
+    return await build(
+        provider, start.context, StateInput(start.rules, mode), start.model.mode == "chat"
+    )
 
 
 def echo_guard(prepared: PreparedContext, start: TurnStart) -> echo.EchoGuard:
     """Lines that only repeat the prompt's own notes are never shown or stored (echo.py)."""
-    return echo.EchoGuard.for_sections(((s.name, s.text) for s in prepared.assembly.sections), start.before.entities)
+    return echo.EchoGuard.for_sections(
+        ((s.name, s.text) for s in prepared.assembly.sections), start.before.entities
+    )
 
 
 async def stream_reply(
@@ -188,7 +203,9 @@ async def stream_reply(
         async for event in provider.stream(prepared.request):
             if event.kind == "text":
                 reply.raw += event.text
-                visible = guard.shown(visible_prefix(reply.raw)).lstrip()  # as stored: no leading blank
+                visible = guard.shown(
+                    visible_prefix(reply.raw)
+                ).lstrip()  # as stored: no leading blank
                 if len(visible) > len(reply.shown):
                     yield Text(visible[len(reply.shown) :])
                     reply.shown = visible
@@ -203,21 +220,29 @@ async def stream_reply(
 
 
 async def structured_pass(
-    provider: Provider, prepared: PreparedContext, start: TurnStart, guard: echo.EchoGuard, reply: Reply
+    provider: Provider,
+    prepared: PreparedContext,
+    start: TurnStart,
+    guard: echo.EchoGuard,
+    reply: Reply,
 ) -> None:
     """Step 5 in structured mode: a second short request under the proposal's schema (see
     state_updates); its answer becomes the reply's state block."""
     prose, _ = guard.clean(state_engine.extract_prose(reply.raw))
     try:
         answer = await provider.complete(
-            state_updates.structured_request(prepared.request, prose, start.before, start.rules, prepared.scan.in_scene_ids)
+            state_updates.structured_request(
+                prepared.request, prose, start.before, start.rules, prepared.scan.in_scene_ids
+            )
         )
         reply.raw = prose + state_updates.as_block(answer)
     except LLMError as exc:
         reply.state_error = f"The state update could not be made ({exc}); the state is unchanged."
 
 
-def validate_and_apply(start: TurnStart, guard: echo.EchoGuard, reply: Reply) -> state_engine.Settled:
+def validate_and_apply(
+    start: TurnStart, guard: echo.EchoGuard, reply: Reply
+) -> state_engine.Settled:
     """Step 6: the prose without its echoes, and the proposal checked against the rules and
     applied to the start's state."""
 
@@ -226,7 +251,9 @@ def validate_and_apply(start: TurnStart, guard: echo.EchoGuard, reply: Reply) ->
         reply.echoed.extend(removed)
         return kept
 
-    settled = state_engine.settle_reply(reply.raw, start.before, start.rules, start.turn_number, unechoed)
+    settled = state_engine.settle_reply(
+        reply.raw, start.before, start.rules, start.turn_number, unechoed
+    )
     if reply.state_error:
         settled.proposal["parse_error"] = reply.state_error
     return settled
@@ -270,7 +297,9 @@ def commit(
     with tk.db.session() as session:
         adventure = get_adventure(session, start.adventure_id)
         # the parent's place in the tree; its snapshot was read in step 2, not again
-        parent = session.get(Node, start.below_id, options=[defer(Node.state), defer(Node.proposal)])
+        parent = session.get(
+            Node, start.below_id, options=[defer(Node.state), defer(Node.proposal)]
+        )
         assert parent is not None
         node = tree.append_child(
             session,
@@ -355,7 +384,9 @@ def unicode_safe(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").replace("\x00", "")
 
 
-async def collect_turn(tk: Talekeeper, adventure_id: int, kind: str, text: str = "") -> dict[str, Any]:
+async def collect_turn(
+    tk: Talekeeper, adventure_id: int, kind: str, text: str = ""
+) -> dict[str, Any]:
     """Play a turn without streaming; returns the finished turn or raises TurnFailed."""
     async for event in play_turn(tk, adventure_id, kind, text):
         if event.kind == "done":
