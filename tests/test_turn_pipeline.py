@@ -4,9 +4,11 @@ database itself — and a stream whose event kinds are the ones the README docum
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 
+from fastapi.testclient import TestClient
 from sqlalchemy import event
 
 from talekeeper.context.settings import update_context_settings
@@ -83,3 +85,22 @@ def test_a_turn_runs_three_transactions_at_most_and_reads_the_head_once(
     scripted.queue("The ferry groans.", '{"events": []}')
     transactions, snapshots, _ = count_turn(tk, story, "wait again", take_of=done["turn"]["id"])
     assert transactions <= 3 and snapshots == 1
+
+
+def test_a_turn_with_a_companions_remark_stays_within_three(
+    client: TestClient, tk: Talekeeper, scripted: ScriptedProvider
+) -> None:
+    """Banter is its own call and reads its own prompt: still three transactions at most."""
+    from tests.test_worlds import start
+
+    aid = start(client, "deserter", **{"class": "sellsword"})["id"]
+    moment = {"events": [{"type": "record_moment", "text": "you fell in the river", "weight": 8}]}
+    scripted.queue(
+        "Your boot finds an eel.\n```state\n" + json.dumps(moment) + "\n```", "Fog drifts."
+    )
+    count_turn(tk, aid, "step off the barge")
+    count_turn(tk, aid, "wring out your cloak")
+    scripted.queue("A bell rings from the chapel.", '"Mind the eels, boss," Brannoc says.')
+    transactions, snapshots, done = count_turn(tk, aid, "listen")  # the narrator, then Brannoc
+    assert done["turn"]["narration"].endswith("Brannoc says.")
+    assert transactions <= 3 and snapshots <= 2, (transactions, snapshots)
