@@ -21,7 +21,9 @@ class Change(View):
         description="applied, limited, unchanged (at its limit) or rejected; `note` for what is "
         "no change (an edited take saying it kept the earlier take's changes)."
     )
-    type: str | None = Field(description="The event's type, e.g. `adjust_stat`, `move`; `note_event` is a note.")
+    type: str | None = Field(
+        description="The event's type, e.g. `adjust_stat`, `move`; `note_event` is a note."
+    )
     target: str | None = Field(description="What it changed, e.g. `player.hp` or `gwen.status`.")
     before: Any = Field(description="The value before (null for a hidden stat).")
     after: Any = Field(description="The value after (null for a hidden stat).")
