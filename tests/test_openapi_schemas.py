@@ -232,3 +232,31 @@ def test_the_pages_get_the_same_views(
         isinstance(a, AdventureSummary) for a in seen["home.html"]["adventures"]
     )
     assert all(isinstance(s, ScenarioListed) for s in seen["home.html"]["scenarios"])
+
+
+def test_the_memory_and_plot_pages_render_their_views(
+    client: TestClient, tk, scripted, adventure_id: int
+) -> None:
+    from talekeeper.memory import bank
+    from talekeeper.store.models import Adventure
+
+    scripted.queue("The lamp gutters.")
+    assert (
+        client.post(
+            f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": "wait"}
+        ).status_code
+        == 200
+    )
+    with tk.db.session() as session:
+        adventure = session.get(Adventure, adventure_id)
+        path = bank.path_ids(session, adventure.head_node_id)
+        bank.add_memory(session, adventure_id, bank.Block(1, 1, path[1]), "Ada waited by the lamp.")
+    client.put(f"/api/adventures/{adventure_id}/plot", json={"author_note": "Keep it rainy."})
+    memory = client.get(f"/adventures/{adventure_id}/memory")
+    assert (
+        memory.status_code == 200
+        and "Ada waited by the lamp." in memory.text
+        and "Turns 1–1" in memory.text
+    )
+    plot_page = client.get(f"/adventures/{adventure_id}/plot")
+    assert plot_page.status_code == 200 and "Keep it rainy." in plot_page.text

@@ -18,6 +18,7 @@ from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.service import adventures, corrections, insights, memories
 from talekeeper.service import plot as plot_service
 from talekeeper.service.adventures import AdventureNotFound
+from talekeeper.service.views.context import MemoryPanel, Plot
 from talekeeper.web import flash
 from talekeeper.web.card_form import card_from_form
 from talekeeper.web.deps import get_tk
@@ -70,7 +71,7 @@ async def insights_page(
 
 @router.get("/adventures/{adventure_id}/memory", response_class=HTMLResponse)
 def memory_page(request: Request, adventure_id: int, message: str | None = None, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    data = memories.panel_of(tk, adventure_id)
+    data = MemoryPanel.model_validate(memories.panel_of(tk, adventure_id))  # the API's own view
     title = _title(tk, adventure_id)
     return render(request, "memory.html", adventure_id=adventure_id, title=title, data=data, message=message)
 
@@ -134,7 +135,7 @@ async def card_action(request: Request, adventure_id: int, index: str, tk: Talek
 
 @router.get("/adventures/{adventure_id}/plot", response_class=HTMLResponse)
 def plot_page(request: Request, adventure_id: int, message: str | None = None, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    data = plot_service.plot_of(tk, adventure_id)
+    data = Plot.model_validate(plot_service.plot_of(tk, adventure_id))  # the API's own view
     title = _title(tk, adventure_id)
     return render(request, "plot.html", adventure_id=adventure_id, title=title, plot=data, message=message)
 
