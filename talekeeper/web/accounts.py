@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from talekeeper.core import Talekeeper
 from talekeeper.errors import Forbidden, TalekeeperError
 from talekeeper.service import accounts
+from talekeeper.service.views.accounts import AccountView, InvitationView, UserView, user_view
 from talekeeper.web.auth import COOKIE, session_cookie, signed_in
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS
@@ -117,7 +118,7 @@ def signup(
 
 
 def _users_page(request: Request, tk: Talekeeper, status_code: int = 200, **extra) -> HTMLResponse:
-    users = [_user_view(u) for u in accounts.users(tk)]
+    users = [user_view(u) for u in accounts.users(tk)]
     return render(
         request, "users.html", status_code=status_code, section="users", users=users, **extra
     )
@@ -175,21 +176,6 @@ def users_change(
 # --- JSON ---------------------------------------------------------------------------------
 
 
-class UserView(BaseModel):
-    id: int
-    name: str
-    role: Literal["player", "host"]
-    disabled: bool
-    created_at: str
-
-
-class AccountView(BaseModel):
-    id: int
-    name: str
-    role: Literal["player", "host"]
-    csrf_token: str = Field(description="Send it as X-CSRF-Token with every change.")
-
-
 class NewUser(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -211,21 +197,6 @@ class NewInvitation(BaseModel):
     role: Literal["player", "host"] = "player"
 
 
-class InvitationView(BaseModel):
-    token: str
-    link: str
-
-
-def _user_view(user) -> UserView:
-    return UserView(
-        id=user.id,
-        name=user.name,
-        role=user.role,
-        disabled=user.disabled,
-        created_at=user.created_at.isoformat(),
-    )
-
-
 @api_router.get("/account", response_model=AccountView)
 def account(request: Request) -> AccountView:
     who = signed_in(request)
@@ -235,17 +206,17 @@ def account(request: Request) -> AccountView:
 
 @api_router.get("/users", response_model=list[UserView])
 def api_users(tk: Tk, host: Host) -> list[UserView]:
-    return [_user_view(u) for u in accounts.users(tk)]
+    return [user_view(u) for u in accounts.users(tk)]
 
 
 @api_router.post("/users", response_model=UserView, status_code=201)
 def api_create_user(body: NewUser, tk: Tk, host: Host) -> UserView:
-    return _user_view(accounts.add_user(tk, body.name, body.password, body.role)[0])
+    return user_view(accounts.add_user(tk, body.name, body.password, body.role)[0])
 
 
 @api_router.patch("/users/{user_id}", response_model=UserView)
 def api_change_user(user_id: int, body: UserChange, tk: Tk, host: Host) -> UserView:
-    return _user_view(accounts.change_user(tk, user_id, body.role, body.disabled))
+    return user_view(accounts.change_user(tk, user_id, body.role, body.disabled))
 
 
 @api_router.post("/invitations", response_model=InvitationView, status_code=201)

@@ -8,6 +8,7 @@ silently fall behind the body. A view writes back only the keys it was given, so
 a service leaves out is absent from the body too (not `null`).
 
     base       View, the rule above
+    accounts   players, the one signed in, invitations (accounts on)
     story      adventures, turns, takes, lines, Save Points, search, a turn's result
     state      the state panel, corrections, the audit trail, the canon log, creation
     context    Insights, plot components, story cards, memories

@@ -1,0 +1,46 @@
+"""Views of accounts: a player, the one signed in, an invitation (`/api/users`, `/api/account`,
+`/api/invitations`, when accounts are on). Built from `service/accounts.py`'s rows."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from talekeeper.service.views.base import TIMESTAMP, View
+
+Role = Literal["player", "host"]
+
+
+class UserView(View):
+    """A player as the host's list shows them."""
+
+    id: int
+    name: str
+    role: Role = Field(description="A host manages players and the model; a player plays.")
+    disabled: bool = Field(description="A disabled player cannot sign in.")
+    created_at: str = Field(description=TIMESTAMP)
+
+
+class AccountView(View):
+    """The player signed in."""
+
+    id: int
+    name: str
+    role: Role
+    csrf_token: str = Field(description="Send it as X-CSRF-Token with every change.")
+
+
+class InvitationView(View):
+    token: str = Field(description="Single use; it expires.")
+    link: str = Field(description="The sign-up page with the token filled in.")
+
+
+def user_view(user: Any) -> UserView:
+    return UserView(
+        id=user.id,
+        name=user.name,
+        role=user.role,
+        disabled=user.disabled,
+        created_at=user.created_at.isoformat(),
+    )
