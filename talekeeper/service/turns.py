@@ -127,6 +127,9 @@ async def play_turn(
             yield Error(reply.failed)
             return
         if mode == "structured":  # 5. extract (the inline block is read in step 6)
+            held = held_back(guard, reply)  # the whole narration is in: show its last line now
+            if held:
+                yield Text(held)
             yield Status("Updating the story's state…")
             await structured_pass(provider, prepared, start, guard, reply)
         settled = validate_and_apply(start, guard, reply)  # 6. validate + apply
@@ -217,6 +220,17 @@ async def stream_reply(
         return
     # Surrogate halves (a pair split across a server's JSON escapes) cannot be stored.
     reply.raw, reply.reasoning = unicode_safe(reply.raw), unicode_safe(reply.reasoning)
+
+
+def held_back(guard: echo.EchoGuard, reply: Reply) -> str:
+    """What the echo guard held back while the reply streamed (its unfinished last line),
+    now that the reply is complete; marked as shown."""
+    prose, _removed = guard.clean(state_engine.extract_prose(reply.raw))
+    prose = clean_narration(prose)
+    if not prose.startswith(reply.shown) or len(prose) <= len(reply.shown):
+        return ""
+    rest, reply.shown = prose[len(reply.shown) :], prose
+    return rest
 
 
 async def structured_pass(
