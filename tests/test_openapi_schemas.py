@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import given
+from hypothesis import strategies as st
 
 from talekeeper.core import Talekeeper
 from talekeeper.service import (
@@ -260,3 +262,89 @@ def test_the_memory_and_plot_pages_render_their_views(
     )
     plot_page = client.get(f"/adventures/{adventure_id}/plot")
     assert plot_page.status_code == 200 and "Keep it rainy." in plot_page.text
+
+
+def test_the_stream_documents_every_event_kind(spec: dict[str, Any]) -> None:
+    from talekeeper.service.turn_events import KINDS
+
+    path = spec["paths"]["/api/adventures/{adventure_id}/turns"]["post"]
+    words = path["responses"]["200"]["content"]["text/event-stream"]["schema"]["description"]
+    assert all(f"`{kind}`" in words for kind in KINDS), (KINDS, words)
+
+
+STORY = {
+    "id": 1,
+    "title": "The Greywater Lantern",
+    "scenario_id": "greywater-lantern",
+    "scenario_title": "The Greywater Lantern",
+    "turns": 1,
+    "last_played_at": "2026-01-01T00:00:00+00:00",
+    "created_at": "2026-01-01T00:00:00+00:00",
+    "head_id": 2,
+    "can_undo": True,
+    "can_redo": False,
+    "can_retry": True,
+    "opening_editable": False,
+    "line_name": None,
+    "has_more": False,
+    "turns_shown": [
+        {
+            "id": 2,
+            "parent_id": 1,
+            "depth": 1,
+            "kind": "do",
+            "action": "wait",
+            "action_line": "> You wait.",
+            "narration": "Rain.",
+            "reasoning": None,
+            "model": "scripted",
+            "created_at": None,
+            "changes": [
+                {
+                    "status": "applied",
+                    "type": "adjust_stat",
+                    "target": "world.storm",
+                    "before": 4,
+                    "after": 6.5,
+                    "reason": "",
+                    "correction": None,
+                    "hidden": False,
+                },
+            ],
+            "takes": {"index": 1, "count": 1, "previous_id": None, "next_id": None},
+        }
+    ],
+    "persona": {"name": "Ada", "pronouns": "", "description": ""},
+}
+OPTIONAL = [
+    "head_id",
+    "can_undo",
+    "can_redo",
+    "can_retry",
+    "opening_editable",
+    "line_name",
+    "persona",
+]
+
+
+@given(drop=st.sets(st.sampled_from(OPTIONAL)))
+def test_a_story_keeps_exactly_its_keys_and_values(drop: set[str]) -> None:
+    """Whatever optional keys a service leaves out stay out; numbers keep their type."""
+    from talekeeper.service.views.story import Story
+
+    body = {k: v for k, v in STORY.items() if k not in drop}
+    out = Story.model_validate(body).model_dump(mode="json", by_alias=True)
+    assert out == body
+    assert type(out["turns_shown"][0]["changes"][0]["before"]) is int
+
+
+GATE_FIELDS = {"is": "open", "who": "gwen", "band": "high", "min": 1, "max": 2.5, "not": True}
+
+
+@given(keep=st.sets(st.sampled_from(sorted(GATE_FIELDS))))
+def test_a_gate_keeps_the_stored_form(keep: set[str]) -> None:
+    """A card's gates come back as stored: `kind`, `id` and only the fields given."""
+    from talekeeper.service.views.context import GateView
+
+    gate = {"kind": "stat", "id": "world.storm", **{k: GATE_FIELDS[k] for k in keep}}
+    assert GateView.model_validate(gate).model_dump(mode="json", by_alias=True) == gate

@@ -16,8 +16,11 @@ TURN_STREAM = {
             "text/event-stream": {
                 "schema": {
                     "type": "string",
-                    "description": "Server-sent events, each `event: <kind>` with JSON `data`: accepted, text, "
-                    "reasoning, status, done (its data is the JSON body's shape), error.",
+                    "description": "Server-sent events, each `event: <kind>` with a JSON `data` line, in this "
+                    "order: `accepted` once (`{action_line, kind, text}`), then `text` and `reasoning` pieces "
+                    "(`{text}`), `status` while the state updates (`{message}`), and last exactly one of "
+                    "`done` (the finished turn: `TurnResult`, the JSON answer's shape) or `error` "
+                    "(`{message}`; nothing was written).",
                 }
             }
         },

@@ -32,6 +32,8 @@ class AccountView(View):
 
 
 class InvitationView(View):
+    """An invitation to sign up."""
+
     token: str = Field(description="Single use; it expires.")
     link: str = Field(description="The sign-up page with the token filled in.")
 

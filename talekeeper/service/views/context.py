@@ -64,11 +64,15 @@ class Assembly(View):
 
 
 class Message(View):
+    """One chat message as sent."""
+
     role: str
     content: str
 
 
 class PromptAsSent(View):
+    """The exact request sent to the model, and its digest."""
+
     mode: str = Field(description="chat or completion.")
     messages: list[Message] | None = Field(description="Chat mode: the messages sent.")
     text: str | None = Field(description="Completion mode: the prompt sent.")
@@ -76,6 +80,8 @@ class PromptAsSent(View):
 
 
 class RoleCall(View):
+    """Another role's call for the same turn (a companion's remark), with its prompt."""
+
     role: str
     prompt: str
 
@@ -105,6 +111,8 @@ class Insights(Assembly):
 
 
 class PlotPersona(View):
+    """The player's character."""
+
     name: str
     pronouns: str
     description: str
@@ -138,6 +146,8 @@ class StoryCardView(View, StoryCard):
 
 
 class Memory(View):
+    """One memory: a summary of a stretch of turns, retrieved when it matters."""
+
     id: int
     text: str
     turns: list[int] = Field(description="The first and last turn it covers.")
@@ -155,12 +165,16 @@ class Memory(View):
 
 
 class MemoryCounts(View):
+    """How many memories are in each state."""
+
     used: int
     idle: int
     forgotten: int
 
 
 class SummaryInForce(View):
+    """The story summary in force at the head, and where it comes from."""
+
     text: str
     source: str
     turn: int | None

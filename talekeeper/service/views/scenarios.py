@@ -18,12 +18,16 @@ DOCUMENT = "The scenario document (`/api/schemas/scenario`)."
 
 
 class OriginSummary(View):
+    """A place the story may start from."""
+
     id: str
     title: str
     description: str
 
 
 class ScenarioSummary(View):
+    """A scenario as the library lists it."""
+
     id: str
     title: str
     description: str
@@ -46,6 +50,8 @@ class ClassOffer(View):
 
 
 class CreationOffer(CreationOptions):
+    """Character creation as the start form offers it: classes with the origins that allow them."""
+
     classes: list[ClassOffer]  # type: ignore[assignment]
 
 
@@ -65,14 +71,20 @@ class Scenario(ScenarioSummary):
 
 
 class ScenarioImported(Scenario):
+    """A scenario made from an imported file."""
+
     notes: list[str] = Field(description="What was adjusted (a fresh id, say).")
 
 
 class ScenarioSaved(Scenario):
+    """A reviewed import saved as a scenario (or its story cards added to one)."""
+
     added: int | None = Field(None, description="With `into`: how many story cards were added.")
 
 
 class ScenarioCheck(View):
+    """Whether a scenario document is valid, and every mistake by path."""
+
     valid: bool
     errors: list[str] = Field(
         description="Every mistake, each with its path (`rules.stats.world.storm.max: …`)."
@@ -88,6 +100,8 @@ class ScenarioFile(View):
 
 
 class ReportLine(View):
+    """One line of an import's report: what became of a part of the file."""
+
     field: str = Field(description="Where in the file.")
     status: str = Field(description="imported, approximated or dropped.")
     detail: str
@@ -95,6 +109,8 @@ class ReportLine(View):
 
 
 class ImportItem(View):
+    """One scenario a file would become, with its report and mistakes."""
+
     format: str = Field(description="What the file was recognised as.")
     title: str
     exact: bool = Field(description="A talekeeper document, taken as it is.")

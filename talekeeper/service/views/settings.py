@@ -32,12 +32,16 @@ class SettingsView(View):
 
 
 class Health(View):
+    """The server answers, with its version and the model in use."""
+
     status: str = Field(description="`ok` while the server answers.")
     version: str
     model: str = Field(description="The model in use, in words.")
 
 
 class Check(View):
+    """One step of the connection check."""
+
     check: str
     ok: bool | None = Field(description="Null: not tried (an earlier step failed).")
     detail: str
@@ -77,6 +81,8 @@ class EffectiveSamplers(View):
 
 
 class SamplerChoice(View):
+    """An adventure's samplers: the preset it follows and its own values."""
+
     preset: str | None = Field(description="The preset followed, if any.")
     values: SamplerValues = Field(
         description="The adventure's own values; they win over the preset."
@@ -84,6 +90,8 @@ class SamplerChoice(View):
 
 
 class AdventureSamplersView(SamplerChoice):
+    """An adventure's samplers, and what its turns ask the model for."""
+
     effective: EffectiveSamplers = Field(
         description="What this adventure's turns ask the model for."
     )

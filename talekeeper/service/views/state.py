@@ -27,6 +27,8 @@ from talekeeper.state.document import (
 
 
 class Possession(View):
+    """Who holds an item (one holder per item)."""
+
     item: str
     item_name: str
     holder: str
@@ -49,12 +51,16 @@ class StatRow(View):
 
 
 class FlagRow(View):
+    """A flag the rules declare, and whether it is set."""
+
     name: str
     value: bool
     desc: str
 
 
 class MilestoneRow(View):
+    """A milestone the rules declare, and the turn it was reached."""
+
     id: str
     reached_at: int | None = Field(description="The turn it was reached; null: not yet.")
     desc: str
@@ -109,23 +115,31 @@ class AuditEntry(View):
 
 
 class CanonPlayer(View):
+    """The player's character as every role may know it."""
+
     name: str
     class_id: str | None
     luck_descriptor: str | None = Field(description="A hidden stat, as its band word only.")
 
 
 class CanonPlace(View):
+    """Where the player is."""
+
     id: str
     name: str
 
 
 class CanonCompanion(View):
+    """A companion in the party."""
+
     id: str
     name: str
     disposition: Any = Field(description="A number, or a band word for a hidden stat.")
 
 
 class CanonQuest(View):
+    """A quest or thread, as every role may know it."""
+
     id: str
     name: str
     status: str = Field(description="active, complete or failed.")
@@ -133,6 +147,8 @@ class CanonQuest(View):
 
 
 class CanonMoment(View):
+    """A memorable moment, weighted 1–10."""
+
     id: str
     text: str
     weight: int
@@ -153,6 +169,8 @@ class CanonLog(View):
 
 
 class CreationStat(View):
+    """A stat the player makes at creation, with its range."""
+
     name: str
     min: int | float | None
     max: int | float | None
@@ -174,6 +192,8 @@ class CreationOptions(View):
 
 
 class CharacterOptions(View):
+    """What character creation offers in a scenario and origin."""
+
     creation: CreationOptions | None = Field(
         description="Null when the scenario has no character creation."
     )

@@ -72,6 +72,8 @@ class Turn(View):
 
 
 class StoryTurn(Turn):
+    """A turn as the story page shows it, with where it sits among its takes."""
+
     takes: TakePosition
 
 
@@ -115,6 +117,8 @@ class Story(AdventureSummary):
 
 
 class Take(View):
+    """One take of a turn: the same moment, narrated (or acted) another way."""
+
     id: int
     index: int = Field(description="1-based, oldest first.")
     kind: str
@@ -161,6 +165,8 @@ class Line(View):
 
 
 class Lines(View):
+    """Every line of the story, and where the head is."""
+
     lines: list[Line] = Field(description="Every line, oldest first.")
     head_id: int
     head_depth: int
@@ -175,15 +181,21 @@ class LinesWithBranches(Lines):
 
 
 class LineRenamed(View):
+    """A line's new name (null: the name was cleared)."""
+
     id: int
     name: str | None
 
 
 class LineDeleted(View):
+    """What deleting a line removed."""
+
     deleted_turns: int = Field(description="How many turns were deleted with the line.")
 
 
 class SavePoint(View):
+    """A named moment of the story; restoring it moves the head there."""
+
     id: int
     name: str
     note: str
@@ -199,6 +211,8 @@ class SavePoint(View):
 
 
 class SavePoints(View):
+    """Every Save Point, and where the head is."""
+
     save_points: list[SavePoint] = Field(description="Newest first.")
     head_id: int
     can_undo: bool
@@ -214,6 +228,8 @@ class Excerpt(View):
 
 
 class SearchMatch(View):
+    """A turn on the line being read that holds the words."""
+
     id: int = Field(description="The turn.")
     turn: int = Field(description="Turns after the opening.")
     action_line: str
@@ -221,6 +237,8 @@ class SearchMatch(View):
 
 
 class SearchResult(View):
+    """The turns on the line being read whose action or narration holds the words."""
+
     query: str = Field(description="The words searched for, spaces tidied.")
     matches: list[SearchMatch] = Field(description="Oldest first, at most 100.")
     more: bool = Field(description="There were more matches than shown.")
