@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse
 from talekeeper.core import Talekeeper
 from talekeeper.errors import Conflict
 from talekeeper.service import corrections
+from talekeeper.service.views.state import AuditEntry
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render
 
@@ -150,5 +151,5 @@ async def correct(request: Request, adventure_id: int, tk: Talekeeper = Depends(
 @router.get("/audit", response_class=HTMLResponse)
 def audit(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
     """Every proposal on the line being read, newest first: raw text, parse errors, verdicts."""
-    trail = corrections.audit(tk, adventure_id, limit=100)
+    trail = [AuditEntry.model_validate(e) for e in corrections.audit(tk, adventure_id, limit=100)]
     return render(request, "_audit.html", adventure_id=adventure_id, trail=trail)
