@@ -14,7 +14,13 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 QUICK = [["tree.py"], ["memory.py", "--skip-models"], ["insights_size.py"], ["hostile_imports.py"]]
-SLOW = [["prefix_cache.py"], ["crash_soak.py", "--kills", "60"], ["load.py"], ["bundle.py"]]
+SLOW = [
+    ["prefix_cache.py"],
+    ["crash_soak.py", "--kills", "60"],
+    ["load.py"],
+    ["bundle.py"],
+    ["prompt_sections.py", "--turns", "8"],
+]
 
 
 def main() -> int:
