@@ -262,6 +262,9 @@ def test_the_memory_and_plot_pages_render_their_views(
     )
     plot_page = client.get(f"/adventures/{adventure_id}/plot")
     assert plot_page.status_code == 200 and "Keep it rainy." in plot_page.text
+    # Insights: a section's items (a dict's `items` would be its method) render as rows.
+    insights_page = client.get(f"/adventures/{adventure_id}/insights")
+    assert insights_page.status_code == 200 and "↳ memory 1" in insights_page.text
 
 
 def test_the_stream_documents_every_event_kind(spec: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.service import adventures, corrections, insights, memories
 from talekeeper.service import plot as plot_service
 from talekeeper.service.adventures import AdventureNotFound
+from talekeeper.service.views.context import Insights as InsightsView
 from talekeeper.service.views.context import MemoryPanel, Plot
 from talekeeper.web import flash
 from talekeeper.web.card_form import card_from_form
@@ -48,7 +49,8 @@ async def insights_page(
     (optionally for an action: ?kind=do&text=…)."""
     error = proposal = None
     try:
-        data = insights.of_turn(tk, adventure_id, turn) if turn else await insights.of_next(tk, adventure_id, kind, text)
+        found = insights.of_turn(tk, adventure_id, turn) if turn else await insights.of_next(tk, adventure_id, kind, text)
+        data = InsightsView.model_validate(found)  # the API's own view
         proposal = corrections.turn_proposal(tk, adventure_id, turn) if turn else None
     except (NotFound, Invalid) as exc:  # no such turn or no stored Insights; a refused action
         # (a missing adventure is refused below, by the title lookup: 404)
