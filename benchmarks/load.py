@@ -13,6 +13,12 @@ Printed per setup: turns per second (all players together), p50/p95 of a turn's 
 the checks run afterwards on the database itself: no acknowledged turn lost or duplicated,
 every node where the player saw it, every head valid (tests/reliability/invariants.py).
 
+And where the CPU went, per turn (Linux: read from /proc): the app processes, this
+database's PostgreSQL backends, and this process (the players' HTTP clients and the fake
+model server). With the model free, a turn is CPU work end to end, so `cores / CPU per
+turn` is the most turns per second the machine can give whatever the number of processes:
+when one process already comes close to it, a second one has no CPU to add.
+
 PostgreSQL: `--database-url` (or $TALEKEEPER_DATABASE_URL) names a server where the role may
 create databases; each PostgreSQL setup gets a fresh database there, dropped after.
 scripts/postgres.sh starts one on loopback. Without one, only the SQLite setup runs.
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -111,9 +118,44 @@ def verify(store: Path | str, players: list[Player]) -> list[str]:
     return problems
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a live process (Linux), else None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def backend_pids(url: str) -> list[int]:
+    """The PostgreSQL server processes serving this database's connections."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.pool import NullPool
+
+    parsed = parse_database_url(url)
+    engine = create_engine(parsed, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(
+                text(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = :db AND pid <> pg_backend_pid()"
+                ),
+                {"db": parsed.database},
+            )
+            return [row[0] for row in rows]
+    finally:
+        engine.dispose()
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_setup(
     name: str, processes: int, players: int, turns: int, scratch: Path, url: str | None
 ) -> dict:
+    cpu: dict[str, float | None] = {"app": None, "postgresql": None, "players + fake model": None}
     with FakeModelServer(chunk_delay=0) as fake:
         servers = [
             ServerProcess(scratch / name / f"p{i}", fake.endpoint, url) for i in range(processes)
@@ -122,6 +164,8 @@ def run_setup(
             for server in servers:
                 server.start(timeout=120)
             team = [Player() for _ in range(players)]
+            app_before = [cpu_seconds(server.proc.pid) for server in servers]
+            mine_before = own_cpu()
             began = time.perf_counter()
             with ThreadPoolExecutor(players) as pool:
                 done = [
@@ -131,6 +175,13 @@ def run_setup(
                 for future in done:
                     future.result()
             wall = time.perf_counter() - began
+            cpu["players + fake model"] = own_cpu() - mine_before
+            app_after = [cpu_seconds(server.proc.pid) for server in servers]
+            if None not in app_before + app_after:
+                cpu["app"] = sum(app_after) - sum(app_before)
+            if url is not None:  # backends live as long as the pools: all of the run's work
+                backends = [cpu_seconds(pid) for pid in backend_pids(url)]
+                cpu["postgresql"] = sum(b for b in backends if b is not None)
         finally:
             for server in servers:
                 server.kill()
@@ -145,6 +196,10 @@ def run_setup(
         "p50_ms": 1000 * statistics.median(times) if times else float("nan"),
         "p95_ms": 1000 * times[min(count - 1, int(0.95 * count))] if times else float("nan"),
         "problems": problems,
+        "wall_s": wall,
+        "cpu_ms_per_turn": {
+            k: (1000 * v / count if v is not None and count else None) for k, v in cpu.items()
+        },
     }
 
 
@@ -199,6 +254,18 @@ def main() -> int:
             f"turns/s, p95 {two['p95_ms'] / one['p95_ms']:.2f}× (target: ≥ 1.6× and ≤ 1.0×; "
             f"{os.cpu_count()} CPU cores here, shared by the players, the servers and PostgreSQL)"
         )
+    print(
+        f"\nCPU per turn ({os.cpu_count()} cores; the last column: the most turns/s all cores could give):"
+    )
+    print("| setup | app processes | PostgreSQL | players + fake model | total | cores ÷ total |")
+    print("|---|---|---|---|---|---|")
+    for r in results:
+        parts = r["cpu_ms_per_turn"]
+        known = [v for v in parts.values() if v is not None]
+        total = sum(known)
+        cells = " | ".join("–" if v is None else f"{v:.0f} ms" for v in parts.values())
+        ceiling = f"{1000 * (os.cpu_count() or 1) / total:.1f}" if total else "–"
+        print(f"| {r['setup']} | {cells} | {total:.0f} ms | {ceiling} |")
     failed = [p for r in results for p in r["problems"]]
     for problem in failed:
         print("PROBLEM:", problem)

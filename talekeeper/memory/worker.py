@@ -56,16 +56,27 @@ async def embed_with(provider: Provider, texts: Sequence[str], model: str | None
 
 
 async def run_post_turn(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
-    """One pass of the bank's work for an adventure; returns what it did."""
-    with tk.db.session() as session:
-        settings = context_settings(session)
-        adventure = session.get(Adventure, adventure_id)
-        if adventure is None or not settings.memory_enabled or adventure.head_node_id is None:
-            return {"skipped": True}
-        plot = dict(adventure.plot or {})
-        path = bank.path_ids(session, adventure.head_node_id)
-        blocks = bank.due_blocks(session, adventure_id, path, settings)[:MAX_MEMORIES_PER_RUN]
-        excerpts = [bank.excerpt(session, path, b.first_depth, b.depth) for b in blocks]
+    """One pass of the bank's work for an adventure; returns what it did.
+
+    Its reads and writes run in worker threads, so the event loop keeps serving players
+    while the bank waits on the database."""
+
+    def read():
+        with tk.db.session() as session:
+            settings = context_settings(session)
+            adventure = session.get(Adventure, adventure_id)
+            if adventure is None or not settings.memory_enabled or adventure.head_node_id is None:
+                return None
+            plot = dict(adventure.plot or {})
+            path = bank.path_ids(session, adventure.head_node_id)
+            blocks = bank.due_blocks(session, adventure_id, path, settings)[:MAX_MEMORIES_PER_RUN]
+            excerpts = [bank.excerpt(session, path, b.first_depth, b.depth) for b in blocks]
+            return settings, plot, path, blocks, excerpts
+
+    found = await asyncio.to_thread(read)
+    if found is None:
+        return {"skipped": True}
+    settings, plot, path, blocks, excerpts = found
     done: dict[str, Any] = {"memories": [], "summary": None, "embedded": 0, "forgotten": []}
     provider = tk.provider()
 
@@ -91,10 +102,14 @@ async def run_post_turn(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
     await _embed_pending(tk, adventure_id, settings, done)
 
     # The running summary.
-    with tk.db.session() as session:
-        current = bank.summary_at(session, adventure_id, path, str(plot.get("story_summary") or ""))
-        target = bank.summary_due(path, current, settings)
-        material = bank.summary_material(session, adventure_id, path, current.depth, target) if target else []
+    def summary_due():
+        with tk.db.session() as session:
+            current = bank.summary_at(session, adventure_id, path, str(plot.get("story_summary") or ""))
+            target = bank.summary_due(path, current, settings)
+            material = bank.summary_material(session, adventure_id, path, current.depth, target) if target else []
+            return current, target, material
+
+    current, target, material = await asyncio.to_thread(summary_due)
     if target is not None:
         try:
             request = prompts.summary_request(plot, current.text, material)
@@ -109,10 +124,14 @@ async def run_post_turn(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - recorded and retried next turn
             errors.append(exc)
 
-    with tk.db.session() as session:
-        done["forgotten"] = bank.evict_over_capacity(session, adventure_id, settings.memory_capacity)
-        message = "; ".join(f"{type(e).__name__}: {e}" for e in errors) if errors else None
-        bank.touch_status(session, adventure_id, message)
+    message = "; ".join(f"{type(e).__name__}: {e}" for e in errors) if errors else None
+
+    def finish() -> None:
+        with tk.db.session() as session:
+            done["forgotten"] = bank.evict_over_capacity(session, adventure_id, settings.memory_capacity)
+            bank.touch_status(session, adventure_id, message)
+
+    await asyncio.to_thread(finish)
     if errors:
         log.warning("memory bank for adventure %s: %s (will retry next turn)", adventure_id, message)
     done["errors"] = [str(e) for e in errors]

@@ -107,11 +107,15 @@ async def play_turn(
     """Play an action below the head; with `take_of`, write a new take of that turn instead
     (a sibling below the same parent; the old take and its future stay)."""
     kind, text = normalise_action(kind, text)
-    check_owner(tk, adventure_id)  # (accounts on) another player's story is not there
+    # The database steps (2 and 7) run in worker threads (asyncio.to_thread): while one
+    # turn waits on a round trip, the event loop goes on serving every other player.
+    await asyncio.to_thread(check_owner, tk, adventure_id)  # (accounts on) not another's story
     tk.locks.acquire(adventure_id)  # 1. lock
     accepted = False
     try:
-        start = load_turn(tk, adventure_id, kind, text, take_of)  # 2. load once
+        start = await asyncio.to_thread(
+            load_turn, tk, adventure_id, kind, text, take_of
+        )  # 2. load once
         provider = tk.provider(start.model)
         mode = state_updates.state_mode(start.context.generation.state_updates, provider)
         prepared = await build_prompt(provider, start, mode)  # 3. build the prompt
@@ -146,7 +150,9 @@ async def play_turn(
             yield Text("\n\n" + banter[0])
         if reply.echoed:
             assembly.notes.append(echo.summary(reply.echoed))
-        done = commit(tk, start, prepared, narration, reply, settled, banter)  # 7. commit
+        done = await asyncio.to_thread(
+            commit, tk, start, prepared, narration, reply, settled, banter
+        )  # 7. commit
         worker_for(tk).schedule(adventure_id)  # 8. memories and summary, after the turn
         yield Done(done)
     except Exception as exc:
