@@ -56,6 +56,8 @@ def test_insights_errors(client: TestClient, adventure_id: int) -> None:
 
 def test_insights_are_stored_compactly(client: TestClient, scripted: ScriptedProvider, tk: Talekeeper, adventure_id: int) -> None:
     narration = "The wind rises over Greywater and the rain comes in sideways off the sea. " * 3
+    # No memory bank here: its background summaries would race the turns for scripted replies.
+    assert client.put("/api/context/settings", json={"memory_enabled": False}).status_code == 200
     for turn in range(30):
         play(client, scripted, adventure_id, f"keep walking, step {turn}", narration + str(turn))
     with tk.db.session() as session:
