@@ -24,6 +24,7 @@ reader sees are `service/turn_events.TurnEvent`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
