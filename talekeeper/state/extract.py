@@ -363,6 +363,17 @@ def _drop_echoes(prose: str) -> str:
     return "\n".join(line for line in prose.split("\n") if _norm_line(line) not in _REMINDER_LINES)
 
 
+# A line opening with `>` is the transcript's action line ("> You open the door."): a model
+# that writes one has started playing the player's part, so the prose ends before it.
+_PLAYER_LINE = re.compile(r"^[ \t]*>", re.MULTILINE)
+
+
+def _before_player_line(piece: str) -> tuple[str, bool]:
+    """The piece up to a line the model wrote as the player's action, and whether it was cut."""
+    found = _PLAYER_LINE.search(piece)
+    return (piece, False) if found is None else (piece[: found.start()], True)
+
+
 def extract_reply(text: str) -> Extraction:
     """Split a finished reply into (prose, raw_block, proposal, error)."""
     blocks, _ = _scan(text, streaming=False)
@@ -375,6 +386,11 @@ def extract_reply(text: str) -> Extraction:
         pieces.append(_drop_fence_line(_drop_label_line(piece), at_end=True))
         pos = block.end
     pieces.append(_drop_fence_line(text[pos:], at_end=False) if blocks else text)
+    for i, piece in enumerate(pieces):  # the prose stops at the model's own "> You …" line
+        pieces[i], cut = _before_player_line(piece)
+        if cut:
+            pieces[i + 1 :] = []
+            break
     prose = ""
     for i, piece in enumerate(pieces):
         piece = _drop_echoes(piece)
@@ -405,14 +421,14 @@ def visible_prefix(streaming_text: str) -> str:
 
     Everything before the first thing that is, or might still become, protocol: a state
     fence (even a partial ```` `` ```` or ```` ```sta ```` at the very end), a fence or a
-    line-start `{` not yet closed, a label line or a line that may be echoing the
-    reminder. Held text is released once it turns out to be prose, so the visible text
+    line-start `{` not yet closed, a label line, a line that may be echoing the reminder,
+    or a line the model wrote as the player's action (`> You …`). Held text is released once it turns out to be prose, so the visible text
     only ever grows, and it is a prefix of the final prose.
     """
     text = streaming_text
     blocks, undecided = _scan(text, streaming=True)
     cut = min([b.start for b in blocks] + ([undecided] if undecided is not None else []) + [len(text)])
-    shown = text[:cut]
+    shown, _ = _before_player_line(text[:cut])
     body = shown.rstrip()
     last_start = body.rfind("\n") + 1
     if _FENCE_ONLY.match(body[last_start:]) and _fences(body) % 2:  # may be wrapping a block

@@ -95,7 +95,20 @@ def test_the_reminder_names_the_fence_and_the_absolute_delta_split():
 STREAM = "The blade bites deep.\n\nYou stagger back.\n\n```state\n" + BLOCK + "\n```"
 
 
-@pytest.mark.parametrize("reply", [STREAM, "Hit.\n" + BLOCK, "Hit.\nState:\n```state\n" + BLOCK + "\n```",
+PLAYS_THE_PLAYER = 'The clerk shrugs.\n> You ask the clerk what he means. He says:\n"Gold."\n```state\n' + BLOCK + "\n```"
+
+
+def test_the_prose_ends_where_the_model_starts_writing_the_players_action():
+    """A line opening with the transcript's `>` is the model playing the player's part: the
+    prose stops before it (the stop sequence does this in completion mode); a state block
+    after it is still read, and a `>` inside a line is prose."""
+    assert extract_reply(PLAYS_THE_PLAYER) == ("The clerk shrugs.", "```state\n" + BLOCK + "\n```", {"events": [EVENT]}, None)
+    assert extract_reply("Fog.\n  > You wait.\nMore fog.").prose == "Fog."
+    assert extract_reply("He writes 3 > 2 on the slate.").prose == "He writes 3 > 2 on the slate."
+    assert visible_prefix("The clerk shrugs.\n> You ask") == "The clerk shrugs.\n"
+
+
+@pytest.mark.parametrize("reply", [STREAM, PLAYS_THE_PLAYER, "Hit.\n" + BLOCK, "Hit.\nState:\n```state\n" + BLOCK + "\n```",
                                    "Hit.\n```json\n" + BLOCK + "\n```", "Hit.\n" + emit_instructions()])
 def test_streaming_never_shows_protocol_and_only_grows(reply):
     final = extract_reply(reply).prose
