@@ -439,9 +439,9 @@ def visible_prefix(streaming_text: str) -> str:
             shown = shown[:offset]
             break
         offset += len(line) + 1
-    tail = re.search(r"(?:`+[ \t]*)*(?:`{3,}[ \t]*(?:s(?:t(?:a(?:t(?:e)?)?)?)?)?|`+[ \t]*)\Z", shown, re.IGNORECASE)
-    if tail:  # backticks at the very end (runs of them, spaced) may be opening a state fence
-        shown = shown[: tail.start()]
+    tail = _opening_tail(shown)
+    if tail is not None:  # backticks at the very end (runs of them, spaced) may be opening a state fence
+        shown = shown[:tail]
     body = shown.rstrip()
     if _LABEL_LINE.match(body[body.rfind("\n") + 1:]):  # a label line may introduce a block
         shown = shown[: body.rfind("\n") + 1]
@@ -453,6 +453,38 @@ def visible_prefix(streaming_text: str) -> str:
 
 
 _MARKUP = " \t-*_#>"
+
+
+_STATE_WORD_TAIL = re.compile(r"s(?:t(?:a(?:t(?:e)?)?)?)?\Z", re.IGNORECASE)
+
+
+def _opening_tail(text: str) -> int | None:
+    """Where the backticks at the very end of `text` begin (runs of them, spaced, perhaps
+    closing on ```` ```sta ````), or None: they may yet open a state fence.
+
+    A scan, not a regex: the pattern this replaces (a repeated group of backtick runs,
+    anchored at the end) backtracked exponentially over a long run of backticks followed by
+    anything else (a 65-character reply took minutes; found by atheris)."""
+    end = len(text)
+    word = _STATE_WORD_TAIL.search(text)
+    if word:  # a partial "state" must follow three backticks (and spaces)
+        i = word.start()
+        while i and text[i - 1] in " \t":
+            i -= 1
+        run = i
+        while run and text[run - 1] == "`":
+            run -= 1
+        if i - run < 3:
+            return None
+        end = run
+    start = end
+    while start and text[start - 1] in "` \t":
+        start -= 1
+    while start < end and text[start] != "`":  # the tail begins with a backtick
+        start += 1
+    if start == end:
+        return end if word else None
+    return start
 
 
 def _label_prefix(line: str) -> bool:
