@@ -171,6 +171,7 @@ def test_fix_corrects_the_state_by_name_and_undo_takes_it_back(
         ("/fix move Maren to the moon", "There is no place 'the moon'"),
         ("/fix set storm lots", "'lots' is not a number"),
         ("/fix {not json", "That is not valid JSON"),
+        ("/fix " + "[" * 100_000, "nested too deeply"),
         ("/fix dance wildly", "I could not read that correction"),
         ('/fix {"type": "teleport", "to": "moon"}', "Nothing was changed"),
     ],

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from talekeeper.errors import Invalid
+from talekeeper.service import json_depth
 
 USAGE = (
     "/fix set <stat> <value> · /fix add <stat> <±amount> · /fix flag <flag> on|off · "
@@ -64,6 +65,7 @@ def events_from_words(line: str, state: dict[str, Any]) -> list[Any]:
     if not rest:
         raise FixInvalid("What should be corrected? " + USAGE)
     if rest[0] in "[{":
+        json_depth.check(rest)  # TooDeep (Invalid) before the parser could recurse
         try:
             data = json.loads(rest)
         except json.JSONDecodeError as exc:
