@@ -20,6 +20,7 @@ SLOW = [
     ["load.py"],
     ["bundle.py"],
     ["prompt_sections.py", "--turns", "8"],
+    ["narration.py", "--situations", "12"],
 ]
 
 
