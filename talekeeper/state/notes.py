@@ -200,19 +200,10 @@ def state_notes(document: Document, rules: Rules, in_scene_ids: list[str] | None
     ]
     if rels:
         lines.append("Between people: " + "; ".join(rels) + ".")
-    if doc.recent_events:
-        lines.append("Lately: " + " ".join(_sentence(_unpathed(e.text, doc)) for e in doc.recent_events))
+    # No "recent events" here: they are sentences of the last turns' own prose, which the
+    # history right above already holds; said twice, a small model copied them into each
+    # new turn (the 14-turn demo test). The canon log keeps them for the roles without history.
     return "\n".join(lines)
-
-
-def _unpathed(text: str, doc: Document) -> str:
-    """A recorded event line in words: the engine writes stat paths into some."""
-    return re.sub(r"\b(?:world|player|npc)\.[\w.-]*\w", lambda m: stat_words(m.group(0), doc), text)
-
-
-def _sentence(text: str) -> str:
-    text = text.strip()
-    return text if text.endswith((".", "!", "?", "…", '"', "”")) else text + "."
 
 
 # --- last turn's refusals, in words -------------------------------------------------------
