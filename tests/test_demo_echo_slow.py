@@ -53,11 +53,6 @@ def turns_written(tk: Talekeeper) -> int:
         return sum(a.turn_count for a in adventures.list_adventures(session))
 
 
-@pytest.mark.xfail(
-    reason="known (issue 10 open): SmolLM2 repeats its previous turn's opening sentence, which the "
-    "state notes also carry as a recent event; the echo guard keeps it as retold history",
-    strict=False,
-)
 def test_fourteen_real_turns_store_and_show_no_echo_and_no_protocol(isolated_home: Path, tmp_path: Path) -> None:
     tk = Talekeeper(isolated_home)
     with live_server(create_app(tk)) as url, browser_page() as page:
