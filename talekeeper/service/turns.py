@@ -132,11 +132,12 @@ async def play_turn(
             yield Error(reply.failed)
             return
         if mode == "structured":  # 5. extract (the inline block is read in step 6)
-            held = held_back(guard, reply)  # the whole narration is in: show its last line now
+            prose, _removed = guard.clean(state_engine.extract_prose(reply.raw))  # judged once
+            held = held_back(prose, reply)  # the whole narration is in: show its last line now
             if held:
                 yield Text(held)
             yield Status("Updating the story's state…")
-            await structured_pass(provider, prepared, start, guard, reply)
+            await structured_pass(provider, prepared, start, prose, reply)
         settled = validate_and_apply(start, guard, reply)  # 6. validate + apply
         narration = clean_narration(settled.prose)
         if narration.startswith(reply.shown) and len(narration) > len(reply.shown):
@@ -229,10 +230,9 @@ async def stream_reply(
     reply.raw, reply.reasoning = unicode_safe(reply.raw), unicode_safe(reply.reasoning)
 
 
-def held_back(guard: echo.EchoGuard, reply: Reply) -> str:
+def held_back(prose: str, reply: Reply) -> str:
     """What the echo guard held back while the reply streamed (its unfinished last line),
-    now that the reply is complete; marked as shown."""
-    prose, _removed = guard.clean(state_engine.extract_prose(reply.raw))
+    now that the reply is complete (`prose`: the guarded prose); marked as shown."""
     prose = clean_narration(prose)
     if not prose.startswith(reply.shown) or len(prose) <= len(reply.shown):
         return ""
@@ -244,12 +244,11 @@ async def structured_pass(
     provider: Provider,
     prepared: PreparedContext,
     start: TurnStart,
-    guard: echo.EchoGuard,
+    prose: str,
     reply: Reply,
 ) -> None:
     """Step 5 in structured mode: a second short request under the proposal's schema (see
-    state_updates); its answer becomes the reply's state block."""
-    prose, _ = guard.clean(state_engine.extract_prose(reply.raw))
+    state_updates), about the guarded `prose`; its answer becomes the reply's state block."""
     try:
         answer = await provider.complete(
             state_updates.structured_request(
