@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 OPENING_WORDS = 16
 """Words a line's verdict rests on: enough to know an echo, few enough to stream soon."""
@@ -88,6 +89,33 @@ def _content(tokens: Sequence[str]) -> frozenset[str]:
     return frozenset(_stem(t) for t in tokens if t not in _STOP and not t.isdigit())
 
 
+# A turn's guard is built from its prompt, most of which (instructions, cards, the story
+# so far) the turn before sent too: each line is analysed once, not once a turn.
+@lru_cache(maxsize=8192)
+def _story_line(line: str) -> tuple[str, tuple[tuple[str, str, str], ...]]:
+    tokens = _tokens(line)
+    if not tokens:
+        return "", ()
+    return f" {' '.join(tokens)} ", tuple(zip(tokens, tokens[1:], tokens[2:], strict=False))
+
+
+@lru_cache(maxsize=8192)
+def _source_line(
+    line: str,
+) -> tuple[tuple[tuple[str, frozenset[str], bool], ...], tuple[tuple[str, str, str], ...]]:
+    """A source line's units (the whole line, and each clause of a longer one) and its
+    three-word runs."""
+    tokens = _tokens(line)
+    if not tokens:
+        return (), ()
+    units = [(f" {' '.join(tokens)} ", _content(tokens), True)]
+    for clause in re.split(r"[;:—]| - ", line):  # a long note line holds several facts
+        words = _tokens(clause)
+        if words and len(words) < len(tokens):
+            units.append((f" {' '.join(words)} ", _content(words), False))
+    return tuple(units), tuple(zip(tokens, tokens[1:], tokens[2:], strict=False))
+
+
 def opening(line: str) -> str | None:
     """The part of a line its verdict rests on, or None while a streamed line is still
     too short to judge (see `EchoGuard.shown`)."""
@@ -102,12 +130,11 @@ class Removed:
     """One removed line: what it said, how it echoed, and which section it echoed."""
 
     line: str
-    kind: str  # verbatim · partial · paraphrase · protocol
+    kind: str  # verbatim · partial · paraphrase · protocol (· loop: context/repeats)
     section: str
 
     def describe(self) -> str:
-        text = self.line.strip()
-        text = text if len(text) <= 80 else text[:79] + "…"
+        text = _short(self.line)
         where = f", {self.section.replace('_', ' ')}" if self.section else ""
         return f"“{text}” ({self.kind}{where})"
 
@@ -137,24 +164,18 @@ class EchoGuard:
         self._story_shingles: set[tuple[str, str, str]] = set()
         for text in story:
             for line in (text or "").splitlines():
-                tokens = _tokens(line)
-                if tokens:
-                    self._story_lines.append(f" {' '.join(tokens)} ")
-                    self._story_shingles.update(zip(tokens, tokens[1:], tokens[2:], strict=False))
+                joined, shingles = _story_line(line)
+                if joined:
+                    self._story_lines.append(joined)
+                    self._story_shingles.update(shingles)
         for section, text in sources:
             for line in (text or "").splitlines():
-                tokens = _tokens(line)
-                if not tokens:
-                    continue
-                self._units.append(_Unit(section, f" {' '.join(tokens)} ", _content(tokens)))
-                for clause in re.split(r"[;:—]| - ", line):  # a long note line holds several facts
-                    words = _tokens(clause)
-                    if words and len(words) < len(tokens):
-                        self._units.append(
-                            _Unit(section, f" {' '.join(words)} ", _content(words), False)
-                        )
-                for i in range(len(tokens) - 2):
-                    self._shingles.setdefault((tokens[i], tokens[i + 1], tokens[i + 2]), section)
+                units, shingles = _source_line(line)
+                self._units.extend(
+                    _Unit(section, joined, content, whole) for joined, content, whole in units
+                )
+                for shingle in shingles:
+                    self._shingles.setdefault(shingle, section)
         terms = sorted({t for t in protocol_terms if t}, key=len, reverse=True)
         self._terms = (
             re.compile(
@@ -342,12 +363,29 @@ def has_protocol(text: str, ids: Iterable[str] = ()) -> bool:
     )
 
 
+REPEAT_KINDS = ("loop",)
+"""Removals made by the repeat guard (context/repeats), described apart from echoes."""
+
+
 def summary(removed: Sequence[Removed]) -> str:
-    """The Insights note for a turn's removed lines."""
-    if not removed:
-        return ""
-    lines = "line" if len(removed) == 1 else "lines"
-    return (
-        f"The echo guard removed {len(removed)} {lines} of the reply that repeated the prompt "
-        "instead of telling the story: " + "; ".join(r.describe() for r in removed) + "."
-    )
+    """The Insights note for a turn's removed lines (and repeated sentences)."""
+    echoes = [r for r in removed if r.kind not in REPEAT_KINDS]
+    loops = [r for r in removed if r.kind == "loop"]
+    notes = []
+    if echoes:
+        lines = "line" if len(echoes) == 1 else "lines"
+        notes.append(
+            f"The echo guard removed {len(echoes)} {lines} of the reply that repeated the "
+            "prompt instead of telling the story: " + "; ".join(r.describe() for r in echoes) + "."
+        )
+    if loops:
+        notes.append(
+            f"The reply began to say “{_short(loops[0].line)}” a second time, so it ended "
+            "there (the model was stopped; the rest would only have repeated it)."
+        )
+    return " ".join(notes)
+
+
+def _short(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= 80 else text[:79] + "…"

@@ -8,7 +8,8 @@
     3. build the prompt for the role that answers (the narrator, or the character
        addressed — see service/roles) within the context budget; no database
     4. stream the narration, showing only what is safe to show: the protocol is held
-       back, and so is every line that repeats the prompt (context/echo)
+       back, and so is every line that repeats the prompt (context/echo); a reply that
+       says a sentence twice is stopped there (context/repeats)
     5. extract the state proposal: from the reply's own block (inline mode), or from a
        second short request that extends the narrator's (structured mode)
     6. validate + apply the proposal to the start's state (service/state_engine); a
@@ -27,12 +28,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.orm import defer
 
 from talekeeper.context import echo, insights
+from talekeeper.context.prose_guard import ProseGuard
+from talekeeper.context.repeats import RepeatGuard
 from talekeeper.errors import Unavailable, Upstream
 from talekeeper.llm.base import Provider
 from talekeeper.llm.errors import LLMError
@@ -125,14 +129,16 @@ async def play_turn(
         accepted = True
 
         reply = Reply()
-        guard = echo_guard(prepared, start)
+        guard = prose_guard(prepared, start)
         async for event in stream_reply(provider, prepared, guard, reply):  # 4. stream
             yield event
         if reply.failed is not None:
             yield Error(reply.failed)
             return
         if mode == "structured":  # 5. extract (the inline block is read in step 6)
-            prose, _removed = guard.clean(state_engine.extract_prose(reply.raw))  # judged once
+            prose, removed = guard.clean(state_engine.extract_prose(reply.raw))  # judged once
+            reply.raw = prose  # the state pass adds its block to it; removals noted once
+            reply.echoed.extend(removed)
             held = held_back(prose, reply)  # the whole narration is in: show its last line now
             if held:
                 yield Text(held)
@@ -199,30 +205,35 @@ async def build_prompt(provider: Provider, start: TurnStart, mode: str) -> Prepa
     )
 
 
-def echo_guard(prepared: PreparedContext, start: TurnStart) -> echo.EchoGuard:
-    """Lines that only repeat the prompt's own notes are never shown or stored (echo.py)."""
-    return echo.EchoGuard.for_sections(
-        ((s.name, s.text) for s in prepared.assembly.sections), start.before.entities
+def prose_guard(prepared: PreparedContext, start: TurnStart) -> ProseGuard:
+    """Lines that only repeat the prompt's own notes, and a reply's loop, are never shown
+    or stored (context/prose_guard)."""
+    sections = [(s.name, s.text) for s in prepared.assembly.sections]
+    return ProseGuard(
+        echo.EchoGuard.for_sections(sections, start.before.entities),
+        RepeatGuard(),
     )
 
 
 async def stream_reply(
-    provider: Provider, prepared: PreparedContext, guard: echo.EchoGuard, reply: Reply
+    provider: Provider, prepared: PreparedContext, guard: ProseGuard, reply: Reply
 ) -> AsyncIterator[TurnEvent]:
     """Step 4: the model's reply as it streams; the shown text only ever grows."""
     try:
-        async for event in provider.stream(prepared.request):
-            if event.kind == "text":
-                reply.raw += event.text
-                visible = guard.shown(
-                    visible_prefix(reply.raw)
-                ).lstrip()  # as stored: no leading blank
-                if len(visible) > len(reply.shown):
-                    yield Text(visible[len(reply.shown) :])
-                    reply.shown = visible
-            elif event.kind == "reasoning":
-                reply.reasoning += event.text
-                yield Reasoning(event.text)
+        async with aclosing(provider.stream(prepared.request)) as events:
+            async for event in events:
+                if event.kind == "text":
+                    reply.raw += event.text
+                    prose = visible_prefix(reply.raw)
+                    visible = guard.shown(prose).lstrip()  # as stored: no leading blank
+                    if len(visible) > len(reply.shown):
+                        yield Text(visible[len(reply.shown) :])
+                        reply.shown = visible
+                    if guard.loops(prose):
+                        break  # the model is saying it all again: stop it (nothing is lost)
+                elif event.kind == "reasoning":
+                    reply.reasoning += event.text
+                    yield Reasoning(event.text)
     except LLMError as exc:
         reply.failed = str(exc)
         return
@@ -261,7 +272,7 @@ async def structured_pass(
 
 
 def validate_and_apply(
-    start: TurnStart, guard: echo.EchoGuard, reply: Reply
+    start: TurnStart, guard: ProseGuard, reply: Reply
 ) -> state_engine.Settled:
     """Step 6: the prose without its echoes, and the proposal checked against the rules and
     applied to the start's state."""

@@ -1,0 +1,118 @@
+"""The repeat guard: a reply that says a sentence twice has stopped telling the story.
+
+A small model falls into loops ("The sea is a great and unforgiving enemy. The sea is a
+great and unforgiving enemy. …") until its token limit: the story reads broken, and the
+player waits for it. A sentence that repeats one said earlier in the same reply is a
+**loop**: the reply ends before it, and the turn stops the model there — nothing it would
+write after that is new.
+
+"Repeats" means the same words (case, punctuation and spacing aside), or the same first
+`PREFIX_WORDS` words; a sentence of fewer than `MIN_WORDS` words ("No." "He waits.") may
+recur. A sentence of earlier turns is not judged: a reply may well say again what the story
+said (and a scripted or deterministic model says the same thing every turn).
+
+Streaming-safe like the echo guard: an unfinished sentence is held only while its words so
+far could still turn out to repeat, and released as soon as they cannot, so the shown text
+only ever grows. Pure: text in, text out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from talekeeper.context.echo import Removed, _tokens
+
+MIN_WORDS = 5
+PREFIX_WORDS = 8
+
+_SENTENCE = re.compile(r"[^.!?…\n]*(?:[.!?…]+[\"'”’)\]*_]*|\n|$)")
+"""A sentence: up to its end marks (and any closing quotes or emphasis) or a line's end."""
+_ENDED = re.compile(r"[.!?…][\"'”’)\]*_]*\s*$")
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    text: str  # the sentence itself
+    gap: str  # the whitespace after it
+    complete: bool  # its end is known (end marks, or a line's end, then whitespace)
+
+
+def _sentences(text: str, final: bool) -> list[_Sentence]:
+    out: list[_Sentence] = []
+    pos, size = 0, len(text)
+    while pos < size:
+        match = _SENTENCE.match(text, pos)
+        end = match.end() if match and match.end() > pos else size
+        gap_end = end
+        while gap_end < size and text[gap_end].isspace():
+            gap_end += 1
+        body, gap = text[pos:end], text[end:gap_end]
+        if body.endswith("\n"):  # a line's end closes a sentence; the newline is its gap
+            body, gap = body[:-1], "\n" + gap
+        # settled once anything follows its end (more end marks or quotes would extend it)
+        out.append(_Sentence(body, gap, final or bool(gap) or gap_end < size))
+        pos = gap_end
+    return out
+
+
+def _key(tokens: list[str]) -> tuple[str, ...]:
+    return tuple(tokens[:PREFIX_WORDS])
+
+
+class RepeatGuard:
+    """Judges a reply's sentences against the ones it said before them."""
+
+    def _walk(self, text: str, final: bool) -> tuple[str, Removed | None]:
+        """The text kept, and the sentence where the reply began to loop (if it did).
+        Streaming (`final` false), an unfinished last sentence is kept only once it cannot
+        turn out to be a repeat."""
+        said: set[tuple[str, ...]] = set()
+        kept: list[str] = []
+        sentences = _sentences(text, final)
+        for sentence in sentences:
+            words = _tokens(sentence.text)
+            if not sentence.complete:  # only ever the last one, while streaming
+                if words and not sentence.text[-1:].isspace():
+                    words = words[:-1]  # its last word may still be growing
+                if len(words) >= PREFIX_WORDS and _key(words) in said:
+                    return "".join(kept), Removed(sentence.text.strip(), "loop", "")
+                if len(words) >= PREFIX_WORDS or not _could_become(words, said):
+                    kept.append(sentence.text)
+                break
+            key = _key(words)
+            # begun again, and cut short by the token limit — if the reply ends here
+            cut_short = (
+                sentence is sentences[-1]
+                and not _ENDED.search(sentence.text)
+                and len(words) >= 3
+                and _could_become(words, said)
+            )
+            if (len(words) >= MIN_WORDS and key in said) or (cut_short and final):
+                return "".join(kept), Removed(sentence.text.strip(), "loop", "")
+            if cut_short:
+                break  # held until the reply goes on (or ends, and it is cut)
+            if len(words) >= MIN_WORDS:
+                said.add(key)
+            kept.append(sentence.text + sentence.gap)
+        return "".join(kept), None
+
+    def clean(self, text: str) -> tuple[str, list[Removed]]:
+        """The finished prose without its loop (what it said a second time, and after)."""
+        kept, loop = self._walk(text, final=True)
+        return kept.rstrip(), [loop] if loop else []
+
+    def shown(self, text: str) -> str:
+        """What of a still-streaming prose may be shown: a prefix of `clean(final)[0]` for
+        any continuation `final` of `text` (trailing whitespace aside)."""
+        return self._walk(text, final=False)[0]
+
+    def loops(self, text: str) -> bool:
+        """Whether a still-streaming prose has begun to say a sentence a second time."""
+        return self._walk(text, final=False)[1] is not None
+
+
+def _could_become(words: list[str], keys: set[tuple[str, ...]]) -> bool:
+    """Whether a sentence begun with `words` may still turn out to repeat one of `keys`."""
+    start = tuple(words)
+    return any(key[: len(start)] == start for key in keys)

@@ -1,0 +1,150 @@
+"""The repeat guard: a reply that begins to say one of its sentences again ends there, the
+model is stopped, the stream only grows, and prose that merely sounds alike is kept."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from talekeeper.context.echo import summary
+from talekeeper.context.repeats import RepeatGuard
+from talekeeper.llm.base import GenerationRequest, StreamEvent
+from talekeeper.llm.scripted import ScriptedProvider
+from tests.test_api_turns import sse_events
+
+GUARD = RepeatGuard()
+LOOP = "The sea is a great and unforgiving enemy."
+
+
+def test_a_sentence_said_again_ends_the_reply() -> None:
+    reply = f"{LOOP} Maren frowns at the water. {LOOP} {LOOP} The sea is"
+    kept, removed = GUARD.clean(reply)
+    assert kept == f"{LOOP} Maren frowns at the water."
+    assert [r.kind for r in removed] == ["loop"] and removed[0].line == LOOP
+    assert "a second time" in summary(removed)
+
+
+def test_a_loop_cut_short_by_the_token_limit_is_dropped_too() -> None:
+    kept, removed = GUARD.clean(f"{LOOP} Gulls wheel overhead. The sea is a great and")
+    assert kept == f"{LOOP} Gulls wheel overhead." and removed
+
+
+def test_the_same_opening_words_are_a_repeat() -> None:
+    """A loop often varies only its tail: eight words alike are the same sentence begun again."""
+    kept, removed = GUARD.clean(
+        "The old keeper climbs the stairs of the tower slowly. "
+        "The old keeper climbs the stairs of the tower once more, muttering."
+    )
+    assert kept == "The old keeper climbs the stairs of the tower slowly." and removed
+
+
+def test_prose_that_sounds_alike_is_kept() -> None:
+    for reply in (
+        "No. No. No! You will not cross tonight.",  # short sentences may recur
+        "She turns to the door. She turns to the window and smiles.",
+        "The wind rises. The wind rises again, louder, and the shutters bang.",
+        "Rain falls.\nRain falls.\nThe lamp gutters in the wind.",
+        '"Mind the rope," she says. "Mind the step." The ferry rocks beneath you.',
+        "Maren nods at the lantern hanging by the door. Tobin nods at the lantern too.",
+    ):
+        kept, removed = GUARD.clean(reply)
+        assert kept == reply and not removed, reply
+
+
+def test_earlier_turns_are_not_judged() -> None:
+    """A deterministic model may say the same thing every turn: that is for the player to
+    judge (retry, edit), not a loop."""
+    assert GUARD.clean(LOOP) == (LOOP, [])
+
+
+def test_loops_is_known_while_streaming_before_the_sentence_ends() -> None:
+    long = "The sea is a great and unforgiving enemy of every sailor on this coast."
+    reply = f"{long} Maren frowns. {long}"
+    first = next(i for i in range(len(reply) + 1) if GUARD.loops(reply[:i]))
+    assert first < len(reply) - 20  # eight words of the second one are enough
+    assert not any(GUARD.loops(reply[:i]) for i in range(len(f"{long} Maren frowns. ")))
+
+
+SENTENCES = [
+    LOOP,
+    "Maren frowns at the water.",
+    "No.",
+    "The old keeper climbs the stairs of the tower slowly.",
+    "The old keeper climbs the stairs of the tower once more.",
+    "The old keeper waits.",
+    '"Mind the rope," she says.',
+    "Rain falls on the roof",
+    "The sea is a great and",
+    "3.5 miles out, a bell tolls!",
+    "Wait...",
+    "“The sea is a great and unforgiving enemy,” she says.",
+    "The old keeper climbs\nthe stairs of the tower slowly",
+]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.sampled_from(SENTENCES), min_size=1, max_size=8),
+    st.lists(st.sampled_from([" ", "\n", "  ", "\n\n", ""]), min_size=8, max_size=8),
+    st.lists(st.integers(1, 30), min_size=1, max_size=40),
+)
+def test_the_shown_text_only_grows_and_is_a_prefix_of_the_stored(parts, gaps, cuts) -> None:
+    reply = "".join(part + gap for part, gap in zip(parts, gaps, strict=False))
+    final, _ = GUARD.clean(reply)
+    shown, pos = "", 0
+    for step in [*cuts, len(reply)]:
+        pos = min(len(reply), pos + step)
+        now = GUARD.shown(reply[:pos])
+        assert now.startswith(shown), (shown, now)
+        assert final.startswith(now.rstrip()), (now, final)
+        shown = now
+        if GUARD.loops(reply[:pos]):  # the turn stops here: what it stores is still whole
+            assert GUARD.clean(reply[:pos])[0] == final
+            break
+
+
+class LoopingProvider(ScriptedProvider):
+    """A model stuck in a loop: it would say its sentence forever if nobody stopped it."""
+
+    def __init__(self) -> None:
+        super().__init__(["unused"])
+        self.chunks_sent = 0
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
+        self.requests.append(request)
+        yield StreamEvent("text", text="Rain drums on the planks. ")
+        while self.chunks_sent < 10_000:
+            for word in LOOP.split():
+                self.chunks_sent += 1
+                yield StreamEvent("text", text=word + " ")
+
+
+@pytest.fixture
+def scripted() -> ScriptedProvider:  # the app's model in this module's turn test
+    return LoopingProvider()
+
+
+def test_a_looping_model_is_stopped_and_the_loop_never_shown_or_stored(
+    client: TestClient, adventure_id: int, scripted: LoopingProvider
+) -> None:
+    client.put("/api/settings", json={"generation": {"state_updates": "off"}})
+    response = client.post(
+        f"/api/adventures/{adventure_id}/turns",
+        json={"kind": "do", "text": "look at the sea"},
+        headers={"Accept": "text/event-stream"},
+    )
+    events = sse_events(response.text)
+    shown = "".join(data["text"] for name, data in events if name == "text")
+    done = next(data for name, data in events if name == "done")
+    stored = done["turn"]["narration"]
+    assert stored == f"Rain drums on the planks. {LOOP}"
+    assert shown.rstrip() == stored
+    assert scripted.chunks_sent < 3 * len(LOOP.split())  # stopped at once, not at a limit
+    insights = client.get(
+        f"/api/adventures/{adventure_id}/turns/{done['turn']['id']}/insights"
+    ).json()
+    assert any("a second time" in note for note in insights["notes"])
