@@ -1,6 +1,6 @@
 """Prompt-prefix stability and the embedded model's KV cache: time to first token.
 
-    .venv/bin/python benchmarks/prefix_cache.py [--turns 10] [--history 60]
+    .venv/bin/python benchmarks/prefix_cache.py [--turns 10] [--history 120] [--memory]
 
 1. Builds a long story (`--history` turns written straight into the tree, so the history
    overflows the context budget and is cut), then plays `--turns` turns through the real
@@ -86,11 +86,17 @@ async def first_token(provider, request: GenerationRequest) -> float:
     return elapsed if elapsed is not None else time.perf_counter() - start
 
 
-async def run(turns: int, history: int, budget: int, memory: bool, state_updates: str | None) -> dict:
+async def run(
+    turns: int, history: int, budget: int | None, memory: bool, state_updates: str | None, max_tokens: int | None
+) -> dict:
     home = Path(tempfile.mkdtemp(prefix="tk-prefix-"))
     tk = Talekeeper(home)
     with tk.db.session() as session:
-        generation = {"context_budget": budget, "max_tokens": 24, "temperature": 0.0}
+        generation: dict = {"temperature": 0.0}
+        if budget:
+            generation["context_budget"] = budget
+        if max_tokens:
+            generation["max_tokens"] = max_tokens
         if state_updates:
             generation["state_updates"] = state_updates
         update_settings(session, SettingsUpdate(generation=generation))
@@ -157,6 +163,11 @@ async def run(turns: int, history: int, budget: int, memory: bool, state_updates
         "warm_vs_cold": round(statistics.median(cold) / statistics.median(warm), 1),
         "play_ttft_s_median_after_first": round(statistics.median(play_ttft), 3) if play_ttft else None,
         "play_ttft_first_turn_s": rows[0]["ttft_s"],
+        # the Done-when figures: turn-to-turn first word against cold (target >= 5x), and
+        # the byte-identical share of each prompt with the turn before (target >= 85%)
+        "turn_to_turn_vs_cold": round(statistics.median(cold) / statistics.median(play_ttft), 1) if play_ttft else None,
+        "shared_prefix_median": statistics.median(r["shared_prefix"] for r in rows[1:]) if len(rows) > 1 else None,
+        "prompt_tokens_median": statistics.median(r["prompt_tokens"] for r in rows),
     }
 
 
@@ -171,8 +182,9 @@ def _unseen(request: GenerationRequest, attempt: int) -> GenerationRequest:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=10)
-    parser.add_argument("--history", type=int, default=60)
-    parser.add_argument("--budget", type=int, default=2048)
+    parser.add_argument("--history", type=int, default=120)
+    parser.add_argument("--budget", type=int, default=None, help="context budget (the app's default when omitted)")
+    parser.add_argument("--max-tokens", type=int, default=None, help="narration length cap (the app's default when omitted)")
     parser.add_argument(
         "--memory", action="store_true",
         help="leave the memory bank on: its summaries go through the same embedded model between turns",
@@ -183,7 +195,7 @@ def main() -> None:
         "sends a second request per turn, which the one-slot embedded server caches in place of the story",
     )
     args = parser.parse_args()
-    result = asyncio.run(run(args.turns, args.history, args.budget, args.memory, args.state_updates))
+    result = asyncio.run(run(args.turns, args.history, args.budget, args.memory, args.state_updates, args.max_tokens))
     result["state_updates"] = args.state_updates or "default"
     result["memory_bank"] = "on" if args.memory else "off"
     result.pop("turns")

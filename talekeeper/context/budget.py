@@ -3,8 +3,12 @@
 - a server that reports its window (see `llm.window`): the whole window (the reply's
   share is kept inside it), up to the player's cap (`context_budget`; by default
   16,384: a longer prompt costs every uncached turn its reading time);
-- the embedded model: 2,048, the size that keeps a turn's first words within seconds
-  on a laptop CPU (its window is 4,096); a cap the player sets wins, inside the window;
+- the embedded model: 4,096, half its window (8,192, SmolLM2's trained length), so the
+  state pass that extends the narrator's prompt still fits. Its prompt cache keeps a turn's cost to what
+  changed — the last turn and the notes after the history — so a longer history costs
+  only the first turn after a start; and the longer the history, the larger the share of
+  the prompt that is read from cache (`benchmarks/prefix_cache.py`). A cap the player sets
+  wins, inside the window;
 - a server that does not say: the player's cap, else 3,072.
 """
 
@@ -15,7 +19,7 @@ from dataclasses import dataclass
 from talekeeper.llm.base import Provider
 
 DEFAULT_CAP = 16384
-EMBEDDED_BUDGET = 2048
+EMBEDDED_BUDGET = 4096
 UNKNOWN_WINDOW_BUDGET = 3072
 SMALLEST = 512
 
@@ -29,8 +33,11 @@ class Budget:
 async def context_budget(provider: Provider, cap: int | None) -> Budget:
     window = await provider.context_window()
     if provider.id == "embedded":
+        fits = min(EMBEDDED_BUDGET, window // 2) if window else EMBEDDED_BUDGET
         tokens, why = (
-            (cap, "your cap") if cap else (EMBEDDED_BUDGET, "the embedded model's fast size")
+            (cap, "your cap")
+            if cap
+            else (fits, "the embedded model's size: half its window, so the state pass fits")
         )
     elif window is None:
         tokens, why = (

@@ -120,7 +120,7 @@ class EmbeddedProvider(Provider):
         self,
         model_path: str | None = None,
         *,
-        n_ctx: int = 4096,
+        n_ctx: int = 8192,
         n_threads: int | None = None,
         read_timeout: float = 120.0,
         startup_timeout: float = 120.0,

@@ -67,7 +67,7 @@ _KEEP_ENV_PREFIXES = ("LC_", "GGML_", "OMP_", "CUDA_", "HIP_", "ROCR_", "VK_")
 @dataclass(frozen=True)
 class ServerConfig:
     model_path: str
-    n_ctx: int = 4096
+    n_ctx: int = 8192
     n_threads: int | None = None
     startup_timeout: float = 120.0
 

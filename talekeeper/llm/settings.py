@@ -88,7 +88,7 @@ class ModelSettings(BaseModel):
         description="CPU threads for the embedded model. Empty: half the CPU cores.",
     )
     embedded_context: int = Field(
-        4096,
+        8192,
         ge=256,
         le=131072,
         description="Context window of the embedded model, in tokens.",

@@ -8,6 +8,7 @@ Talk  "Tobin: the key?" -> '> You say to Tobin, "The key?"'  (that character ans
 """
 
 import re
+from functools import lru_cache
 from typing import Literal
 
 from talekeeper.errors import Invalid
@@ -130,6 +131,7 @@ def talk_text(to: str, words: str) -> str:
     return f"{to.strip()}: {words.strip()}"
 
 
+@lru_cache(maxsize=4096)  # a turn formats each action of its window; most, every turn
 def format_action(kind: str, text: str) -> str:
     if kind not in ("do", "say", "story", "talk") or not text:
         return ""  # continue, and the opening, add no line of their own

@@ -11,7 +11,7 @@ def test_defaults_mean_embedded_model():
     assert (settings.connect_timeout, settings.read_timeout, settings.embedded_context) == (
         5.0,
         120.0,
-        4096,
+        8192,  # SmolLM2's trained length: room for the budget and the state pass after it
     )
 
 
