@@ -209,7 +209,7 @@ def import_card_command(
     raise typer.Exit(interop_cli.import_card(_open(data_dir, None, None, None, database_url), path, yes))
 
 
-users_app = typer.Typer(help="Accounts for `talekeeper serve --accounts`: make hosts and players, invite, adopt.")
+users_app = typer.Typer(help="Accounts for `talekeeper serve --accounts`: make hosts and players, invite, adopt, set passwords.")
 app.add_typer(users_app, name="users")
 
 
@@ -232,6 +232,22 @@ def users_create(
     password = sys.stdin.readline().rstrip("\n") if password_stdin else typer.prompt("Password", hide_input=True, confirmation_prompt=True)
     tk = _open(data_dir, None, None, None, database_url)
     raise typer.Exit(accounts_cli.create(tk, name, password, "host" if host else "player", adopt))
+
+
+@users_app.command("set-password")
+def users_set_password(
+    name: Annotated[str, typer.Argument(help="Whose password.")],
+    password_stdin: Annotated[bool, typer.Option("--password-stdin", help="Read the password from standard input.")] = False,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Set a user's password (one who forgot theirs); asks for it. Their sessions end."""
+    import sys
+
+    from talekeeper.terminal import accounts as accounts_cli
+
+    password = sys.stdin.readline().rstrip("\n") if password_stdin else typer.prompt("New password", hide_input=True, confirmation_prompt=True)
+    raise typer.Exit(accounts_cli.set_password(_open(data_dir, None, None, None, database_url), name, password))
 
 
 @users_app.command("list")

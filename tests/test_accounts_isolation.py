@@ -36,7 +36,10 @@ SECRET_WORLD = "Ada's secret world"
 OWNED = {"adventure_id", "scenario_id"}
 INSIDE = {"node_id", "leaf_id", "save_point_id", "memory_id", "index", "part"}
 # Path parameters that name nothing of a player's: a schema, one's own sampler preset
-# (a per-player setting), a user (hosts only).
+# (a per-player setting), a user (hosts only: changing one, or making their password-reset
+# link; test_a_player_reaches_no_route_about_another_user tries them all). Routes with no
+# parameter act on the caller alone (`/account/password` changes one's own password) or on
+# a secret the request carries (`/reset`, `/signup`: the link's token).
 NOT_OWNED = {"name", "user_id"}
 
 
@@ -327,3 +330,25 @@ def test_an_import_cannot_add_cards_to_another_players_scenario(table: dict) -> 
     tried = table["bob"].post("/api/interop/save", json={"scenario": cards, "into": sid})
     assert tried.status_code == 404
     assert adas_world(table) == before
+
+
+def test_a_player_reaches_no_route_about_another_user(table: dict) -> None:
+    """Every route naming a user (change them, make their reset link) is a host's: Bob gets
+    403 on Ada's and can still not sign in as her with anything he sent."""
+    from talekeeper.store.models import PasswordReset, User
+
+    tried = 0
+    with table["tk"].db.session() as session:
+        before = session.get(User, table["ada_id"]).password_hash
+    for method, path in all_routes(table["app"]):
+        if "user_id" not in params(path):
+            continue
+        url = path.replace("{user_id}", str(table["ada_id"]))
+        response = table["bob"].request(method, url, json={"disabled": True, "role": "host"})
+        assert response.status_code == 403, f"{method} {url}: {response.status_code}"
+        tried += 1
+    assert tried >= 4
+    with table["tk"].db.session() as session:
+        ada = session.get(User, table["ada_id"])
+        assert (ada.password_hash, ada.role, ada.disabled) == (before, "player", False)
+        assert session.query(PasswordReset).count() == 0

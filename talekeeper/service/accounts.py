@@ -2,7 +2,9 @@
 
 Players sign up with a host's one-time invitation, or a host creates them (web or
 `talekeeper users create`); passwords are hashed with Argon2id (argon2-cffi, its default
-parameters, re-hashed at login when those defaults grow). A login is a row in
+parameters, re-hashed at login when those defaults grow). A player changes their own
+password (the current one required); a host gives one who forgot theirs a one-time reset
+link, made and kept like an invitation (or sets it with `talekeeper users set-password`). A login is a row in
 `user_sessions` named by the SHA-256 of a random token the browser keeps in a cookie, with
 a CSRF token of its own (web/auth.py checks it on every change). Hosts manage users and the
 model endpoint; they do not see other players' stories (store/owner.py scopes those).
@@ -24,7 +26,14 @@ from sqlalchemy.orm import Session
 
 from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.store import owner
-from talekeeper.store.models import Adventure, Invitation, Scenario, User, UserSession
+from talekeeper.store.models import (
+    Adventure,
+    Invitation,
+    PasswordReset,
+    Scenario,
+    User,
+    UserSession,
+)
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper
@@ -32,6 +41,7 @@ if TYPE_CHECKING:
 ROLES = ("player", "host")
 SESSION_DAYS = 14
 INVITATION_DAYS = 7
+RESET_HOURS = 24  # shorter than an invitation: the link opens an existing account
 MIN_PASSWORD = 10
 MAX_PASSWORD = 1024  # Argon2 takes any length; this bounds the work one request can ask for
 NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,39}$")
@@ -64,6 +74,20 @@ class InvitationInvalid(Invalid):
             "This invitation cannot be used: it was used already, has expired, or never "
             "existed. Ask your host for a new one."
         )
+
+
+class ResetInvalid(Invalid):
+    def __init__(self) -> None:
+        super().__init__(
+            "This password-reset link cannot be used: it was used already, has expired, was "
+            "replaced by a newer one, or never existed (or the account is disabled). Nothing "
+            "was changed. Ask your host for a new one."
+        )
+
+
+class WrongPassword(Invalid):
+    def __init__(self) -> None:
+        super().__init__("Your current password is not right; nothing was changed.")
 
 
 @dataclass(frozen=True)
@@ -142,10 +166,82 @@ def authenticate(session: Session, name: str, password: str) -> User:
     return user
 
 
-def set_password(session: Session, user_id: int, password: str) -> None:
+def set_password(session: Session, user_id: int, password: str, keep: str | None = None) -> None:
+    """A new password; every login of the user ends but the one whose cookie token is `keep`
+    (the player changing their own password stays signed in where they did it)."""
     user = get_user(session, user_id)
     user.password_hash = _hasher.hash(_check_password(password))
+    ended = delete(UserSession).where(UserSession.user_id == user.id)
+    if keep:
+        ended = ended.where(UserSession.token_hash != _digest(keep))
+    session.execute(ended)
+    # Outstanding reset links die with the old password: each opens only the account as it was.
+    session.execute(delete(PasswordReset).where(PasswordReset.user_id == user.id))
+
+
+def change_own_password(
+    session: Session, user_id: int, current: str, new: str, keep: str | None
+) -> None:
+    """The signed-in player's own change: the current password first, the new one checked
+    as at sign-up."""
+    user = get_user(session, user_id)
+    try:
+        _hasher.verify(user.password_hash, (current or "")[:MAX_PASSWORD])
+    except (VerificationError, InvalidHashError):
+        raise WrongPassword() from None
+    set_password(session, user.id, new, keep)
+
+
+def create_password_reset(session: Session, user_id: int, created_by: int | None) -> str:
+    """A one-time link's token for a user who forgot their password (only its hash is kept;
+    an older unused link of theirs stops working)."""
+    user = get_user(session, user_id)
+    if user.disabled:
+        raise Conflict(f"{user.name} is disabled; enable them before resetting their password.")
+    session.execute(delete(PasswordReset).where(PasswordReset.user_id == user.id))
+    token = secrets.token_urlsafe(24)
+    session.add(
+        PasswordReset(
+            token_hash=_digest(token),
+            user_id=user.id,
+            created_by=created_by,
+            expires_at=_now() + timedelta(hours=RESET_HOURS),
+        )
+    )
+    return token
+
+
+def use_password_reset(session: Session, token: str, password: str) -> User:
+    """Set a new password with a reset link: the link is used up and every login of the user
+    ends, in the same commit. A used, expired, replaced or unknown link — or one for a
+    disabled user — changes nothing."""
+    row = session.get(PasswordReset, _digest(token or ""), with_for_update=True)
+    if row is None or row.used_at is not None or _aware(row.expires_at) < _now():
+        raise ResetInvalid()
+    user = get_user(session, row.user_id)
+    if user.disabled:
+        raise ResetInvalid()
+    _check_password(password)
+    # Claimed only if still unused: two uses racing on one link, one wins.
+    claimed = session.execute(
+        update(PasswordReset)
+        .where(PasswordReset.token_hash == row.token_hash, PasswordReset.used_at.is_(None))
+        .values(used_at=_now())
+    )
+    if claimed.rowcount != 1:
+        raise ResetInvalid()
+    user.password_hash = _hasher.hash(password)
     session.execute(delete(UserSession).where(UserSession.user_id == user.id))
+    return user
+
+
+def password_reset_holder(session: Session, token: str) -> User | None:
+    """Whose account a reset link opens, while it can still be used (the page names them)."""
+    row = session.get(PasswordReset, _digest(token or ""))
+    if row is None or row.used_at is not None or _aware(row.expires_at) < _now():
+        return None
+    user = session.get(User, row.user_id)
+    return None if user is None or user.disabled else user
 
 
 def start_session(session: Session, user: User) -> tuple[str, SignedIn]:
@@ -330,12 +426,51 @@ def change_user(
         return get_user(session, user_id)
 
 
+def _named(session: Session, name: str) -> User:
+    user = session.scalar(select(User).where(User.name == (name or "").strip().lower()))
+    if user is None:
+        raise UserNotFound(f"No user named {name!r}.")
+    return user
+
+
 def adopt(tk: Talekeeper, name: str) -> tuple[int, int]:
     with tk.db.session() as session:
-        user = session.scalar(select(User).where(User.name == (name or "").strip().lower()))
-        if user is None:
-            raise UserNotFound(f"No user named {name!r}.")
-        return adopt_unowned(session, user.id)
+        return adopt_unowned(session, _named(session, name).id)
+
+
+def change_password(
+    tk: Talekeeper, who: SignedIn, token: str | None, current: str, new: str
+) -> None:
+    """The signed-in player changes their own password; their other logins end, the one
+    holding cookie `token` stays."""
+    with tk.db.session() as session:
+        change_own_password(session, who.user_id, current, new, token)
+
+
+def reset_link(tk: Talekeeper, user_id: int, created_by: int | None) -> tuple[str, str]:
+    """A host's one-time reset link for a user: (the token, the user's name)."""
+    with tk.db.session() as session:
+        token = create_password_reset(session, user_id, created_by)
+        return token, get_user(session, user_id).name
+
+
+def reset_holder(tk: Talekeeper, token: str) -> str | None:
+    """The name a usable reset link belongs to, else None."""
+    with tk.db.session() as session:
+        user = password_reset_holder(session, token)
+        return user.name if user else None
+
+
+def reset_password(tk: Talekeeper, token: str, password: str) -> str:
+    """Use a reset link: the new password is set, the link used, every login ended."""
+    with tk.db.session() as session:
+        return use_password_reset(session, token, password).name
+
+
+def set_password_named(tk: Talekeeper, name: str, password: str) -> None:
+    """The host at the machine sets a user's password (`talekeeper users set-password`)."""
+    with tk.db.session() as session:
+        set_password(session, _named(session, name).id, password)
 
 
 def has_any_user(tk: Talekeeper) -> bool:

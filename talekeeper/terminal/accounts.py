@@ -1,5 +1,6 @@
 """The terminal side of accounts (`talekeeper users …`): the host at the machine makes the
-first host, invites players and adopts stories made before accounts were on."""
+first host, invites players, sets a forgotten password and adopts stories made before
+accounts were on."""
 
 from __future__ import annotations
 
@@ -64,4 +65,16 @@ def adopt(tk: Talekeeper, name: str) -> int:
         console.print(f"[red]{exc}[/red]")
         return 1
     console.print(f"{name} now owns {adventures} more adventure(s) and {scenarios} scenario(s).")
+    return 0
+
+
+def set_password(tk: Talekeeper, name: str, password: str) -> int:
+    try:
+        accounts.set_password_named(tk, name, password)
+    except TalekeeperError as exc:
+        console.print(f"[red]Not changed:[/red] {exc}")
+        return 1
+    console.print(
+        f"Set the password of [bold]{name.strip().lower()}[/bold]; their sessions have ended."
+    )
     return 0

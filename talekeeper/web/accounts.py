@@ -1,7 +1,9 @@
-"""Sign in, sign up with an invitation, sign out, and the host's page of users.
+"""Sign in, sign up with an invitation, sign out, one's account (its password), a reset
+link's page, and the host's page of users.
 
 Included only with accounts on (`create_app(..., accounts=True)`); web/auth.py decides who
 is asking. The JSON routes under /api/account and /api/users do what the pages do.
+`/reset` is public like `/signup`: the link's token is what proves the right to use it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from talekeeper.core import Talekeeper
 from talekeeper.errors import Forbidden, TalekeeperError
 from talekeeper.service import accounts
-from talekeeper.service.views.accounts import AccountView, InvitationView, UserView, user_view
+from talekeeper.service.views.accounts import (
+    AccountView,
+    InvitationView,
+    ResetLinkView,
+    UserView,
+    user_view,
+)
 from talekeeper.web.auth import COOKIE, session_cookie, signed_in
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS
@@ -117,6 +125,66 @@ def signup(
     return _signed_in_response(request, token, "/")
 
 
+def _account_page(request: Request, status_code: int = 200, **extra) -> HTMLResponse:
+    return render(request, "account.html", status_code=status_code, section="account", **extra)
+
+
+@router.get("/account", response_class=HTMLResponse)
+def account_page(request: Request) -> Response:
+    return _account_page(request)
+
+
+@router.post("/account/password", response_class=HTMLResponse)
+def account_password(
+    request: Request,
+    tk: Tk,
+    current_password: Annotated[str, Form(max_length=accounts.MAX_PASSWORD)] = "",
+    new_password: Annotated[str, Form(max_length=accounts.MAX_PASSWORD)] = "",
+) -> Response:
+    who = signed_in(request)
+    assert who is not None  # the guard lets no one unsigned reach this
+    try:
+        accounts.change_password(
+            tk, who, request.cookies.get(COOKIE), current_password, new_password
+        )
+    except TalekeeperError as exc:
+        return _account_page(request, status_code=exc.status, error=str(exc))
+    return _account_page(
+        request, message="Your password is changed. You were signed out everywhere else."
+    )
+
+
+@router.get("/reset", response_class=HTMLResponse)
+def reset_page(request: Request, tk: Tk, token: str = "") -> Response:
+    holder = accounts.reset_holder(tk, token[:200]) if token else None
+    if holder is None:
+        return render(request, "reset.html", status_code=404, error=str(accounts.ResetInvalid()))
+    return render(request, "reset.html", token=token, holder=holder)
+
+
+@router.post("/reset", response_class=HTMLResponse)
+def reset(
+    request: Request,
+    tk: Tk,
+    token: Annotated[str, Form(max_length=200)] = "",
+    new_password: Annotated[str, Form(max_length=accounts.MAX_PASSWORD)] = "",
+) -> Response:
+    try:
+        name = accounts.reset_password(tk, token, new_password)
+    except accounts.ResetInvalid as exc:
+        return render(request, "reset.html", status_code=exc.status, error=str(exc))
+    except TalekeeperError as exc:  # the new password itself: the link stays usable
+        return render(
+            request,
+            "reset.html",
+            status_code=exc.status,
+            error=str(exc),
+            token=token,
+            holder=accounts.reset_holder(tk, token),
+        )
+    return render(request, "reset.html", done=name)
+
+
 def _users_page(request: Request, tk: Talekeeper, status_code: int = 200, **extra) -> HTMLResponse:
     users = [user_view(u) for u in accounts.users(tk)]
     return render(
@@ -157,6 +225,25 @@ def users_invite(
     return _users_page(request, tk, invitation=link)
 
 
+def _reset_url(request: Request, token: str) -> str:
+    return str(request.url_for("reset_page").include_query_params(token=token))
+
+
+@router.post("/users/{user_id}/reset", response_class=HTMLResponse)
+def users_reset(request: Request, tk: Tk, host: Host, user_id: int) -> Response:
+    try:
+        token, name = accounts.reset_link(tk, user_id, host.user_id)
+    except TalekeeperError as exc:
+        return _users_page(request, tk, status_code=exc.status, error=str(exc))
+    return _users_page(
+        request,
+        tk,
+        reset_link=_reset_url(request, token),
+        reset_for=name,
+        reset_hours=accounts.RESET_HOURS,
+    )
+
+
 @router.post("/users/{user_id}", response_class=HTMLResponse)
 def users_change(
     request: Request,
@@ -191,6 +278,13 @@ class UserChange(BaseModel):
     disabled: bool | None = None
 
 
+class PasswordChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    current_password: str = Field(max_length=accounts.MAX_PASSWORD)
+    new_password: str = Field(max_length=accounts.MAX_PASSWORD)
+
+
 class NewInvitation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -202,6 +296,17 @@ def account(request: Request) -> AccountView:
     who = signed_in(request)
     assert who is not None  # the guard lets no one unsigned reach this
     return AccountView(id=who.user_id, name=who.name, role=who.role, csrf_token=who.csrf_token)
+
+
+@api_router.post("/account/password", status_code=204)
+def api_account_password(body: PasswordChange, request: Request, tk: Tk) -> Response:
+    """Change one's own password; one's other sessions end, this one stays."""
+    who = signed_in(request)
+    assert who is not None
+    accounts.change_password(
+        tk, who, request.cookies.get(COOKIE), body.current_password, body.new_password
+    )
+    return Response(status_code=204)
 
 
 @api_router.get("/users", response_model=list[UserView])
@@ -224,3 +329,10 @@ def api_invite(body: NewInvitation, request: Request, tk: Tk, host: Host) -> Inv
     token = accounts.invite(tk, host.user_id, body.role)
     link = str(request.url_for("signup_page").include_query_params(invite=token))
     return InvitationView(token=token, link=link)
+
+
+@api_router.post("/users/{user_id}/password-reset", response_model=ResetLinkView, status_code=201)
+def api_reset_link(user_id: int, request: Request, tk: Tk, host: Host) -> ResetLinkView:
+    """A one-time link for a user who forgot their password (a newer one replaces it)."""
+    token, _ = accounts.reset_link(tk, user_id, host.user_id)
+    return ResetLinkView(token=token, link=_reset_url(request, token))

@@ -44,8 +44,9 @@ CSRF_HEADER = "x-csrf-token"
 CSRF_FIELD = "csrf_token"
 SECURE_COOKIES_ENV = "TALEKEEPER_SECURE_COOKIES"
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
-# Reachable without signing in: the sign-in and sign-up pages and what they are drawn with.
-PUBLIC_PATHS = {"/login", "/signup", "/favicon.ico"}
+# Reachable without signing in: the sign-in, sign-up and password-reset pages and what they
+# are drawn with.
+PUBLIC_PATHS = {"/login", "/signup", "/reset", "/favicon.ico"}
 PUBLIC_PREFIXES = ("/static/",)
 # With accounts on and nobody signed in, requests still run as *somebody*: an id no user
 # has, so an unguarded read finds nothing rather than everything.

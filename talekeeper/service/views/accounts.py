@@ -38,6 +38,13 @@ class InvitationView(View):
     link: str = Field(description="The sign-up page with the token filled in.")
 
 
+class ResetLinkView(View):
+    """A one-time link to set a new password, for a player who forgot theirs."""
+
+    token: str = Field(description="Single use; it expires in a day; a newer one replaces it.")
+    link: str = Field(description="The reset page with the token filled in.")
+
+
 def user_view(user: Any) -> UserView:
     return UserView(
         id=user.id,
