@@ -118,7 +118,8 @@ def test_author_note_is_n_lines_before_the_end() -> None:
         lines = [line for line in assembly.section("history").text.split("\n") if line.strip()]
         note = "[Author's note: Rain, always rain.]"
         assert lines.index(note) == len(lines) - 1 - depth
-        assert f"{depth} lines before the end of history" in assembly.section("author_note").why
+        where = f"{depth} lines before the end of history" if depth else "right after the history"
+        assert where in assembly.section("author_note").why
         chat = chat_request(assembly)
         flat = [m.content for m in chat.messages]
         assert sum(note in c for c in flat) == 1

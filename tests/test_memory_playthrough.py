@@ -182,13 +182,14 @@ async def _play(tk: Talekeeper, model: StoryModel) -> None:
     assert "sticky" in next(i["why"] for i in insights_by_turn[25]["triggered_cards"] if i["key"] == "The drowned bell")
     assert "The drowned bell" not in card_keys(26)
 
-    # The author's note sits 3 lines before the end of the history, and Insights says so.
+    # The author's note closes the history (depth 0: it does not move within the prompt
+    # from turn to turn, so a prompt cache keeps the story before it), and Insights says so.
     for turn in (5, 30, 40):
         data = insights_by_turn[turn]
         note = _section(data, "author_note")
-        assert note is not None and "3 lines before the end of history" in note["why"]
+        assert note is not None and "right after the history" in note["why"]
         lines = [line for line in _section(data, "history")["text"].split("\n") if line.strip()]
-        assert lines[-4] == note["text"] == "[Author's note: Build tension as the storm rises; every scene should mention the weather.]"
+        assert lines[-1] == note["text"] == "[Author's note: Build tension as the storm rises; every scene should mention the weather.]"
     assert all(d["verified"] for d in insights_by_turn.values())
 
     # Undo past the last memory's node (turn 30): no longer retrievable; redo: back again.

@@ -79,7 +79,7 @@ PROTOCOL = frozenset({"event_vocabulary", "emit_reminder"})
 class ContextOptions:
     budget: int = 3072
     reserve_for_reply: int = 0
-    author_note_depth: int = 3
+    author_note_depth: int = 0  # after the history: deeper, it moves every turn (cache)
     card_share: float = 0.2  # at most this share of the budget goes to story cards
     card_budget: int = 0  # ... and at most this many tokens in all (0: the share alone)
     memory_share: float = 0.15  # ... and this to retrieved memories
@@ -353,9 +353,10 @@ async def assemble(inputs: ContextInput, count_tokens: CountFn, found: Scan | No
     }
     note = str(plot.get("author_note") or "").strip()
     depth = max(0, int(options.author_note_depth))
+    where = f"{depth} lines before the end of history" if depth else "right after the history"
     if note:
         fixed["author_note"] = await make(
-            "author_note", author_note_line(note), f"always sent, {depth} lines before the end of history", "plot: author's note"
+            "author_note", author_note_line(note), f"always sent, {where}", "plot: author's note"
         )
 
     usable = options.budget - options.reserve_for_reply
@@ -378,7 +379,7 @@ async def assemble(inputs: ContextInput, count_tokens: CountFn, found: Scan | No
         note_text = "\n".join([note_text, *placed.with_note] if note_text else placed.with_note)
         author = fixed.get("author_note")
         if author is None:
-            why = f"story cards placed beside the author's note, {depth} lines before the end of history"
+            why = f"story cards placed beside the author's note, {where}"
             fixed["author_note"] = author = Section("author_note", note_text, why, 0, "story cards")
         author.text = note_text
         author.tokens = await count_tokens(note_text)  # the cards' share was counted by _fit_cards
@@ -417,7 +418,7 @@ async def assemble(inputs: ContextInput, count_tokens: CountFn, found: Scan | No
     if note and history_section is not None and by_name.get("author_note"):
         author = by_name["author_note"]
         assert author is not None
-        author.why = f"always sent, placed {depth} lines before the end of history (line {note_at})"
+        author.why = f"always sent, placed {where} (line {note_at})"
     return Assembly(
         sections=sections,
         history=kept,

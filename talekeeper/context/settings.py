@@ -18,7 +18,7 @@ KEY = "context"
 class ContextSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    author_note_depth: int = Field(3, ge=0, le=50, description="Lines before the end of history where the author's note goes.")
+    author_note_depth: int = Field(0, ge=0, le=50, description="Lines before the end of history where the author's note goes (0: right after it; deeper costs a prompt cache those lines every turn).")
     card_share: float = Field(0.2, ge=0.0, le=0.9, description="Largest share of the context budget story cards may take.")
     card_budget: int = Field(0, ge=0, le=100000, description="Story cards: at most this many tokens in all, whatever the share allows (0: the share alone). Cards cut by it are named in Insights.")
     card_recursion_depth: int = Field(2, ge=0, le=10, description="How many times a fired card's text may bring in other cards (0: never).")
