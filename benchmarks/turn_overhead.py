@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -41,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.service import adventures  # noqa: E402
-from talekeeper.store.models import Memory, StorySummary  # noqa: E402
+from talekeeper.store.models import Memory, StorySummary, utcnow  # noqa: E402
 from talekeeper.story import tree  # noqa: E402
 from tests.llm.fakeserver import FakeOpenAIServer, FakeReply  # noqa: E402
 
@@ -59,6 +60,7 @@ def build(tk: Talekeeper, turns: int) -> int:
         adventure = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"})
         node = tree.head(session, adventure)
         state, path = node.state, [node.id]
+        now = utcnow()
         for depth in range(1, turns + 1):
             node = tree.append_child(
                 session,
@@ -69,6 +71,9 @@ def build(tk: Talekeeper, turns: int) -> int:
             path.append(node.id)
             if depth % 6 == 0 and depth >= 12:
                 status = "active" if depth > turns - 6 * CAPACITY else "forgotten"
+                # written while the story was played (20 s a turn), not all just now: the
+                # kept index re-reads the rows written in its last 30 s (memory/recall)
+                written = now - timedelta(seconds=20 * (turns - depth))
                 session.add(
                     Memory(
                         adventure_id=adventure.id,
@@ -80,6 +85,8 @@ def build(tk: Talekeeper, turns: int) -> int:
                         pinned=False,
                         status=status,
                         uses=0,
+                        created_at=written,
+                        updated_at=written,
                     )
                 )
             if depth % 15 == 0:

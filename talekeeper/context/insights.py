@@ -14,6 +14,7 @@ import base64
 import hashlib
 import zlib
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -105,9 +106,19 @@ def compact(assembly: Assembly, request: GenerationRequest) -> tuple[dict[str, A
     return record, texts
 
 
-def store(session: Session, adventure_id: int, node_id: int, assembly: Assembly, request: GenerationRequest) -> int:
-    """Write a turn's Insights in the caller's transaction; returns the bytes it added."""
+def store(
+    session: Session,
+    adventure_id: int,
+    node_id: int,
+    assembly: Assembly,
+    request: GenerationRequest,
+    extra: dict[str, Any] | None = None,
+) -> int:
+    """Write a turn's Insights in the caller's transaction; returns the bytes it added.
+    `extra`: keys added to the record (which roles made the turn's calls)."""
     record, texts = compact(assembly, request)
+    if extra:
+        record.update(extra)
     added = 0
     if texts:
         have = set(
@@ -148,9 +159,13 @@ class PreviousPrompt:
 
 def previous_prompt(session: Session, node_id: int) -> PreviousPrompt:
     row = session.get(TurnInsight, node_id)
-    if row is None:
+    return previous_from(row.data if row is not None else None)
+
+
+def previous_from(record: dict[str, Any] | None) -> PreviousPrompt:
+    """`previous_prompt` from a record already read (None: the turn has no Insights)."""
+    if record is None:
         return PreviousPrompt()
-    record = row.data
     included: dict[str, frozenset[int]] = {}
     for section in record.get("sections", []):
         if section.get("n") in ("story_cards", "memories"):
@@ -262,16 +277,35 @@ def load(session: Session, node: Node) -> tuple[Assembly, dict[str, Any]]:
     return assembly, record
 
 
-def card_timers(session: Session, path: list[int], lookback: int) -> dict[int, int]:
+def records_on(session: Session, ids: Sequence[int]) -> dict[int, tuple[int, dict[str, Any]]]:
+    """Node id → (depth, stored record) for the turns among `ids` that have Insights: one
+    read serves the card timers and the previous prompt."""
+    if not ids:
+        return {}
+    rows = session.execute(
+        select(TurnInsight.node_id, Node.depth, TurnInsight.data)
+        .join(Node, Node.id == TurnInsight.node_id)
+        .where(TurnInsight.node_id.in_(list(ids)))
+    )
+    return {node_id: (depth, data) for node_id, depth, data in rows}
+
+
+def card_timers(
+    session: Session,
+    path: Sequence[int],
+    lookback: int,
+    records: dict[int, tuple[int, dict[str, Any]]] | None = None,
+) -> dict[int, int]:
     """Story card index → the turn it last fired by its own rules, over the last `lookback`
     turns on the path (from each turn's stored record), for sticky and cooldown. Read from
-    the path, so undo, redo and other lines each see their own timers."""
+    the path, so undo, redo and other lines each see their own timers. `records`: the
+    `records_on` those turns, when already read."""
     if lookback <= 0 or not path:
         return {}
     ids = path[-lookback:]
-    rows = session.execute(
-        select(Node.depth, TurnInsight.data).join(Node, Node.id == TurnInsight.node_id).where(TurnInsight.node_id.in_(ids))
-    )
+    if records is None:
+        records = records_on(session, ids)
+    rows = [records[i] for i in ids if i in records]
     last: dict[int, int] = {}
     for depth, data in sorted(rows, key=lambda r: r[0]):
         for index in (data or {}).get("wi", []):

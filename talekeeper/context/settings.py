@@ -37,7 +37,8 @@ class ContextSettings(BaseModel):
 
 def context_settings(session: Session) -> ContextSettings:
     # A player's own (accounts on), else the installation's.
-    row = session.get(Setting, owner.setting_key(KEY)) or session.get(Setting, KEY)
+    own = owner.setting_key(KEY)
+    row = session.get(Setting, own) or (session.get(Setting, KEY) if own != KEY else None)
     try:
         return ContextSettings(**(row.value if row and isinstance(row.value, dict) else {}))
     except ValidationError:

@@ -40,7 +40,7 @@ class Row:
 class Kept:
     index: lexical.Index = field(default_factory=lexical.Index)
     active: dict[int, Row] = field(default_factory=dict)
-    seen_ids: set[int] = field(default_factory=set)  # every row read, any status
+    stamps: dict[int, datetime] = field(default_factory=dict)  # every row read, any status
     newest: datetime | None = None
 
     def on_path(self, path: Sequence[int]) -> list[Row]:
@@ -91,7 +91,7 @@ def memories(session: Session, adventure_id: int) -> Kept:
         kept = _cache.get(key)
         if kept is not None:
             _cache.move_to_end(key)
-    if kept is not None and kept.newest == newest and len(kept.seen_ids) == count:
+    if kept is not None and kept.newest == newest and len(kept.stamps) == count:
         return kept
     if kept is not None and kept.newest is not None:
         query = select(*_COLUMNS).where(
@@ -99,7 +99,7 @@ def memories(session: Session, adventure_id: int) -> Kept:
         )
         _apply(kept, session.execute(query))
         kept.newest = newest
-        if len(kept.seen_ids) == count:
+        if len(kept.stamps) == count:
             return kept
     kept = Kept()
     _apply(kept, session.execute(select(*_COLUMNS).where(Memory.adventure_id == adventure_id)))
@@ -113,7 +113,9 @@ def memories(session: Session, adventure_id: int) -> Kept:
 
 def _apply(kept: Kept, rows) -> None:  # type: ignore[no-untyped-def]
     for r in rows:
-        kept.seen_ids.add(r.id)
+        if r.id in kept.stamps and kept.stamps[r.id] == r.updated_at:
+            continue  # read before and not written since (the margin reads rows again)
+        kept.stamps[r.id] = r.updated_at
         if r.status == "active":
             old = kept.active.get(r.id)
             kept.active[r.id] = Row(r.id, r.node_id, r.depth, r.first_depth, r.text, bool(r.pinned))

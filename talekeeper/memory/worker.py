@@ -71,12 +71,14 @@ async def run_post_turn(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
             path = bank.path_ids(session, adventure.head_node_id)
             blocks = bank.due_blocks(session, adventure_id, path, settings)[:MAX_MEMORIES_PER_RUN]
             excerpts = [bank.excerpt(session, path, b.first_depth, b.depth) for b in blocks]
-            return settings, plot, path, blocks, excerpts
+            # whether the summary is due is read here too: most runs have nothing more to read
+            current = bank.summary_at(session, adventure_id, path, str(plot.get("story_summary") or ""))
+            return settings, plot, path, blocks, excerpts, current
 
     found = await asyncio.to_thread(read)
     if found is None:
         return {"skipped": True}
-    settings, plot, path, blocks, excerpts = found
+    settings, plot, path, blocks, excerpts, current = found
     done: dict[str, Any] = {"memories": [], "summary": None, "embedded": 0, "forgotten": []}
     provider = tk.provider()
 
@@ -91,26 +93,25 @@ async def run_post_turn(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
 
     results = await asyncio.gather(*(summarise(e) for e in excerpts), return_exceptions=True)
     errors = [r for r in results if isinstance(r, BaseException)]
-    with tk.db.session() as session:
-        for block, result in zip(blocks, results, strict=True):
-            if isinstance(result, BaseException):
-                continue
-            row = bank.add_memory(session, adventure_id, block, result)
-            if row is not None:
-                done["memories"].append(row.id)
+    if len(errors) < len(blocks):
+        with tk.db.session() as session:
+            for block, result in zip(blocks, results, strict=True):
+                if isinstance(result, BaseException):
+                    continue
+                row = bank.add_memory(session, adventure_id, block, result)
+                if row is not None:
+                    done["memories"].append(row.id)
 
     await _embed_pending(tk, adventure_id, settings, done)
 
-    # The running summary.
-    def summary_due():
+    # The running summary (its material read after this run's memories are written).
+    def summary_material(target: int) -> list[str]:
         with tk.db.session() as session:
-            current = bank.summary_at(session, adventure_id, path, str(plot.get("story_summary") or ""))
-            target = bank.summary_due(path, current, settings)
-            material = bank.summary_material(session, adventure_id, path, current.depth, target) if target else []
-            return current, target, material
+            return bank.summary_material(session, adventure_id, path, current.depth, target)
 
-    current, target, material = await asyncio.to_thread(summary_due)
+    target = bank.summary_due(path, current, settings)
     if target is not None:
+        material = await asyncio.to_thread(summary_material, target)
         try:
             request = prompts.summary_request(plot, current.text, material)
             reply = await provider.complete(request)

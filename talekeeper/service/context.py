@@ -32,6 +32,7 @@ from talekeeper.context.tokens import counter_for
 from talekeeper.llm.base import GenerationRequest, Provider
 from talekeeper.memory import bank
 from talekeeper.memory.worker import embed_with
+from talekeeper.service import kept_history
 from talekeeper.service import samplers as sampler_choice
 from talekeeper.service.settings import (
     GenerationSettings,
@@ -42,6 +43,7 @@ from talekeeper.state import Document, Rules
 from talekeeper.store import owner
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story.actions import format_action
+from talekeeper.story.paths import keyed_path
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper
@@ -217,8 +219,8 @@ def load(
     plot = dict(adventure.plot or {})
     if adjust_plot is not None:
         plot = adjust_plot(plot)
-    path = bank.path_ids(session, head.id)
-    history = history_turns(session, path)
+    path, key, parent_key = keyed_path(session, head.id)  # kept between turns, as is
+    history = kept_history.history_at(session, head, path, key, parent_key)  # the history
     summary = bank.summary_at(session, adventure.id, path, str(plot.get("story_summary") or ""))
     query = recent_text(history, format_action(kind, text))
     pool: list[bank.Candidate] = []
@@ -230,6 +232,7 @@ def load(
     head_view = HeadView(head.id, head.depth, head.state, head.proposal, last_story_proposal(session, head))
     # (cards with no timers of their own linger `trigger_window_turns`: see prompt.select_cards)
     lookback = max(_timer_lookback(plot), settings.trigger_window_turns + 1)
+    recent = insights.records_on(session, path[-lookback:])  # the head's among them (lookback ≥ 1)
     generation = generation_settings(session)
     return ContextStart(
         adventure_id=adventure.id,
@@ -245,9 +248,9 @@ def load(
         query=query,
         pool=tuple(pool),
         lexical=lexical,
-        card_last_fired=insights.card_timers(session, path, lookback),
+        card_last_fired=insights.card_timers(session, path, lookback, recent),
         rules=adventure.rules,
-        previous=insights.previous_prompt(session, head.id),
+        previous=insights.previous_from(recent[head.id][1] if head.id in recent else None),
         sent_prompt=insights.sent_prompt(session, head),
     )
 

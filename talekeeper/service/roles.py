@@ -211,21 +211,17 @@ def prompt_text(prepared: PreparedContext) -> str:
     return request.prompt or ""
 
 
-def record_calls(
-    session: Session, adventure_id: int, node_id: int, role: Role, extra: list[tuple[Role, str]]
-) -> None:
-    """Mark which role wrote a turn's main call, and keep every other role's prompt (by
-    digest, like all Insights texts) so Insights shows each one."""
-    session.flush()
-    row = session.get(TurnInsight, node_id)
-    if row is None:
-        return
+def calls_record(
+    session: Session, adventure_id: int, role: Role, extra: list[tuple[Role, str]]
+) -> dict[str, Any]:
+    """Which role wrote a turn's main call, and every other role's prompt (kept by digest,
+    like all Insights texts) so Insights shows each one: keys for the turn's record."""
     calls = []
     for other, text in extra:
         digest = insights.text_digest(text)
         insights.store_text(session, adventure_id, digest, text)
         calls.append({"role": other.label, "h": digest})
-    row.data = {**row.data, "role": role.label, "calls": calls}
+    return {"role": role.label, "calls": calls}
 
 
 def role_calls(session: Session, node_id: int, adventure_id: int) -> list[dict[str, str]]:

@@ -117,8 +117,9 @@ PLAYER_KEYS = {"generation"}
 
 def _stored(session: Session, key: str) -> dict[str, Any]:
     row = None
-    if key in PLAYER_KEYS:
-        row = session.get(Setting, owner.setting_key(key))
+    own = owner.setting_key(key) if key in PLAYER_KEYS else key
+    if own != key:
+        row = session.get(Setting, own)
     row = row or session.get(Setting, key)
     return dict(row.value) if row and isinstance(row.value, dict) else {}
 

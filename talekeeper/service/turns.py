@@ -49,7 +49,6 @@ from talekeeper.service.adventures import (
     get_adventure,
     get_turn,
     node_view,
-    story_view,
 )
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.context import ContextStart, PreparedContext, StateInput, build, load
@@ -346,17 +345,20 @@ def commit(
                 model=tk.model_description(start.model),
             ),
         )
-        view = story_view(session, adventure, limit=1)
-        insights.store(session, start.adventure_id, node.id, prepared.assembly, prepared.request)
         extra = [(banter[1], roles.prompt_text(banter[2]))] if banter else []
-        roles.record_calls(session, start.adventure_id, node.id, start.role, extra)
+        calls = roles.calls_record(session, start.adventure_id, start.role, extra)
+        insights.store(
+            session, start.adventure_id, node.id, prepared.assembly, prepared.request, calls
+        )
         bank.record_use(session, prepared.memory_ids, node.depth)
+        # The new node is the head and ends its line: what story_view would say of it,
+        # without reading the story again
         return {
             "turn": node_view(node),
-            "can_undo": view["can_undo"],
-            "can_redo": view["can_redo"],
-            "head_id": view["head_id"],
-            "turns": view["turns"],
+            "can_undo": tree.can_undo(node),
+            "can_redo": tree.can_redo(node),
+            "head_id": node.id,
+            "turns": adventure.turn_count,
             "changes": settled.outcomes,
             "prompt": prepared.assembly.as_dict(),
         }

@@ -63,15 +63,22 @@ def _put(key: Key, path: tuple[int, ...]) -> None:
 
 def full_path(session: Session, node_id: int) -> tuple[int, ...]:
     """Node ids from the root to `node_id`: index i is the node at depth i."""
+    return keyed_path(session, node_id)[0]
+
+
+def keyed_path(session: Session, node_id: int) -> tuple[tuple[int, ...], Key | None, Key | None]:
+    """`full_path`, with the keys naming the node and its parent for as long as they
+    exist (None: no such node / no parent): other caches of what lies on a path use them."""
     row = session.execute(_ROW, {"id": node_id}).first()
     if row is None:
-        return ()
+        return (), None, None
     parent_id, depth, created, parent_created = row
     key = _key(session, node_id, created)
+    parent_key = _key(session, parent_id, parent_created) if parent_id is not None else None
     found = _get(key)
     if found is not None:
-        return found
-    above = _get(_key(session, parent_id, parent_created)) if parent_id is not None else ()
+        return found, key, parent_key
+    above = _get(parent_key) if parent_key is not None else ()
     if above is not None and len(above) == depth:
         path = (*above, node_id)
     else:
@@ -79,4 +86,4 @@ def full_path(session: Session, node_id: int) -> tuple[int, ...]:
         ids.reverse()
         path = tuple(ids)
     _put(key, path)
-    return path
+    return path, key, parent_key

@@ -1,0 +1,112 @@
+"""What a turn costs the database, counted (never timed): the statements a played turn
+sends stay few, and the same whether the story is 90 turns long or 270 (longer than the
+history window) — every per-turn read is O(window), not O(story).
+`benchmarks/turn_overhead.py` measures the time."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy import event
+
+from talekeeper.context.settings import update_context_settings
+from talekeeper.core import Talekeeper
+from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service import adventures
+from talekeeper.service.turn_events import Done
+from talekeeper.service.turns import play_turn
+from talekeeper.store.models import Memory, StorySummary
+from talekeeper.story import tree
+
+# A warm turn today: step 2 reads (adventure, head, settings, path, summary, memories,
+# the last turns' Insights…), step 7 writes (the node, the head, Insights and the texts
+# new to them, the memories used). It was 29 before the turn's reads were trimmed; raise
+# it only knowingly.
+MOST_STATEMENTS = 20
+NARRATION = "Rain needles across the harbour. Maren squints at you and says nothing."
+
+
+def grow(tk: Talekeeper, turns: int) -> int:
+    """A story of `turns` turns written straight into the tree, with a memory every 6
+    turns and a summary every 15, as the memory bank leaves them."""
+    with tk.db.session() as session:
+        adventure = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"})
+        node = tree.head(session, adventure)
+        for depth in range(1, turns + 1):
+            node = tree.append_child(
+                session,
+                adventure,
+                node,
+                tree.NewTurn(
+                    "do", f"walk on, step {depth}", f"{NARRATION} ({depth})", state=node.state
+                ),
+            )
+            if depth % 6 == 0 and depth >= 12:
+                session.add(
+                    Memory(
+                        adventure_id=adventure.id,
+                        node_id=node.id,
+                        first_depth=depth - 5,
+                        depth=depth,
+                        text=f"Ada and Maren crossed the harbour; the brass key {depth}.",
+                        source="auto",
+                        pinned=False,
+                        status="active",
+                        uses=0,
+                    )
+                )
+            if depth % 15 == 0:
+                session.add(
+                    StorySummary(
+                        adventure_id=adventure.id,
+                        node_id=node.id,
+                        depth=depth,
+                        text=f"The story so far, to turn {depth}.",
+                        source="auto",
+                    )
+                )
+        return adventure.id
+
+
+def statements_of_turn(
+    tk: Talekeeper, scripted: ScriptedProvider, adventure_id: int, text: str
+) -> list[str]:
+    """Every statement sent from the turn's start to its `done`."""
+    sent: list[str] = []
+    done = False
+
+    def on_execute(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        if not done:  # (the memory bank's run after the turn is not the turn's)
+            sent.append(" ".join(statement.split())[:120])
+
+    async def run() -> None:
+        nonlocal done
+        async for item in play_turn(tk, adventure_id, "do", text):
+            if isinstance(item, Done):
+                done = True
+                return
+        raise AssertionError("no done event")
+
+    scripted.queue(f"The tide turns. ({text})")
+    event.listen(tk.db.engine, "before_cursor_execute", on_execute)
+    try:
+        asyncio.run(run())
+    finally:
+        event.remove(tk.db.engine, "before_cursor_execute", on_execute)
+    return sent
+
+
+def test_a_turns_statements_are_few_and_do_not_grow_with_the_story(
+    tk: Talekeeper, scripted: ScriptedProvider
+) -> None:
+    with tk.db.session() as session:
+        update_context_settings(session, {"memory_enabled": False})  # no bank run mid-count
+    counts = {}
+    for turns in (90, 270):
+        story = grow(tk, turns)
+        for n in range(2):  # the first turns fill what is kept between turns
+            statements_of_turn(tk, scripted, story, f"warm {n}")
+        sent = statements_of_turn(tk, scripted, story, "look around")
+        counts[turns] = len(sent)
+        assert len(sent) <= MOST_STATEMENTS, "\n".join(sent)
+    assert counts[90] == counts[270], counts
