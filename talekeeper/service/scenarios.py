@@ -285,12 +285,58 @@ def _pydantic_errors(exc: Any, prefix: str) -> list[str]:
     return found
 
 
+# --- whose id is it (accounts on) ---------------------------------------------------------
+#
+# Scenario ids are one namespace shared by every player, so with accounts on the id a new
+# scenario gets must not depend on whether another player's scenario holds it: a refusal
+# ("already exists") or a renamed id would tell the player that scenario exists. A
+# scenario a signed-in player makes is therefore stored (and addressed) as `<id>~<owner>`:
+# its document keeps the id its author chose, and only the player's own and the built-in
+# scenarios can collide with it. `~` is no character of a document id, so no built-in or
+# pre-accounts scenario can hold such an id. With accounts off nothing changes.
+
+OWNER_MARK = "~"
+MAX_ID = 80  # the column's length
+
+
+def row_id(name: str) -> str:
+    """The stored id of a new scenario of the current player's whose document says `name`."""
+    player = owner.current()
+    return name if player is None else f"{name}{OWNER_MARK}{player}"
+
+
+def name_of(scenario_id: str) -> str:
+    """The id a scenario's document uses: its stored id less the owner mark."""
+    return scenario_id.split(OWNER_MARK, 1)[0]
+
+
+def _room() -> int:
+    """How long a document id of the current player's may be (the owner mark takes some)."""
+    return MAX_ID - len(row_id(""))
+
+
+def _taken(session: Session, name: str) -> bool:
+    """Whether a new scenario named `name` collides with one the current player can see
+    (their own, a built-in) — never with one they cannot."""
+    row = session.get(Scenario, name)
+    if row is not None and owner.visible(row):
+        return True
+    return owner.current() is not None and session.get(Scenario, row_id(name)) is not None
+
+
+def fits(session: Session, name: str) -> bool:
+    """Whether `name` can be a new scenario's id as it is: well formed, short enough, free."""
+    return bool(_ID.match(name)) and len(name) <= _room() and not _taken(session, name)
+
+
 def _store(session: Session, data: dict[str, Any], row: Scenario | None = None) -> Scenario:
     errors = check_scenario(data)
+    if row is None and not errors and len(data["id"]) > _room():
+        errors = [f"id: at most {_room()} characters here"]
     if errors:
         raise ScenarioInvalid(errors)
     if row is None:
-        row = Scenario(id=data["id"], builtin=False, owner_id=owner.current())
+        row = Scenario(id=row_id(data["id"]), builtin=False, owner_id=owner.current())
         session.add(row)
     row.title, row.description, row.data = data["title"].strip(), data.get("description", ""), data
     session.flush()
@@ -305,10 +351,11 @@ def _own(session: Session, scenario_id: str) -> Scenario:
 
 
 def free_id(session: Session, wanted: str) -> str:
-    """`wanted`, or `wanted-2`, `wanted-3`… — the first id no scenario has."""
-    base = re.sub(r"[^a-z0-9_-]+", "-", wanted.lower()).strip("-_")[:70] or "scenario"
+    """`wanted`, or `wanted-2`, `wanted-3`… — the first id no scenario the player can see
+    has (with accounts on, another player's scenarios make no difference)."""
+    base = re.sub(r"[^a-z0-9_-]+", "-", wanted.lower()).strip("-_")[: _room() - 10] or "scenario"
     candidate, n = base, 1
-    while session.get(Scenario, candidate) is not None:
+    while _taken(session, candidate):
         n += 1
         candidate = f"{base}-{n}"
     return candidate
@@ -339,7 +386,7 @@ def new_scenario(title: str, scenario_id: str) -> dict[str, Any]:
 def create_scenario(session: Session, data: dict[str, Any]) -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioInvalid(["(scenario): must be a JSON object"])
-    if isinstance(data.get("id"), str) and session.get(Scenario, data["id"]) is not None:
+    if isinstance(data.get("id"), str) and _taken(session, data["id"]):
         raise ScenarioInvalid([f"id: a scenario with id '{data['id']}' already exists"])
     return _store(session, data)
 
@@ -349,15 +396,16 @@ def update_scenario(session: Session, scenario_id: str, data: dict[str, Any]) ->
     row = _own(session, scenario_id)
     if not isinstance(data, dict):
         raise ScenarioInvalid(["(scenario): must be a JSON object"])
-    if data.get("id", scenario_id) != scenario_id:
-        raise ScenarioInvalid([f"id: a scenario's id cannot change (it is '{scenario_id}'); duplicate it for a new one"])
-    return _store(session, {**data, "id": scenario_id}, row)
+    name = name_of(row.id)  # the document's id; the stored one may carry the owner mark
+    if data.get("id", name) not in (name, row.id):
+        raise ScenarioInvalid([f"id: a scenario's id cannot change (it is '{name}'); duplicate it for a new one"])
+    return _store(session, {**data, "id": name}, row)
 
 
 def duplicate_scenario(session: Session, scenario_id: str) -> Scenario:
     source = get_scenario(session, scenario_id)
     data = json.loads(json.dumps(source.data))
-    data["id"] = free_id(session, f"{source.id}-copy")
+    data["id"] = free_id(session, f"{name_of(source.id)}-copy")
     data["title"] = f"{source.title} (copy)"[:200]
     return _store(session, data)
 
@@ -411,9 +459,13 @@ def import_scenario(session: Session, raw: bytes) -> tuple[Scenario, list[str]]:
     wanted = data.get("id") if isinstance(data.get("id"), str) and _ID.match(data["id"]) else None
     if wanted is None:
         wanted = free_id(session, str(data.get("title") or "imported"))
-    elif session.get(Scenario, wanted) is not None:
+    elif _taken(session, wanted):
         fresh = free_id(session, wanted)
         notes.append(f"A scenario with id '{wanted}' already exists, so this one was imported as '{fresh}'.")
+        wanted = fresh
+    elif len(wanted) > _room():
+        fresh = free_id(session, wanted)
+        notes.append(f"The id '{wanted}' is too long here, so this one was imported as '{fresh}'.")
         wanted = fresh
     data = {**data, "id": wanted}
     errors = check_scenario(data)
@@ -498,7 +550,7 @@ def export(tk: Talekeeper, scenario_id: str) -> tuple[dict[str, Any], str]:
     """The scenario as a file: its document and a file name."""
     with tk.db.session() as session:
         row = get_scenario(session, scenario_id)
-        return export_scenario(row), f"{row.id}.talekeeper.json"
+        return export_scenario(row), f"{name_of(row.id)}.talekeeper.json"
 
 
 def library(tk: Talekeeper) -> list[dict[str, Any]]:

@@ -456,16 +456,19 @@ def check(
     existing = session.get(Scenario, snapshot.id)
     if existing is not None and existing.data == snapshot.data and owner.visible(existing):
         return Checked(header, "link", existing.id)
-    from talekeeper.service.scenarios import check_scenario, free_id
+    from talekeeper.service.scenarios import check_scenario, fits, free_id, name_of, row_id
 
     errors = check_scenario({**snapshot.data, "id": "x"})
     if errors:
         return Checked(
             header, "none", None, [f"Its scenario '{snapshot.id}' was not added: {errors[0]}"]
         )
-    fresh = free_id(session, snapshot.id) if existing is not None else snapshot.id
+    # The name depends only on what the importer can see (another player's scenario with
+    # that id changes nothing: with accounts on, the stored id carries the owner's mark).
+    name = name_of(snapshot.id)
+    fresh = name if fits(session, name) else free_id(session, name)
     note = f"Its scenario was added to your scenarios as '{fresh}'."
-    return Checked(header, "add", fresh, [note])
+    return Checked(header, "add", row_id(fresh), [note])
 
 
 def _total(header: Any) -> int:
@@ -486,7 +489,9 @@ def write(
     header = checked.header
     meta = header.adventure
     if checked.scenario_action == "add":
-        data = {**meta.scenario.data, "id": checked.scenario_id}
+        from talekeeper.service.scenarios import name_of
+
+        data = {**meta.scenario.data, "id": name_of(checked.scenario_id)}
         session.add(
             Scenario(
                 id=checked.scenario_id,
