@@ -1,7 +1,8 @@
-"""Accounts in a real browser: sign in, play a streamed turn, undo, sign out.
+"""Accounts in a real browser: sign in, play a streamed turn, undo, change one's password,
+sign out and in with the new one.
 
 Every change here (the start form, the streamed turn's fetch, HTMX's Undo, the sign-out
-form) must carry the CSRF token the guard put in the page, or it is refused.
+form, the password form) must carry the CSRF token the guard put in the page, or it is refused.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from tests.browser import browser_page, live_server, needs_chromium
 
 pytestmark = [pytest.mark.browser, needs_chromium]
 PASSWORD = "correct horse battery"
+NEW = "a brand new secret"
 
 
 def test_sign_in_play_and_sign_out(isolated_home, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,7 +50,22 @@ def test_sign_in_play_and_sign_out(isolated_home, monkeypatch: pytest.MonkeyPatc
         page.get_by_role("button", name="Undo").click()
         expect(page.locator("#story")).not_to_contain_text("takes your coin")
 
+        page.locator(".signout .who").click()  # one's name in the top bar: one's account
+        expect(page.get_by_role("heading", name="Your account")).to_be_visible()
+        page.get_by_label("Current password").fill("not the password")
+        page.get_by_label("New password").fill(NEW)
+        page.get_by_role("button", name="Change my password").click()
+        expect(page.get_by_role("alert")).to_contain_text("current password is not right")
+        page.get_by_label("Current password").fill(PASSWORD)
+        page.get_by_label("New password").fill(NEW)
+        page.get_by_role("button", name="Change my password").click()
+        expect(page.locator("p.ok")).to_contain_text("Your password is changed")
+
         page.get_by_role("button", name="Sign out").click()
         expect(page).to_have_url(url + "/login")
         page.goto(url + "/")
         expect(page).to_have_url(url + "/login?next=%2F")
+        page.get_by_label("Name").fill("ada")
+        page.get_by_label("Password").fill(NEW)
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.locator(".signout .who")).to_have_text("ada")
