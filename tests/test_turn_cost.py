@@ -18,11 +18,12 @@ from talekeeper.service.turns import play_turn
 from talekeeper.store.models import Memory, StorySummary
 from talekeeper.story import tree
 
-# A warm turn today: step 2 reads (adventure, head, settings, path, summary, memories,
-# the last turns' Insights…), step 7 writes (the node, the head, Insights and the texts
-# new to them, the memories used). It was 29 before the turn's reads were trimmed; raise
-# it only knowingly.
-MOST_STATEMENTS = 20
+# A warm turn today: step 2 reads the adventure with its head, the settings, the path, the
+# summary in force, the memories changed, the last turns' Insights; step 7 reads the
+# adventure with the parent, writes the node and the head, looks up and stores the texts
+# new to Insights (the state notes change with the story), writes the record and the
+# memories used. It was 29 before the turn's reads were trimmed; raise it only knowingly.
+MOST_STATEMENTS = 14
 NARRATION = "Rain needles across the harbour. Maren squints at you and says nothing."
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -113,30 +114,63 @@ def store(
     assembly: Assembly,
     request: GenerationRequest,
     extra: dict[str, Any] | None = None,
-) -> int:
-    """Write a turn's Insights in the caller's transaction; returns the bytes it added.
-    `extra`: keys added to the record (which roles made the turn's calls)."""
+    known: frozenset[str] | set[str] = frozenset(),
+) -> set[str]:
+    """Write a turn's Insights in the caller's transaction; returns the digests of the texts
+    it refers to (all stored once the transaction commits). `extra`: keys added to the
+    record (which roles made the turn's calls); `known`: digests already stored for this
+    adventure (`known_texts`), not looked up again."""
     record, texts = compact(assembly, request)
     if extra:
         record.update(extra)
-    added = 0
-    if texts:
+    unknown = [digest for digest in texts if digest not in known]
+    if unknown:
         have = set(
             session.scalars(
                 select(ContextText.digest).where(
-                    ContextText.adventure_id == adventure_id, ContextText.digest.in_(list(texts))
+                    ContextText.adventure_id == adventure_id, ContextText.digest.in_(unknown)
                 )
             )
         )
-        for digest, text in texts.items():
+        for digest in unknown:
             if digest not in have:
-                blob = zlib.compress(text.encode(), 6)
+                blob = zlib.compress(texts[digest].encode(), 6)
                 session.add(ContextText(adventure_id=adventure_id, digest=digest, text=blob))
-                added += len(blob) + len(digest)
     session.add(TurnInsight(node_id=node_id, adventure_id=adventure_id, data=record))
     _remember_sent(session, node_id, request)
-    added += len(TurnInsight.data.type.process_bind_param(record, None))
-    return added
+    return set(texts)
+
+
+# Digests known stored, per adventure: a turn's texts are mostly the last turn's, and
+# asking the database which exist was a statement every turn. Texts are deleted only with
+# their adventure, and the key holds the adventure's creation time as well as its id (SQLite
+# may give a deleted adventure's id to a new one), so another process's writes cannot make
+# an entry wrong; entries are added only after the transaction that stored them committed.
+_known: OrderedDict[tuple[str, int, str], set[str]] = OrderedDict()
+_known_lock = threading.Lock()
+KNOWN_ADVENTURES = 16
+KNOWN_TEXTS = 4096  # per adventure; past it the set starts again (a lookup costs one read)
+
+
+def texts_key(session: Session, adventure: Any) -> tuple[str, int, str]:
+    return (str(session.get_bind().url), adventure.id, str(adventure.created_at))
+
+
+def known_texts(key: tuple[str, int, str]) -> frozenset[str]:
+    with _known_lock:
+        return frozenset(_known.get(key, ()))
+
+
+def remember_texts(key: tuple[str, int, str], digests: set[str]) -> None:
+    """Call once the transaction that stored `digests` has committed."""
+    with _known_lock:
+        kept = _known.setdefault(key, set())
+        if len(kept) + len(digests) > KNOWN_TEXTS:
+            kept.clear()
+        kept.update(digests)
+        _known.move_to_end(key)
+        while len(_known) > KNOWN_ADVENTURES:
+            _known.popitem(last=False)
 
 
 def store_text(session: Session, adventure_id: int, digest: str, text: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy.orm import Session
 
-from talekeeper.store import owner
+from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import Setting
 
 KEY = "context"
@@ -38,7 +38,7 @@ class ContextSettings(BaseModel):
 def context_settings(session: Session) -> ContextSettings:
     # A player's own (accounts on), else the installation's.
     own = owner.setting_key(KEY)
-    row = session.get(Setting, own) or (session.get(Setting, KEY) if own != KEY else None)
+    row = setting_rows.row(session, own) or (setting_rows.row(session, KEY) if own != KEY else None)
     try:
         return ContextSettings(**(row.value if row and isinstance(row.value, dict) else {}))
     except ValidationError:

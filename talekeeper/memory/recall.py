@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, true
 from sqlalchemy.orm import Session
 
 from talekeeper.memory import lexical
@@ -82,28 +82,35 @@ _reading = threading.Lock()  # one reader updates and reads an index at a time (
 
 def memories(session: Session, adventure_id: int) -> Kept:
     """The adventure's active memories and their index, current as of this session
-    (call with `_reading` held: the index is updated in place)."""
+    (call with `_reading` held: the index is updated in place). One statement a turn: the
+    adventure's memory count and newest change, with the rows changed since the last read
+    (less the margin) alongside."""
     key = (str(session.get_bind().url), adventure_id)
-    count, newest = session.execute(
-        select(func.count(), func.max(Memory.updated_at)).where(Memory.adventure_id == adventure_id)
-    ).one()
     with _lock:
         kept = _cache.get(key)
         if kept is not None:
             _cache.move_to_end(key)
-    if kept is not None and kept.newest == newest and len(kept.stamps) == count:
-        return kept
     if kept is not None and kept.newest is not None:
-        query = select(*_COLUMNS).where(
-            Memory.adventure_id == adventure_id, Memory.updated_at >= kept.newest - MARGIN
-        )
-        _apply(kept, session.execute(query))
+        mine = Memory.adventure_id == adventure_id
+        totals = select(
+            func.count().label("count"), func.max(Memory.updated_at).label("newest")
+        ).where(mine)
+        since = select(*_COLUMNS).where(mine, Memory.updated_at >= kept.newest - MARGIN)
+        totals_, since_ = totals.subquery(), since.subquery()
+        rows = session.execute(
+            select(totals_.c["count"], totals_.c.newest, since_).select_from(
+                totals_.outerjoin(since_, true())
+            )
+        ).all()
+        count, newest = rows[0][0], rows[0][1]
+        _apply(kept, [r for r in rows if r.id is not None])
         kept.newest = newest
         if len(kept.stamps) == count:
             return kept
     kept = Kept()
-    _apply(kept, session.execute(select(*_COLUMNS).where(Memory.adventure_id == adventure_id)))
-    kept.newest = newest
+    rows = session.execute(select(*_COLUMNS).where(Memory.adventure_id == adventure_id)).all()
+    _apply(kept, rows)
+    kept.newest = max((r.updated_at for r in rows if r.updated_at is not None), default=None)
     with _lock:
         _cache[key] = kept
         while len(_cache) > CACHED_ADVENTURES:

@@ -27,6 +27,7 @@ from talekeeper.context.prompt import (
     build_request,
     scan,
 )
+from talekeeper.context.settings import KEY as CONTEXT_KEY
 from talekeeper.context.settings import ContextSettings, context_settings
 from talekeeper.context.tokens import counter_for
 from talekeeper.llm.base import GenerationRequest, Provider
@@ -40,7 +41,7 @@ from talekeeper.service.settings import (
     generation_settings,
 )
 from talekeeper.state import Document, Rules
-from talekeeper.store import owner
+from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story.actions import format_action
 from talekeeper.story.paths import keyed_path
@@ -206,6 +207,13 @@ class ContextStart:
     sent_prompt: str | None  # the prompt that wrote the head, for the byte-identical share
 
 
+def turn_setting_keys(adventure_id: int) -> set[str]:
+    """The settings keys a turn reads (its own and, with accounts on, the player's)."""
+    keys = {CONTEXT_KEY, "generation", "model", sampler_choice.adventure_key(adventure_id)}
+    keys |= {owner.setting_key(CONTEXT_KEY), owner.setting_key("generation")}
+    return keys | {owner.setting_key(sampler_choice.PRESETS_KEY)}
+
+
 def load(
     session: Session,
     adventure: Adventure,
@@ -215,6 +223,7 @@ def load(
     adjust_plot: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> ContextStart:
     """Read what the prompt for an action below `head` needs, in the caller's session."""
+    setting_rows.prefetch(session, turn_setting_keys(adventure.id))  # one read, not one a key
     settings = context_settings(session)
     plot = dict(adventure.plot or {})
     if adjust_plot is not None:

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from talekeeper.errors import Invalid, NotFound
 from talekeeper.service.settings import GenerationSettings
-from talekeeper.store import owner
+from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import Setting
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def _clean(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _row(session: Session, key: str) -> dict[str, Any]:
-    row = session.get(Setting, key)
+    row = setting_rows.row(session, key)
     return dict(row.value) if row is not None and isinstance(row.value, dict) else {}
 
 
@@ -97,12 +97,12 @@ def delete_preset(session: Session, name: str) -> None:
     _write(session, owner.setting_key(PRESETS_KEY), stored)
 
 
-def _adventure_key(adventure_id: int) -> str:
+def adventure_key(adventure_id: int) -> str:
     return f"adventure_samplers:{adventure_id}"
 
 
 def adventure_choice(session: Session, adventure_id: int) -> dict[str, Any]:
-    choice = _row(session, _adventure_key(adventure_id))
+    choice = _row(session, adventure_key(adventure_id))
     return {"preset": choice.get("preset"), "values": dict(choice.get("values") or {})}
 
 
@@ -110,7 +110,7 @@ def set_adventure_choice(session: Session, adventure_id: int, preset: str | None
     if preset and preset not in presets(session):
         raise SamplersInvalid(f"There is no preset named {preset!r}; save it first.")
     choice = {"preset": preset or None, "values": _clean(values)}
-    _write(session, _adventure_key(adventure_id), choice)
+    _write(session, adventure_key(adventure_id), choice)
     return choice
 
 

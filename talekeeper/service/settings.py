@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from talekeeper.context.settings import ContextSettings, context_settings, update_context_settings
 from talekeeper.errors import Forbidden, Invalid
 from talekeeper.llm.settings import ModelSettings
-from talekeeper.store import owner
+from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import Setting
 
 if TYPE_CHECKING:
@@ -119,8 +119,8 @@ def _stored(session: Session, key: str) -> dict[str, Any]:
     row = None
     own = owner.setting_key(key) if key in PLAYER_KEYS else key
     if own != key:
-        row = session.get(Setting, own)
-    row = row or session.get(Setting, key)
+        row = setting_rows.row(session, own)
+    row = row or setting_rows.row(session, key)
     return dict(row.value) if row and isinstance(row.value, dict) else {}
 
 

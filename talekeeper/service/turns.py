@@ -32,7 +32,8 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.orm import defer
+from sqlalchemy import select
+from sqlalchemy.orm import Session, defer
 
 from talekeeper.context import echo, insights
 from talekeeper.context.prose_guard import ProseGuard
@@ -55,7 +56,7 @@ from talekeeper.service.context import ContextStart, PreparedContext, StateInput
 from talekeeper.service.settings import effective_model_settings
 from talekeeper.service.turn_events import Accepted, Done, Error, Reasoning, Status, Text, TurnEvent
 from talekeeper.state import Document, Rules, visible_prefix
-from talekeeper.store.models import Node
+from talekeeper.store.models import Adventure, Node
 from talekeeper.story import tree
 from talekeeper.story.actions import normalise_action
 
@@ -179,6 +180,10 @@ def load_turn(
 ) -> TurnStart:
     """Step 2: one transaction; everything after works on the value it returns."""
     with tk.db.session() as session:
+        # the adventure and its head in one statement (held: the checks below find them)
+        _held = _with_node(
+            session, adventure_id, Adventure.head_node_id if take_of is None else None
+        )
         adventure = get_adventure(session, adventure_id)
         if take_of is None:
             below = tree.head(session, adventure)
@@ -325,11 +330,11 @@ def commit(
 ) -> dict[str, Any]:
     """Step 7, one transaction: the node, the head, Insights and the memories used."""
     with tk.db.session() as session:
+        # the adventure, and the parent's place in the tree (its snapshot was read in step 2,
+        # not again), in one statement
+        held = _with_node(session, start.adventure_id, start.below_id, snapshot=False)
         adventure = get_adventure(session, start.adventure_id)
-        # the parent's place in the tree; its snapshot was read in step 2, not again
-        parent = session.get(
-            Node, start.below_id, options=[defer(Node.state), defer(Node.proposal)]
-        )
+        parent = held[1] if held is not None else None
         assert parent is not None
         node = tree.append_child(
             session,
@@ -347,13 +352,20 @@ def commit(
         )
         extra = [(banter[1], roles.prompt_text(banter[2]))] if banter else []
         calls = roles.calls_record(session, start.adventure_id, start.role, extra)
-        insights.store(
-            session, start.adventure_id, node.id, prepared.assembly, prepared.request, calls
+        texts = insights.texts_key(session, adventure)
+        digests = insights.store(
+            session,
+            start.adventure_id,
+            node.id,
+            prepared.assembly,
+            prepared.request,
+            calls,
+            known=insights.known_texts(texts),
         )
         bank.record_use(session, prepared.memory_ids, node.depth)
         # The new node is the head and ends its line: what story_view would say of it,
         # without reading the story again
-        return {
+        done = {
             "turn": node_view(node),
             "can_undo": tree.can_undo(node),
             "can_redo": tree.can_redo(node),
@@ -362,6 +374,27 @@ def commit(
             "changes": settled.outcomes,
             "prompt": prepared.assembly.as_dict(),
         }
+    insights.remember_texts(texts, digests)  # committed
+    return done
+
+
+def _with_node(
+    session: Session, adventure_id: int, node: Any, snapshot: bool = True
+) -> tuple[Adventure, Node] | None:
+    """The adventure and one node (`node`: its id, or a column of the adventure's naming
+    it) in one statement, or None when either is missing. The session keeps only what is
+    referred to, so the caller holds the pair while it reads them again by key."""
+    if node is None:
+        return None
+    query = (
+        select(Adventure, Node)
+        .join(Node, Node.id == node)
+        .where(Adventure.id == adventure_id, Node.adventure_id == adventure_id)
+    )
+    if not snapshot:
+        query = query.options(defer(Node.state), defer(Node.proposal))
+    found = session.execute(query).first()
+    return None if found is None else (found[0], found[1])
 
 
 async def build_context(
