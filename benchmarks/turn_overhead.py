@@ -15,7 +15,8 @@
    timed apart; then the same number of turns again back to back, the bank's run sharing
    the two cores with the next turn (what a turn costs when the server is that busy).
 3. Prints, per size, the median wall time per turn (the model costs nothing here, so this
-   is the engine's overhead on the player's path), the bank's run after each, and the
+   is the engine's overhead on the player's path), the CPU time the process spent on it
+   (with this client's and the fake model's), the bank's run after each, and the
    back-to-back time; and the ratios of the largest size to the smallest, and the load
    average (the machine is shared). Targets: ≤ 20 ms at 100 turns; 10,000 / 100 ≤ 1.2.
    Nothing is asserted.
@@ -136,21 +137,24 @@ class Served:
 
 def play(
     base: str, aids: dict[int, int], turns: int, bank: MemoryWorker | None = None
-) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
+) -> tuple[dict[int, list[float]], dict[int, list[float]], dict[int, list[float]]]:
     """Per-turn wall times for each size; with `bank`, each turn waits for the memory bank's
     run after the previous one to end (as in play, where the player reads meanwhile), and
     the bank's run is timed on its own. Without, turns follow each other at once and the
-    bank's run shares the CPU with the next turn."""
+    bank's run shares the CPU with the next turn. Also the CPU time the whole process spent
+    on each turn (server, this client and the fake model: the machine's load inflates wall
+    time more than it does this)."""
     times: dict[int, list[float]] = {size: [] for size in aids}
     banked: dict[int, list[float]] = {size: [] for size in aids}
+    cpu: dict[int, list[float]] = {size: [] for size in aids}
     with httpx.Client(base_url=base, timeout=60, headers={"Origin": base}) as client:
         for n in range(turns + 2):
             for size, aid in aids.items():
-                start = time.perf_counter()
+                start, used = time.perf_counter(), time.process_time()
                 response = client.post(
                     f"/api/adventures/{aid}/turns", json={"kind": "do", "text": f"look around, {n}"}
                 )
-                elapsed = time.perf_counter() - start
+                elapsed, used = time.perf_counter() - start, time.process_time() - used
                 if response.status_code != 200:
                     raise SystemExit(f"turn failed ({response.status_code}): {response.text[:300]}")
                 ended = time.perf_counter()
@@ -159,7 +163,8 @@ def play(
                 if n >= 2:  # the first turns fill the kept path and index (a restart's cost)
                     times[size].append(elapsed)
                     banked[size].append(time.perf_counter() - ended)
-    return times, banked
+                    cpu[size].append(used)
+    return times, banked, cpu
 
 
 def median_ms(values: list[float]) -> float:
@@ -219,8 +224,8 @@ def main() -> None:
         )
         bank = worker_for(tk)  # made here, so this thread and the server share it
         with Served(tk) as base:
-            times, banked = play(base, aids, args.turns, bank)
-            together, _ = play(base, aids, args.turns)
+            times, banked, cpu = play(base, aids, args.turns, bank)
+            together, _, _ = play(base, aids, args.turns)
         for size in sizes:
             print(
                 json.dumps(
@@ -229,6 +234,7 @@ def main() -> None:
                         "turns timed": len(times[size]),
                         "per-turn ms, median": median_ms(times[size]),
                         "p90 ms": p90_ms(times[size]),
+                        "CPU ms (whole process)": median_ms(cpu[size]),
                         "memory bank's run after it, ms": median_ms(banked[size]),
                         "back to back, per-turn ms": median_ms(together[size]),
                     }

@@ -204,8 +204,11 @@ def load_turn(
 
 async def build_prompt(provider: Provider, start: TurnStart, mode: str) -> PreparedContext:
     """Step 3: the answering role's prompt, from the start alone."""
-    return await build(
-        provider, start.context, StateInput(start.rules, mode), start.model.mode == "chat"
+    return await build(  # the state as read in step 2, not made again from its snapshot
+        provider,
+        start.context,
+        StateInput(start.rules, mode, start.before),
+        start.model.mode == "chat",
     )
 
 
@@ -391,8 +394,10 @@ def _with_node(
         .join(Node, Node.id == node)
         .where(Adventure.id == adventure_id, Node.adventure_id == adventure_id)
     )
-    if not snapshot:
-        query = query.options(defer(Node.state), defer(Node.proposal))
+    if not snapshot:  # (the adventure's plot and rules were read in step 2 as well)
+        query = query.options(
+            defer(Node.state), defer(Node.proposal), defer(Adventure.plot), defer(Adventure.rules)
+        )
     found = session.execute(query).first()
     return None if found is None else (found[0], found[1])
 
