@@ -111,3 +111,67 @@ def test_a_turns_statements_are_few_and_do_not_grow_with_the_story(
         counts[turns] = len(sent)
         assert len(sent) <= MOST_STATEMENTS, "\n".join(sent)
     assert counts[90] == counts[270], counts
+
+
+def test_the_memory_banks_run_asks_only_about_the_blocks_past_its_parents(
+    tk: Talekeeper,
+) -> None:
+    """Each run after a turn looks for blocks with no memory; asking about every block on
+    the path made that O(story). A block found with a memory is not asked about again below
+    it, and a block that has none is still found."""
+    from talekeeper.context.settings import context_settings
+    from talekeeper.memory import bank
+    from talekeeper.store.models import Adventure, Node
+    from talekeeper.story.paths import keyed_path
+
+    story = grow(tk, 270)
+    asked: list[int] = []
+
+    def on_execute(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        if "FROM memories" in statement:
+            asked.append(len(parameters) - 1)  # the adventure's id, then the block ends
+
+    def due() -> list[int]:
+        with tk.db.session() as session:
+            head = session.get(Adventure, story).head_node_id
+            path, key, parent_key = keyed_path(session, head)
+            settings = context_settings(session)
+            return [
+                b.depth for b in bank.due_blocks(session, story, path, settings, key, parent_key)
+            ]
+
+    with tk.db.session() as session:  # the first block's memory (grow starts at turn 12)
+        first = session.get(
+            Node, keyed_path(session, session.get(Adventure, story).head_node_id)[0][6]
+        )
+        session.add(
+            Memory(
+                adventure_id=story,
+                node_id=first.id,
+                first_depth=1,
+                depth=6,
+                text="Ada set out.",
+                source="auto",
+                pinned=False,
+                status="active",
+                uses=0,
+            )
+        )
+    assert due() == []  # every block on the path has its memory: asked about all of them
+    event.listen(tk.db.engine, "before_cursor_execute", on_execute)
+    try:
+        found = []
+        for depth in range(271, 283):  # turns played one by one, the bank running after each
+            with tk.db.session() as session:
+                adventure = session.get(Adventure, story)
+                tree.append_child(
+                    session,
+                    adventure,
+                    tree.head(session, adventure),
+                    tree.NewTurn("do", "on", f"Turn {depth}."),
+                )
+            found = due()
+    finally:
+        event.remove(tk.db.engine, "before_cursor_execute", on_execute)
+    assert found == [276]  # the block written while no memory was made for it
+    assert asked and max(asked) <= 2, asked

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from talekeeper.context.settings import ContextSettings, context_settings
 from talekeeper.memory import bank, prompts
 from talekeeper.store.models import Adventure
+from talekeeper.story.paths import keyed_path
 
 if TYPE_CHECKING:
     from talekeeper.llm.base import Provider
@@ -68,8 +69,9 @@ async def run_post_turn(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
             if adventure is None or not settings.memory_enabled or adventure.head_node_id is None:
                 return None
             plot = dict(adventure.plot or {})
-            path = bank.path_ids(session, adventure.head_node_id)
-            blocks = bank.due_blocks(session, adventure_id, path, settings)[:MAX_MEMORIES_PER_RUN]
+            path, key, parent_key = keyed_path(session, adventure.head_node_id)
+            blocks = bank.due_blocks(session, adventure_id, path, settings, key, parent_key)
+            blocks = blocks[:MAX_MEMORIES_PER_RUN]
             excerpts = [bank.excerpt(session, path, b.first_depth, b.depth) for b in blocks]
             # whether the summary is due is read here too: most runs have nothing more to read
             current = bank.summary_at(session, adventure_id, path, str(plot.get("story_summary") or ""))
