@@ -24,6 +24,18 @@ def sse_events(body: str) -> list[tuple[str, dict]]:
     return events
 
 
+def streamed_turn(client: TestClient, adventure_id: int, text: str) -> tuple[str, dict]:
+    """Play a "do" turn over SSE: the text the reader was shown, and the finished turn."""
+    response = client.post(
+        f"/api/adventures/{adventure_id}/turns",
+        json={"kind": "do", "text": text},
+        headers={"Accept": "text/event-stream"},
+    )
+    events = sse_events(response.text)
+    shown = "".join(data["text"] for name, data in events if name == "text")
+    return shown, next(data for name, data in events if name == "done")["turn"]
+
+
 def test_health_and_scenarios(client: TestClient) -> None:
     assert client.get("/api/health").json()["status"] == "ok"
     ids = [s["id"] for s in client.get("/api/scenarios").json()]

@@ -16,7 +16,7 @@ from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.memory import prompts
 from talekeeper.state import initial_document, load_rules, state_notes
 from tests.state.test_notes import GREYWATER
-from tests.test_api_turns import sse_events
+from tests.test_api_turns import streamed_turn
 
 RULES = load_rules(copy.deepcopy(GREYWATER))
 NOTES = state_notes(initial_document(RULES), RULES, ["maren"])
@@ -177,22 +177,15 @@ def test_a_turn_never_shows_or_stores_an_echo(
         "Your health: hale (10 of 10); lamp oil: 2 of 3.\n"
         '"Lamp-mender," she says. "You picked a poor night."'
     )
-    response = client.post(
-        f"/api/adventures/{adventure_id}/turns",
-        json={"kind": "do", "text": "greet Maren"},
-        headers={"Accept": "text/event-stream"},
-    )
-    events = sse_events(response.text)
-    shown = "".join(data["text"] for name, data in events if name == "text")
-    done = next(data for name, data in events if name == "done")
-    stored = done["turn"]["narration"]
+    shown, turn = streamed_turn(client, adventure_id, "greet Maren")
+    stored = turn["narration"]
     assert (
         stored
         == 'Rain drums on the planks as Maren looks up.\n"Lamp-mender," she says. "You picked a poor night."'
     )
     assert stored.startswith(shown.rstrip()) and "Greywater docks" not in shown
     insights = client.get(
-        f"/api/adventures/{adventure_id}/turns/{done['turn']['id']}/insights"
+        f"/api/adventures/{adventure_id}/turns/{turn['id']}/insights"
     ).json()
     note = next(n for n in insights["notes"] if n.startswith("The echo guard removed 2 lines"))
     assert "verbatim, current state" in note

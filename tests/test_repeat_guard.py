@@ -14,7 +14,7 @@ from talekeeper.context.echo import summary
 from talekeeper.context.repeats import RepeatGuard
 from talekeeper.llm.base import GenerationRequest, StreamEvent
 from talekeeper.llm.scripted import ScriptedProvider
-from tests.test_api_turns import sse_events
+from tests.test_api_turns import streamed_turn
 
 GUARD = RepeatGuard()
 LOOP = "The sea is a great and unforgiving enemy."
@@ -132,19 +132,10 @@ def test_a_looping_model_is_stopped_and_the_loop_never_shown_or_stored(
     client: TestClient, adventure_id: int, scripted: LoopingProvider
 ) -> None:
     client.put("/api/settings", json={"generation": {"state_updates": "off"}})
-    response = client.post(
-        f"/api/adventures/{adventure_id}/turns",
-        json={"kind": "do", "text": "look at the sea"},
-        headers={"Accept": "text/event-stream"},
-    )
-    events = sse_events(response.text)
-    shown = "".join(data["text"] for name, data in events if name == "text")
-    done = next(data for name, data in events if name == "done")
-    stored = done["turn"]["narration"]
+    shown, turn = streamed_turn(client, adventure_id, "look at the sea")
+    stored = turn["narration"]
     assert stored == f"Rain drums on the planks. {LOOP}"
     assert shown.rstrip() == stored
     assert scripted.chunks_sent < 3 * len(LOOP.split())  # stopped at once, not at a limit
-    insights = client.get(
-        f"/api/adventures/{adventure_id}/turns/{done['turn']['id']}/insights"
-    ).json()
+    insights = client.get(f"/api/adventures/{adventure_id}/turns/{turn['id']}/insights").json()
     assert any("a second time" in note for note in insights["notes"])
