@@ -3,12 +3,12 @@
 - a server that reports its window (see `llm.window`): the whole window (the reply's
   share is kept inside it), up to the player's cap (`context_budget`; by default
   16,384: a longer prompt costs every uncached turn its reading time);
-- the embedded model: 4,096, half its window (8,192, SmolLM2's trained length), so the
-  state pass that extends the narrator's prompt still fits. Its prompt cache keeps a turn's cost to what
-  changed — the last turn and the notes after the history — so a longer history costs
-  only the first turn after a start; and the longer the history, the larger the share of
-  the prompt that is read from cache (`benchmarks/prefix_cache.py`). A cap the player sets
-  wins, inside the window;
+- the embedded model: 6,144 of its 8,192-token window (SmolLM2's trained length),
+  leaving `STATE_PASS_ROOM` for the state pass that extends the narrator's prompt. Its
+  prompt cache keeps a turn's cost to what changed — the last turn and the notes after
+  the history — so a longer history costs only the first turn after a start, and the
+  longer the history, the larger the share of the prompt read from cache
+  (`benchmarks/prefix_cache.py`). A cap the player sets wins, inside the window;
 - a server that does not say: the player's cap, else 3,072.
 """
 
@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from talekeeper.llm.base import Provider
 
 DEFAULT_CAP = 16384
-EMBEDDED_BUDGET = 4096
+EMBEDDED_BUDGET = 6144
+STATE_PASS_ROOM = 1024
+"""What the structured state pass adds after the narrator's prompt and reply: its question
+and its answer (at most `state_updates.MAX_STRUCTURED_TOKENS`), with room to spare."""
 UNKNOWN_WINDOW_BUDGET = 3072
 SMALLEST = 512
 
@@ -33,11 +36,11 @@ class Budget:
 async def context_budget(provider: Provider, cap: int | None) -> Budget:
     window = await provider.context_window()
     if provider.id == "embedded":
-        fits = min(EMBEDDED_BUDGET, window // 2) if window else EMBEDDED_BUDGET
+        fits = min(EMBEDDED_BUDGET, window - STATE_PASS_ROOM) if window else EMBEDDED_BUDGET
         tokens, why = (
             (cap, "your cap")
             if cap
-            else (fits, "the embedded model's size: half its window, so the state pass fits")
+            else (fits, "the embedded model's size: its window less room for the state pass")
         )
     elif window is None:
         tokens, why = (
