@@ -159,9 +159,9 @@ def test_background_work_runs_after_turns_over_http(client: TestClient, tk: Tale
 
 
 def test_context_settings(client: TestClient) -> None:
-    assert client.get("/api/context/settings").json()["memory_top_k"] == 5
-    updated = client.put("/api/context/settings", json={"memory_top_k": 3, "author_note_depth": 1}).json()
-    assert updated["memory_top_k"] == 3 and updated["author_note_depth"] == 1
+    assert client.get("/api/context/settings").json()["memory_top_k"] == 3
+    updated = client.put("/api/context/settings", json={"memory_top_k": 4, "author_note_depth": 1}).json()
+    assert updated["memory_top_k"] == 4 and updated["author_note_depth"] == 1
     assert client.put("/api/context/settings", json={"memory_top_k": -1}).status_code == 422
     assert client.put("/api/context/settings", json={"unknown": 1}).status_code == 422
 

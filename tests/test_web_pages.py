@@ -144,13 +144,13 @@ def test_settings_explain_the_network_policy_and_check_ranges(client: TestClient
     refused = client.post("/settings", data={"provider": "openai", "endpoint": "http://8.8.8.8/v1"})
     assert refused.status_code == 422
     assert "private network" in refused.text and "TALEKEEPER_ALLOW_REMOTE_ENDPOINT=1" in refused.text
-    out_of_range = client.post("/settings", data={"temperature": "9", "memory_top_k": "3"})
+    out_of_range = client.post("/settings", data={"temperature": "9", "memory_top_k": "7"})
     assert out_of_range.status_code == 422 and 'class="field-error"' in out_of_range.text
-    assert client.get("/api/context/settings").json()["memory_top_k"] == 5  # nothing saved
-    saved = client.post("/settings", data={"temperature": "0.6", "state_updates": "off", "memory_top_k": "3"})
+    assert client.get("/api/context/settings").json()["memory_top_k"] == 3  # nothing saved
+    saved = client.post("/settings", data={"temperature": "0.6", "state_updates": "off", "memory_top_k": "4"})
     assert saved.status_code == 200 and "Saved." in saved.text
     assert client.get("/api/settings").json()["generation"]["state_updates"] == "off"
-    assert client.get("/api/context/settings").json()["memory_top_k"] == 3
+    assert client.get("/api/context/settings").json()["memory_top_k"] == 4
     assert client.get("/api/context/settings").json()["memory_enabled"] is False  # an unticked box
 
 

@@ -29,7 +29,7 @@ class ContextSettings(BaseModel):
     memory_every: int = Field(6, ge=2, le=100, description="Turns per memory.")
     memory_start: int = Field(12, ge=2, le=1000, description="The first turn at which a memory is written (of the block that is scrolling out).")
     summary_every: int = Field(15, ge=2, le=1000, description="Turns between story summary updates.")
-    memory_top_k: int = Field(5, ge=0, le=50, description="Memories retrieved each turn, pinned ones included.")
+    memory_top_k: int = Field(3, ge=0, le=50, description="Memories retrieved each turn, pinned ones included (they go after the history, so each is read anew every turn).")
     memory_capacity: int = Field(80, ge=1, le=100000, description="Active memories kept; beyond it the least useful are marked forgotten.")
     memory_max_words: int = Field(50, ge=10, le=200, description="Longest memory, in words.")
     embedding_model: str | None = Field(None, max_length=200, description="Embedding model on the configured server (its /v1/embeddings). Empty: lexical retrieval (BM25), which needs no model.")
