@@ -40,6 +40,8 @@ ECHOES = {
     "protocol": "Your stats: player.health 10/5, world.night 4/28",
     "tag": "Maren (maren, person) — alive",
     "instructions": "Write in second person, present tense, addressing the player as you.",
+    # the state notes' readout, with numbers of the model's own (a 20-situation run)
+    "readout": "The world lore: Night: 5 of 8; storm: a gale (7 of 8); You are standing on the headland.",
 }
 PROSE = [
     "Elsewhere.",  # a single word that is also a note's heading ("Elsewhere: …") is story
@@ -48,6 +50,8 @@ PROSE = [
     "Rain lashes the docks. Maren eyes you warily.",
     "Maren said the tide was turning.",  # history is the story: retelling it is not an echo
     "You hold up your lamp-mender's tools and ask Maren about the keeper's lighthouse.",
+    "You count 3 of 4 coins into Maren's palm; the storm howls on.",  # one number is prose
+    "Two of the three boats are back, and the night is only half over.",
 ]
 
 

@@ -65,6 +65,7 @@ _PROTOCOL = re.compile(
     r"\b(?:world|player)\.[a-z][a-z0-9_]*|\bnpc\.[a-z0-9_-]+\.[a-z]|\{\s*[\"']?(?:type|events)[\"']?\s*:",
     re.IGNORECASE,
 )
+_READOUT = re.compile(r"\b\d+\s*(?:of|/|out of)\s*\d+\b", re.IGNORECASE)
 _STOP = frozenset(
     """a an the and or but of to in on at by for from with without into onto over under as is are was were be been
     being am it its it's this that these those there here now then still so very you your yours you're i me my we
@@ -74,7 +75,17 @@ _STOP = frozenset(
 
 
 def _tokens(text: str) -> list[str]:
-    return _WORD.findall(text.casefold().replace("’", "'"))
+    """The words of a text; a number is `#`, so a stat readout echoed with numbers of the
+    model's own ("night: 5 of 8" for "night: 1 of 3") still matches its source."""
+    return [
+        "#" if word.isdigit() else word for word in _WORD.findall(text.casefold().replace("’", "'"))
+    ]
+
+
+def _readout(text: str) -> bool:
+    """Whether a text reads out stats ("night: 5 of 8; storm: 7 of 8", "10/5"): two or
+    more of them is the state notes' form, not a story's."""
+    return len(_READOUT.findall(text)) >= 2
 
 
 def _stem(word: str) -> str:
@@ -86,7 +97,7 @@ def _stem(word: str) -> str:
 
 
 def _content(tokens: Sequence[str]) -> frozenset[str]:
-    return frozenset(_stem(t) for t in tokens if t not in _STOP and not t.isdigit())
+    return frozenset(_stem(t) for t in tokens if t not in _STOP and t != "#")
 
 
 # A turn's guard is built from its prompt, most of which (instructions, cards, the story
@@ -246,7 +257,11 @@ class EchoGuard:
         return known
 
     def _judge_plainly(self, prefix: str) -> bool:
-        if _PROTOCOL.search(prefix) or (self._terms is not None and self._terms.search(prefix)):
+        if (
+            _PROTOCOL.search(prefix)
+            or _readout(prefix)
+            or (self._terms is not None and self._terms.search(prefix))
+        ):
             return False
         tokens = _tokens(prefix)
         if len(tokens) < EARLY_WORDS:
@@ -261,7 +276,11 @@ class EchoGuard:
 
     def _judge_opening(self, line: str) -> Removed | None:
         key = opening(line) or ""
-        if _PROTOCOL.search(key) or (self._terms is not None and self._terms.search(key)):
+        if (
+            _PROTOCOL.search(key)
+            or _readout(key)
+            or (self._terms is not None and self._terms.search(key))
+        ):
             return Removed(line, "protocol", "")
         tokens = _tokens(key)
         if not tokens:
@@ -353,8 +372,9 @@ def restates(note: str, prose: str) -> bool:
 
 def has_protocol(text: str, ids: Iterable[str] = ()) -> bool:
     """Whether a text the player or narrator will read carries protocol: a stat path, a
-    JSON event or an `(id` tag of one of `ids` ("Maren (maren) — alive")."""
-    if _PROTOCOL.search(text):
+    JSON event, a stat readout ("night: 5 of 8; storm: 7 of 8") or an `(id` tag of one of
+    `ids` ("Maren (maren) — alive")."""
+    if _PROTOCOL.search(text) or _readout(text):
         return True
     terms = [re.escape(t) for t in ids if t]
     return (

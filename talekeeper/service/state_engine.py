@@ -210,7 +210,7 @@ def without_empty_notes(
         why = None
         if isinstance(text, str):
             if echo.has_protocol(text, before.entities):
-                why = "it wrote ids or stat paths, not story"
+                why = "it wrote ids, stat paths or a stat readout, not story"
             elif echo.restates(text, prose):
                 why = "it only restated the narration"
         if why:
