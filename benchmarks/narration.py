@@ -10,7 +10,8 @@ reports per model:
 - `echo_lines`: stored narration lines whose four-word shingles come ≥ 50% from the
   prompt's own non-history sections (state notes, instructions, cards, reminders),
   rebuilt from the turn's Insights — independent of the engine's echo guard (target 0);
-- `protocol_leaks`: stored lines showing ids, stat paths, fences or JSON (target 0);
+- `protocol_leaks`: stored lines showing ids, stat paths, fences, JSON or a stat readout
+  (two "N of M" in a line) (target 0);
 - `real_chip_share`: of the chips shown after the turns, the share that are real changes
   (applied or limited, not notes or refusals);
 - `distinct_2`: distinct word bigrams / all bigrams over all narration (repetition);
@@ -144,6 +145,7 @@ PROTOCOL = [
         r"[{\[]\s*\"",
         r"\b(?:npc|player|world|scene)\.[a-z_]+\b",
         r"^\s*>",  # the transcript's action marker: the model writing the player's part
+        r"\d+\s*(?:of|/)\s*\d+\D.*\d+\s*(?:of|/)\s*\d+",  # stats read out ("5 of 8 … 7 of 8")
     )
 ]
 
