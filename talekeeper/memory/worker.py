@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from talekeeper.context.settings import ContextSettings, context_settings
@@ -158,6 +158,9 @@ async def _embed_pending(tk: Talekeeper, adventure_id: int, settings: ContextSet
     done["embedded"] = len(pending)
 
 
+After = Callable[[dict[str, Any]], Awaitable[None]]
+
+
 class MemoryWorker:
     """One per application object: the adventures' background runs."""
 
@@ -166,9 +169,14 @@ class MemoryWorker:
         self._tasks: set[asyncio.Task[None]] = set()
         self._running: dict[int, asyncio.Task[None]] = {}
         self._again: set[int] = set()
+        self._after: dict[int, After] = {}
         self.last: dict[int, dict[str, Any]] = {}
 
-    def schedule(self, adventure_id: int) -> None:
+    def schedule(self, adventure_id: int, after: After | None = None) -> None:
+        """Run the bank for an adventure after its turn; `after` is called with what the run
+        did, once it is done (the turn's own follow-up: see service/turns)."""
+        if after is not None:
+            self._after[adventure_id] = after
         if adventure_id in self._running and not self._running[adventure_id].done():
             self._again.add(adventure_id)
             return
@@ -192,6 +200,12 @@ class MemoryWorker:
                         pass
                 if adventure_id not in self._again:
                     break
+            after = self._after.pop(adventure_id, None)
+            if after is not None and adventure_id in self.last:
+                try:
+                    await after(self.last[adventure_id])
+                except Exception:  # noqa: BLE001 - a follow-up is a courtesy, never the turn's error
+                    log.info("after the memory bank run of %s", adventure_id, exc_info=True)
         finally:
             self._running.pop(adventure_id, None)
 

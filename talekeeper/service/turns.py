@@ -16,7 +16,8 @@
        companion may add a remark (banter, its own call)
     7. commit the node, move the head, store Insights and the memories used — one
        transaction
-    8. schedule the memory bank's work for after the turn
+    8. schedule the memory bank's work for after the turn (and, when it rewrote the
+       summary, read the next prompt into the embedded model's cache)
 
 A generation that fails or is cancelled writes nothing: the story is exactly as it was
 before the player acted, and the player can simply send the action again. The events the
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -161,7 +162,7 @@ async def play_turn(
         done = await asyncio.to_thread(
             commit, tk, start, prepared, narration, reply, settled, banter
         )  # 7. commit
-        worker_for(tk).schedule(adventure_id)  # 8. memories and summary, after the turn
+        worker_for(tk).schedule(adventure_id, rewarm(tk, adventure_id))  # 8. memories, summary
         yield Done(done)
     except Exception as exc:
         if not accepted:
@@ -439,6 +440,19 @@ async def warm_next_turn(tk: Talekeeper, adventure_id: int) -> None:
         await provider.complete(prepared.request.model_copy(update={"max_tokens": 1}))
     except Exception:  # noqa: BLE001 - a warm-up is a courtesy; the turn itself reports errors
         log.info("warming the next turn of adventure %s failed", adventure_id, exc_info=True)
+
+
+def rewarm(tk: Talekeeper, adventure_id: int) -> Callable[[dict[str, Any]], Awaitable[None]]:
+    """After the memory bank's run: a new summary changed the prompt near its start (the
+    summary goes before the history), so the whole prompt is read into the embedded model's
+    cache again now, while the player reads — not in the player's next turn (every
+    `summary_every` turns, that turn would otherwise start cold)."""
+
+    async def after(done: dict[str, Any]) -> None:
+        if done.get("summary"):
+            await warm_next_turn(tk, adventure_id)
+
+    return after
 
 
 def current_state_mode(tk: Talekeeper) -> state_updates.StateMode:
