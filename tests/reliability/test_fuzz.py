@@ -144,7 +144,7 @@ def _count_writes(connection) -> None:
 @pytest.fixture
 def quiet_bank(monkeypatch: pytest.MonkeyPatch) -> None:
     """No background memory runs: only the request under test may change the database."""
-    monkeypatch.setattr(MemoryWorker, "schedule", lambda self, adventure_id: None)
+    monkeypatch.setattr(MemoryWorker, "schedule", lambda self, adventure_id, after=None: None)
 
 
 def api_operations(app) -> tuple[list[tuple[str, str, dict[str, Any]]], dict[str, Any]]:
