@@ -12,9 +12,10 @@
    medians of 3 and the warm/cold ratio (target: >= 5x faster warm).
 
 With `--memory` the memory bank runs between turns on the same embedded model. The
-llama.cpp server keeps one KV cache, so each summary (and the 'structured' state-update
-mode's second request per turn) replaces the story's prefix there; the server's RAM
-prompt cache (`--cache true`, see llm/embedded_server.py) restores it on the next turn.
+llama.cpp server keeps one KV cache, so each memory or summary request replaces the
+story's prefix there (the 'structured' state pass extends the narrator's prompt, so it
+keeps it); the server's RAM prompt cache (`--cache true`, see llm/embedded_server.py)
+restores it on the next turn.
 "Warm" below is measured exactly that way: the story prompt, an unrelated request, then
 the story prompt again.
 

@@ -27,7 +27,8 @@ class ProseGuard:
         kept, echoed = self.echoes.clean(text)
         return kept, repeated + echoed
 
-    def loops(self, text: str) -> bool:
-        """Whether the model has begun to say a sentence of this reply again: nothing it
-        writes after that is new, so the turn stops it."""
-        return self.repeats.loops(text)
+    def streamed(self, text: str) -> tuple[str, bool]:
+        """What may be shown now, and whether the reply has begun to loop (the turn then
+        stops the model): one reading of the prose per streamed piece, not two."""
+        kept, loops = self.repeats.streamed(text)
+        return self.echoes.shown(kept), loops

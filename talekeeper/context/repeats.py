@@ -111,6 +111,11 @@ class RepeatGuard:
         """Whether a still-streaming prose has begun to say a sentence a second time."""
         return self._walk(text, final=False)[1] is not None
 
+    def streamed(self, text: str) -> tuple[str, bool]:
+        """`shown` and `loops` of a still-streaming prose, from one reading of it."""
+        kept, loop = self._walk(text, final=False)
+        return kept, loop is not None
+
 
 def _could_become(words: list[str], keys: set[tuple[str, ...]]) -> bool:
     """Whether a sentence begun with `words` may still turn out to repeat one of `keys`."""

@@ -232,12 +232,12 @@ async def stream_reply(
             async for event in events:
                 if event.kind == "text":
                     reply.raw += event.text
-                    prose = visible_prefix(reply.raw)
-                    visible = guard.shown(prose).lstrip()  # as stored: no leading blank
+                    visible, loops = guard.streamed(visible_prefix(reply.raw))
+                    visible = visible.lstrip()  # as stored: no leading blank
                     if len(visible) > len(reply.shown):
                         yield Text(visible[len(reply.shown) :])
                         reply.shown = visible
-                    if guard.loops(prose):
+                    if loops:
                         break  # the model is saying it all again: stop it (nothing is lost)
                 elif event.kind == "reasoning":
                     reply.reasoning += event.text
