@@ -6,7 +6,9 @@
    length has: a memory every 6 turns — at most 80 active, the older ones forgotten, as
    the bank's capacity does — and a summary every 15 turns).
 2. Serves talekeeper on loopback (uvicorn, the real app) with its model endpoint set to a
-   fake OpenAI-compatible server that answers at once (`tests/llm/fakeserver.py`), and
+   fake OpenAI-compatible server that answers at once (`tests/llm/fakeserver.py`, in a
+   process of its own, as a model server is: in this one its thread per request and its
+   record of every request would be counted as the engine's cost), and
    plays `--turns` turns on each story in turn, round-robin, through `POST /api/
    adventures/{id}/turns`: prompt assembly, memory retrieval, streaming, extraction, state
    engine, commit, Insights. The memory bank writes its memories between turns on the
@@ -35,6 +37,7 @@ import json
 import os
 import pstats
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -51,7 +54,6 @@ from talekeeper.memory.worker import MemoryWorker, worker_for  # noqa: E402
 from talekeeper.service import adventures  # noqa: E402
 from talekeeper.store.models import Memory, StorySummary, utcnow  # noqa: E402
 from talekeeper.story import tree  # noqa: E402
-from tests.llm.fakeserver import FakeOpenAIServer, FakeReply  # noqa: E402
 
 NARRATION = (
     "Rain needles across the harbour as the ferry lurches against its ropes. Maren squints at "
@@ -107,6 +109,32 @@ def build(tk: Talekeeper, turns: int) -> int:
                     )
                 )
         return adventure.id
+
+
+FAKE_MODEL = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})
+from tests.llm.fakeserver import FakeOpenAIServer, FakeReply
+
+reply = FakeReply({NARRATION!r}, chunk_size=4096, usage=None)
+with FakeOpenAIServer(lambda request: reply, record=False) as fake:
+    print(fake.url, flush=True)
+    sys.stdin.read()  # until the benchmark ends
+"""
+
+
+class FakeModel:
+    """The fake OpenAI-compatible server in a child process; ends with the benchmark."""
+
+    def __enter__(self) -> str:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", FAKE_MODEL], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        assert self.process.stdout is not None
+        return self.process.stdout.readline().strip()
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.communicate(timeout=10)
 
 
 class Served:
@@ -210,9 +238,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    reply = FakeReply(NARRATION, chunk_size=4096, usage=None)
-    with FakeOpenAIServer(lambda request: reply) as fake:
-        os.environ["TALEKEEPER_ENDPOINT"] = fake.url
+    with FakeModel() as fake_url:
+        os.environ["TALEKEEPER_ENDPOINT"] = fake_url
         os.environ["TALEKEEPER_MODEL"] = "fake-model"
         home = Path(tempfile.mkdtemp(prefix="tk-overhead-"))
         tk = Talekeeper(home)

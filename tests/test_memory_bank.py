@@ -195,3 +195,30 @@ def test_post_turn_does_nothing_when_disabled(tk: Talekeeper, story: int) -> Non
     with tk.db.session() as session:
         update_context_settings(session, {"memory_enabled": False})
     assert asyncio.run(run_post_turn(tk, story)) == {"skipped": True}
+
+
+def test_a_turn_counts_the_memories_it_sent(tk: Talekeeper, scripted: ScriptedProvider) -> None:
+    """Capacity keeps the most used memories: each turn's prompt counts its own, once."""
+    from talekeeper.service.settings import SettingsUpdate, update_settings
+    from talekeeper.service.turns import collect_turn
+
+    weather = "Rain drums on the slate roofs while the lamps burn low and the tide pulls at the pilings. " * 3
+    with tk.db.session() as session:
+        adventure = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"})
+        node = tree.head(session, adventure)
+        path = [node.id]
+        for depth in range(1, 41):
+            node = tree.append_child(session, adventure, node, tree.NewTurn("do", f"walk on {depth}", weather))
+            path.append(node.id)
+        story = adventure.id
+        sent = bank.add_memory(session, story, bank.Block(1, 6, path[6]), "Tobin hid the brass key in the forge.").id
+        unsent = bank.add_memory(session, story, bank.Block(7, 12, path[12]), "Gulls circled the harbour.").id
+        update_context_settings(session, {"memory_top_k": 1})  # one a turn, the one that matches
+        update_settings(session, SettingsUpdate(generation={"context_budget": 2048, "max_tokens": 128}))
+    scripted.queue("You lift the latch of the forge.")
+    done = asyncio.run(collect_turn(tk, story, "do", "search the forge for the brass key"))
+    memories = next(s for s in done["prompt"]["sections"] if s["name"] == "memories")
+    assert [item["ref"] for item in memories["items"] if item["included"]] == [sent]
+    with tk.db.session() as session:
+        rows = {m.id: (m.uses, m.last_used_depth) for m in session.query(Memory).filter_by(adventure_id=story)}
+    assert rows[sent] == (1, 41) and rows[unsent] == (0, None)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 OPENING_WORDS = 16
 """Words a line's verdict rests on: enough to know an echo, few enough to stream soon."""
@@ -171,14 +171,7 @@ class EchoGuard:
         self._verdicts: dict[str, Removed | None] = {}
         self._plain: dict[str, bool] = {}
         self._shingles: dict[tuple[str, str, str], str] = {}
-        self._story_lines: list[str] = []
-        self._story_shingles: set[tuple[str, str, str]] = set()
-        for text in story:
-            for line in (text or "").splitlines():
-                joined, shingles = _story_line(line)
-                if joined:
-                    self._story_lines.append(joined)
-                    self._story_shingles.update(shingles)
+        self._story_texts = story  # read (once) only when a line looks like an echo: `_story`
         for section, text in sources:
             for line in (text or "").splitlines():
                 units, shingles = _source_line(line)
@@ -212,7 +205,7 @@ class EchoGuard:
             if name in ("author_note", "story_cards", "story_cards_after")
             for line in text.splitlines()
         }
-        story = [
+        story = (  # lazily: see `_story`
             "\n".join(
                 line
                 for line in text.splitlines()
@@ -221,7 +214,7 @@ class EchoGuard:
             )
             for name, text in sections
             if name in STORY_SOURCES
-        ]
+        )
         return cls(sources, ids, story)
 
     def judge(self, line: str) -> Removed | None:
@@ -311,15 +304,28 @@ class EchoGuard:
                     return Removed(line, "paraphrase", unit.section)
         return None
 
+    @cached_property
+    def _story(self) -> tuple[list[str], set[tuple[str, str, str]]]:
+        """The story sections' lines and three-word runs. Most replies have no line that
+        looks like an echo, so most turns never ask: the history alone is hundreds of lines."""
+        lines: list[str] = []
+        shingles: set[tuple[str, str, str]] = set()
+        for text in self._story_texts:
+            for line in (text or "").splitlines():
+                joined, runs = _story_line(line)
+                if joined:
+                    lines.append(joined)
+                    shingles.update(runs)
+        return lines, shingles
+
     def _retells(self, tokens: list[str], joined: str, runs: list[tuple[str, str, str]]) -> bool:
         """Whether an opening retells the story sections (history, memories, summary)."""
-        if len(tokens) >= 4 and any(joined in line for line in self._story_lines):
+        story_lines, story_shingles = self._story
+        if len(tokens) >= 4 and any(joined in line for line in story_lines):
             return True
-        if len(tokens) < 4 and joined in self._story_lines:
+        if len(tokens) < 4 and joined in story_lines:
             return True
-        return len(runs) >= 3 and sum(
-            r in self._story_shingles for r in runs
-        ) >= PARTIAL_SHARE * len(runs)
+        return len(runs) >= 3 and sum(r in story_shingles for r in runs) >= PARTIAL_SHARE * len(runs)
 
     def clean(self, text: str) -> tuple[str, list[Removed]]:
         """The finished text without its echo lines, and what was removed."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -222,7 +222,10 @@ class Assembly:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "sections": [asdict(s) for s in self.sections],
+            # (by hand: `asdict` copies every value deeply; these are strings and numbers)
+            "sections": [
+                {**vars(s), "items": [dict(vars(item)) for item in s.items]} for s in self.sections
+            ],
             "budget": self.budget,
             "reserve_for_reply": self.reserve_for_reply,
             "total_tokens": self.total_tokens,

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from talekeeper.context.prompt import RetrievedMemory
@@ -199,15 +199,20 @@ def choose(
     return result
 
 
+# Built once: a turn runs it every time, and making the statement cost more than running it.
+# On the table, not the class: no ORM object is touched (nor needs to be), so the ORM's
+# bulk-update bookkeeping is skipped; the column's onupdate (updated_at) still applies.
+_COUNT_USE = (
+    update(Memory.__table__)
+    .where(Memory.__table__.c.id.in_(bindparam("ids", expanding=True)))
+    .values(uses=Memory.__table__.c.uses + 1, last_used_depth=bindparam("used_at"))
+)
+
+
 def record_use(session: Session, memory_ids: Sequence[int], depth: int) -> None:
     """Count a retrieval that went into a prompt (commits with the turn)."""
     if memory_ids:
-        session.execute(
-            update(Memory)
-            .where(Memory.id.in_(list(memory_ids)))
-            .values(uses=Memory.uses + 1, last_used_depth=depth)
-            .execution_options(synchronize_session=False)
-        )
+        session.execute(_COUNT_USE, {"ids": list(memory_ids), "used_at": depth})
 
 
 # ------------------------------------------------------------------------------ writing

@@ -183,12 +183,18 @@ def role_for_turn(
     return Role("npc", member.id, npc_instructions(member, document, rules)), text
 
 
+def banter_due(rules: Rules, turn: int) -> bool:
+    """It is a companion's turn to speak, in a cast that has one (asked before the state
+    after the turn is read: most turns have no remark)."""
+    return turn % BANTER_EVERY == 0 and any(m.companion for m in rules.cast.values())
+
+
 def banter_role(
     document: Document, rules: Rules, turn: int, in_scene_ids: list[str]
 ) -> Role | None:
     """A companion's remark, when one is in scene, it is their turn to speak and a moment
     is strong enough to raise."""
-    if turn % BANTER_EVERY:
+    if not banter_due(rules, turn):
         return None
     scene = set(document.scene.present) | set(in_scene_ids)
     companions = [

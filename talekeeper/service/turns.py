@@ -33,7 +33,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session, defer
 
 from talekeeper.context import echo, insights
@@ -182,9 +182,7 @@ def load_turn(
     """Step 2: one transaction; everything after works on the value it returns."""
     with tk.db.session() as session:
         # the adventure and its head in one statement (held: the checks below find them)
-        _held = _with_node(
-            session, adventure_id, Adventure.head_node_id if take_of is None else None
-        )
+        _held = _with_node(session, _WITH_HEAD, adventure=adventure_id) if take_of is None else None
         adventure = get_adventure(session, adventure_id)
         if take_of is None:
             below = tree.head(session, adventure)
@@ -307,7 +305,7 @@ async def banter_remark(
     settled: state_engine.Settled,
 ) -> tuple[str, roles.Role, PreparedContext] | None:
     """Step 6b: a companion's remark on the narrator's turn, in its own call."""
-    if start.role is not roles.NARRATOR:
+    if start.role is not roles.NARRATOR or not roles.banter_due(start.rules, start.turn_number):
         return None
     return await roles.banter_step(
         tk,
@@ -336,7 +334,7 @@ def commit(
     with tk.db.session() as session:
         # the adventure, and the parent's place in the tree (its snapshot was read in step 2,
         # not again), in one statement
-        held = _with_node(session, start.adventure_id, start.below_id, snapshot=False)
+        held = _with_node(session, _WITH_PARENT, adventure=start.adventure_id, node=start.below_id)
         adventure = get_adventure(session, start.adventure_id)
         parent = held[1] if held is not None else None
         assert parent is not None
@@ -382,24 +380,23 @@ def commit(
     return done
 
 
-def _with_node(
-    session: Session, adventure_id: int, node: Any, snapshot: bool = True
-) -> tuple[Adventure, Node] | None:
-    """The adventure and one node (`node`: its id, or a column of the adventure's naming
-    it) in one statement, or None when either is missing. The session keeps only what is
-    referred to, so the caller holds the pair while it reads them again by key."""
-    if node is None:
-        return None
-    query = (
-        select(Adventure, Node)
-        .join(Node, Node.id == node)
-        .where(Adventure.id == adventure_id, Node.adventure_id == adventure_id)
-    )
-    if not snapshot:  # (the adventure's plot and rules were read in step 2 as well)
-        query = query.options(
-            defer(Node.state), defer(Node.proposal), defer(Adventure.plot), defer(Adventure.rules)
-        )
-    found = session.execute(query).first()
+# The adventure and one node in one statement: its head (step 2), or the parent the new
+# turn goes below (step 7, whose snapshot, plot and rules were read in step 2 already).
+# Built once: a turn runs each, and making them cost more than running them.
+_SAME_ADVENTURE = (Adventure.id == bindparam("adventure"), Node.adventure_id == bindparam("adventure"))
+_WITH_HEAD = select(Adventure, Node).join(Node, Node.id == Adventure.head_node_id).where(*_SAME_ADVENTURE)
+_WITH_PARENT = (
+    select(Adventure, Node)
+    .join(Node, Node.id == bindparam("node"))
+    .where(*_SAME_ADVENTURE)
+    .options(defer(Node.state), defer(Node.proposal), defer(Adventure.plot), defer(Adventure.rules))
+)
+
+
+def _with_node(session: Session, query: Any, **params: int) -> tuple[Adventure, Node] | None:
+    """The pair `query` reads, or None when either is missing. The session keeps only what
+    is referred to, so the caller holds the pair while it reads them again by key."""
+    found = session.execute(query, params).first()
     return None if found is None else (found[0], found[1])
 
 

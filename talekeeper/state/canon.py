@@ -182,8 +182,7 @@ def record_event(document: Document, line: str, turn: int) -> Document:
 
     if not line:
         return document
-    doc = document.model_copy(deep=True)
-    doc.recent_events = [*doc.recent_events, RecentEvent(turn=turn, text=line)][
-        -RECENT_EVENTS_WINDOW:
-    ]
-    return doc
+    # A shallow copy: only the event list is new. Documents are values (apply.py works on
+    # a deep copy of its own), and copying every entity again cost ~1 ms a turn.
+    events = [*document.recent_events, RecentEvent(turn=turn, text=line)]
+    return document.model_copy(update={"recent_events": events[-RECENT_EVENTS_WINDOW:]})

@@ -71,6 +71,7 @@ class _State:
     extra: dict[tuple[str, str], Any] = field(default_factory=dict)
     model_fields: dict[str, Any] = field(default_factory=dict)
     requests: list[RecordedRequest] = field(default_factory=list)
+    record: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -86,6 +87,7 @@ class FakeOpenAIServer:
         ssl_context: ssl.SSLContext | None = None,
         extra: dict[tuple[str, str], Any] | None = None,
         model_fields: dict[str, Any] | None = None,
+        record: bool = True,
     ) -> None:
         """
         replies: consumed one per generation request; or a function of the request.
@@ -95,8 +97,14 @@ class FakeOpenAIServer:
         ssl_context: serve HTTPS with this (server-side) context.
         extra: (method, path) → the JSON answered there, e.g. `{("GET", "/props"): {...}}`.
         model_fields: added to every `/v1/models` entry.
+        record: keep every request for `requests` (a long benchmark does not).
         """
-        self._state = _State(strict_models=strict_models, extra=dict(extra or {}), model_fields=dict(model_fields or {}))
+        self._state = _State(
+            strict_models=strict_models,
+            extra=dict(extra or {}),
+            model_fields=dict(model_fields or {}),
+            record=record,
+        )
         if callable(replies):
             self._state.reply_fn = replies
         elif replies:
@@ -184,8 +192,9 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = raw.decode("utf-8", errors="replace")
         recorded = RecordedRequest(self.command, self.path, dict(self.headers.items()), body)
-        with self.state.lock:
-            self.state.requests.append(recorded)
+        if self.state.record:
+            with self.state.lock:
+                self.state.requests.append(recorded)
         return recorded
 
     def _json(self, status: int, payload: Any) -> None:
