@@ -19,10 +19,10 @@ restores it on the next turn.
 "Warm" below is measured exactly that way: the story prompt, an unrelated request, then
 the story prompt again.
 
-Measured here (2 shared CPU cores at load 4-7, SmolLM2-135M, 160-turn story, the app's
-defaults: structured mode, budget 6,144, author's note after the history, 3 memories):
-88-91% of each prompt byte-identical to the turn before's; first word in a median 42 s
-turn to turn against 208 s for turn 1's cold read (4.9x). See the README.
+Measured here (2 CPU cores, SmolLM2-135M, 160-turn story, the app's defaults: structured
+mode, budget 6,144, author's note after the history, 3 memories): 88-91% of each prompt
+byte-identical to the turn before's (0.89 median); first word in a median 8.6 s turn to turn
+against 62.6 s for the same prompt cold: 7.3x. See the README.
 
 The embedded model stays resident between turns (a managed child process) and
 llama.cpp reuses the KV cache for the longest common token prefix of consecutive prompts;

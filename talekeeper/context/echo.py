@@ -158,6 +158,23 @@ class _Unit:
     whole: bool = True  # a whole source line (False: one clause of a longer line)
 
 
+@lru_cache(maxsize=256)
+def _source_section(
+    section: str, text: str
+) -> tuple[tuple[_Unit, ...], dict[tuple[str, str, str], str]]:
+    """A source section's units and three-word runs (first section named): most sections
+    (instructions, cards, the notes that did not change) are the turn before's, word for
+    word. Shared between guards: read, never changed."""
+    units: list[_Unit] = []
+    shingles: dict[tuple[str, str, str], str] = {}
+    for line in text.splitlines():
+        line_units, runs = _source_line(line)
+        units.extend(_Unit(section, joined, content, whole) for joined, content, whole in line_units)
+        for run in runs:
+            shingles.setdefault(run, section)
+    return tuple(units), shingles
+
+
 class EchoGuard:
     """Judges lines against a set of named source texts (see the module docstring)."""
 
@@ -172,14 +189,11 @@ class EchoGuard:
         self._plain: dict[str, bool] = {}
         self._shingles: dict[tuple[str, str, str], str] = {}
         self._story_texts = story  # read (once) only when a line looks like an echo: `_story`
-        for section, text in sources:
-            for line in (text or "").splitlines():
-                units, shingles = _source_line(line)
-                self._units.extend(
-                    _Unit(section, joined, content, whole) for joined, content, whole in units
-                )
-                for shingle in shingles:
-                    self._shingles.setdefault(shingle, section)
+        parts = [_source_section(section, text or "") for section, text in sources]
+        for units, _ in parts:
+            self._units.extend(units)
+        for _, shingles in reversed(parts):  # a run both sections have is the first's
+            self._shingles.update(shingles)
         terms = sorted({t for t in protocol_terms if t}, key=len, reverse=True)
         self._terms = (
             re.compile(

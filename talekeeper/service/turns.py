@@ -57,6 +57,7 @@ from talekeeper.service.context import ContextStart, PreparedContext, StateInput
 from talekeeper.service.settings import effective_model_settings
 from talekeeper.service.turn_events import Accepted, Done, Error, Reasoning, Status, Text, TurnEvent
 from talekeeper.state import Document, Rules, visible_prefix
+from talekeeper.store import owner
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story import tree
 from talekeeper.story.actions import normalise_action
@@ -115,7 +116,8 @@ async def play_turn(
     kind, text = normalise_action(kind, text)
     # The database steps (2 and 7) run in worker threads (asyncio.to_thread): while one
     # turn waits on a round trip, the event loop goes on serving every other player.
-    await asyncio.to_thread(check_owner, tk, adventure_id)  # (accounts on) not another's story
+    if owner.current() is not None:  # accounts on: not another player's story
+        await asyncio.to_thread(check_owner, tk, adventure_id)
     tk.locks.acquire(adventure_id)  # 1. lock
     accepted = False
     try:
