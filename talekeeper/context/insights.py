@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from talekeeper.context.prompt import (
@@ -316,12 +316,15 @@ def records_on(session: Session, ids: Sequence[int]) -> dict[int, tuple[int, dic
     read serves the card timers and the previous prompt."""
     if not ids:
         return {}
-    rows = session.execute(
-        select(TurnInsight.node_id, Node.depth, TurnInsight.data)
-        .join(Node, Node.id == TurnInsight.node_id)
-        .where(TurnInsight.node_id.in_(list(ids)))
-    )
+    rows = session.execute(_RECORDS_ON, {"ids": list(ids)})
     return {node_id: (depth, data) for node_id, depth, data in rows}
+
+
+_RECORDS_ON = (  # built once: every turn reads it
+    select(TurnInsight.node_id, Node.depth, TurnInsight.data)
+    .join(Node, Node.id == TurnInsight.node_id)
+    .where(TurnInsight.node_id.in_(bindparam("ids", expanding=True)))
+)
 
 
 def card_timers(

@@ -71,19 +71,25 @@ class SummaryInForce:
         return f"{self.source} at turn {self.depth}"
 
 
+_SUMMARIES = (  # built once: every turn reads it
+    select(StorySummary.id, StorySummary.node_id, StorySummary.depth, StorySummary.text, StorySummary.source)
+    .where(StorySummary.adventure_id == bindparam("adventure"), StorySummary.depth < bindparam("below"))
+    .order_by(StorySummary.depth.desc(), StorySummary.id.desc())
+    .limit(bindparam("page"))
+    .offset(bindparam("skip"))
+)
+
+
 def summary_at(session: Session, adventure_id: int, path: Sequence[int], fallback: str) -> SummaryInForce:
     """The newest summary version anchored on `path` (root → node), else the plot's."""
     if path:
         # Newest first, a page at a time: on the played branch the first row is the one,
         # so a long story's hundreds of older versions are never read.
-        query = (
-            select(StorySummary.id, StorySummary.node_id, StorySummary.depth, StorySummary.text, StorySummary.source)
-            .where(StorySummary.adventure_id == adventure_id, StorySummary.depth < len(path))
-            .order_by(StorySummary.depth.desc(), StorySummary.id.desc())
-        )
         offset, page = 0, 16
         while True:
-            rows = session.execute(query.limit(page).offset(offset)).all()
+            rows = session.execute(
+                _SUMMARIES, {"adventure": adventure_id, "below": len(path), "page": page, "skip": offset}
+            ).all()
             for row in rows:
                 if path[row.depth] == row.node_id:
                     source = "your edit" if row.source == "player" else "auto summary"

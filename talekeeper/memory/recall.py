@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select, true
+from sqlalchemy import bindparam, func, select, true
 from sqlalchemy.orm import Session
 
 from talekeeper.memory import lexical
@@ -77,6 +77,19 @@ def ranked_on_path(
     return found, len(rows)
 
 
+# Built once (every turn runs one): the adventure's memory count and newest change, with
+# the rows changed since a time alongside; and all its rows, for a first read.
+_ALL = select(*_COLUMNS).where(Memory.adventure_id == bindparam("adventure"))
+_TOTALS = (
+    select(func.count().label("count"), func.max(Memory.updated_at).label("newest"))
+    .where(Memory.adventure_id == bindparam("adventure"))
+    .subquery()
+)
+_SINCE = _ALL.where(Memory.updated_at >= bindparam("since")).subquery()
+_CHANGED = select(_TOTALS.c["count"], _TOTALS.c.newest, _SINCE).select_from(
+    _TOTALS.outerjoin(_SINCE, true())
+)
+
 _reading = threading.Lock()  # one reader updates and reads an index at a time (web threads)
 
 
@@ -91,24 +104,14 @@ def memories(session: Session, adventure_id: int) -> Kept:
         if kept is not None:
             _cache.move_to_end(key)
     if kept is not None and kept.newest is not None:
-        mine = Memory.adventure_id == adventure_id
-        totals = select(
-            func.count().label("count"), func.max(Memory.updated_at).label("newest")
-        ).where(mine)
-        since = select(*_COLUMNS).where(mine, Memory.updated_at >= kept.newest - MARGIN)
-        totals_, since_ = totals.subquery(), since.subquery()
-        rows = session.execute(
-            select(totals_.c["count"], totals_.c.newest, since_).select_from(
-                totals_.outerjoin(since_, true())
-            )
-        ).all()
+        rows = session.execute(_CHANGED, {"adventure": adventure_id, "since": kept.newest - MARGIN}).all()
         count, newest = rows[0][0], rows[0][1]
         _apply(kept, [r for r in rows if r.id is not None])
         kept.newest = newest
         if len(kept.stamps) == count:
             return kept
     kept = Kept()
-    rows = session.execute(select(*_COLUMNS).where(Memory.adventure_id == adventure_id)).all()
+    rows = session.execute(_ALL, {"adventure": adventure_id}).all()
     _apply(kept, rows)
     kept.newest = max((r.updated_at for r in rows if r.updated_at is not None), default=None)
     with _lock:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from talekeeper.store.models import Setting
 
 _ABSENT = "talekeeper.settings_absent"
+_ROWS = select(Setting).where(Setting.key.in_(bindparam("keys", expanding=True)))  # built once
 _FOUND = "talekeeper.settings_found"
 
 
@@ -25,9 +26,7 @@ def prefetch(session: Session, keys: Iterable[str]) -> None:
     """Read the rows for `keys` into the session (a reader's session: a key written later
     in it would still read as absent)."""
     wanted = set(keys)
-    found = {
-        row.key: row for row in session.scalars(select(Setting).where(Setting.key.in_(wanted)))
-    }
+    found = {row.key: row for row in session.scalars(_ROWS, {"keys": list(wanted)})}
     # held here: the session's identity map keeps only what something else refers to
     session.info.setdefault(_FOUND, {}).update(found)
     session.info.setdefault(_ABSENT, set()).update(wanted - found.keys())
