@@ -19,6 +19,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Collection, Sequence
+from functools import lru_cache
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 STOPWORDS = frozenset(
@@ -31,6 +32,7 @@ STOPWORDS = frozenset(
 )
 
 
+@lru_cache(maxsize=16384)  # each turn's query is mostly the turn before's words
 def stem(word: str) -> str:
     """A light suffix stripper: enough to meet `boats`/`boat`, `locked`/`lock`."""
     for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
