@@ -61,6 +61,19 @@ def test_a_turn_shows_its_change_chips(tk: Talekeeper, scripted: ScriptedProvide
     assert "● ✗ refused: 'teleport' is not an event type" in out
 
 
+def test_a_reply_cut_off_mid_sentence_says_what_the_story_keeps(
+    tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The terminal printed the unfinished end as it streamed; the story does not keep it."""
+    scripted.finish_reason = "length"
+    scripted.queue("The wind rises. Maren turns to")
+    aid = start(tk)
+    out = run_play(tk, ["wait"], monkeypatch, adventure_id=aid)
+    assert "Maren turns to" in out and "cut off mid-sentence" in out
+    with tk.db.session() as session:
+        assert tree.head(session, adventures.get_adventure(session, aid)).narration == "The wind rises."
+
+
 def test_a_new_adventure_asks_where_to_begin(tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
     # Choose "New: The Lantern of Greywater" (row 2, after "The Fenmouth Ledger"), then the
     # second origin, then a name.

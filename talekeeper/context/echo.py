@@ -145,7 +145,7 @@ class Removed:
     section: str
 
     def describe(self) -> str:
-        text = _short(self.line)
+        text = shorten(self.line)
         where = f", {self.section.replace('_', ' ')}" if self.section else ""
         return f"“{text}” ({self.kind}{where})"
 
@@ -420,12 +420,12 @@ def summary(removed: Sequence[Removed]) -> str:
         )
     if loops:
         notes.append(
-            f"The reply began to say “{_short(loops[0].line)}” a second time, so it ended "
+            f"The reply began to say “{shorten(loops[0].line)}” a second time, so it ended "
             "there (the model was stopped; the rest would only have repeated it)."
         )
     return " ".join(notes)
 
 
-def _short(text: str) -> str:
+def shorten(text: str) -> str:
     text = text.strip()
     return text if len(text) <= 80 else text[:79] + "…"

@@ -36,7 +36,7 @@ from typing import Any
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session, defer
 
-from talekeeper.context import echo, insights
+from talekeeper.context import echo, endings, insights
 from talekeeper.context.prose_guard import ProseGuard
 from talekeeper.context.repeats import RepeatGuard
 from talekeeper.errors import Unavailable, Upstream
@@ -106,6 +106,8 @@ class Reply:
     state_error: str | None = None
     failed: str | None = None  # the stream's error: nothing is written
     echoed: list[echo.Removed] = field(default_factory=list)
+    finish: str | None = None  # why the model stopped, as its server said ("length": cut off)
+    unfinished: str = ""  # the cut-off last sentence, not kept (context/endings)
 
 
 async def play_turn(
@@ -139,9 +141,8 @@ async def play_turn(
             yield Error(reply.failed)
             return
         if mode == "structured":  # 5. extract (the inline block is read in step 6)
-            prose, removed = guard.clean(state_engine.extract_prose(reply.raw))  # judged once
-            reply.raw = prose  # the state pass adds its block to it; removals noted once
-            reply.echoed.extend(removed)
+            prose = kept_prose(guard, reply, state_engine.extract_prose(reply.raw))
+            reply.raw = prose  # the state pass adds its block to it (and reads only this)
             held = held_back(prose, reply)  # the whole narration is in: show its last line now
             if held:
                 yield Text(held)
@@ -161,6 +162,11 @@ async def play_turn(
             yield Text("\n\n" + banter[0])
         if reply.echoed:
             assembly.notes.append(echo.summary(reply.echoed))
+        if reply.unfinished:
+            assembly.notes.append(
+                "The reply reached its length limit mid-sentence; its unfinished end was not "
+                f"kept: “{echo.shorten(reply.unfinished)}”."
+            )
         done = await asyncio.to_thread(
             commit, tk, start, prepared, narration, reply, settled, banter
         )  # 7. commit
@@ -242,6 +248,8 @@ async def stream_reply(
                 elif event.kind == "reasoning":
                     reply.reasoning += event.text
                     yield Reasoning(event.text)
+                elif event.kind == "done":
+                    reply.finish = event.finish_reason
     except LLMError as exc:
         reply.failed = str(exc)
         return
@@ -279,19 +287,28 @@ async def structured_pass(
         reply.state_error = f"The state update could not be made ({exc}); the state is unchanged."
 
 
+def kept_prose(guard: ProseGuard, reply: Reply, prose: str) -> str:
+    """The reply's prose as it is stored: without its echoes and loops, and without the
+    unfinished last sentence of a reply its length limit cut off (in its prose: not in a
+    state block after it). The same again for prose already kept (structured mode reads
+    it before its state pass and after)."""
+    cut_in_prose = reply.finish == "length" and reply.raw.rstrip().endswith(prose.rstrip())
+    kept, removed = guard.clean(prose)
+    reply.echoed.extend(removed)
+    if cut_in_prose:
+        kept, rest = endings.unfinished_end(kept)
+        reply.unfinished = rest or reply.unfinished
+    return kept
+
+
 def validate_and_apply(
     start: TurnStart, guard: ProseGuard, reply: Reply
 ) -> state_engine.Settled:
     """Step 6: the prose without its echoes, and the proposal checked against the rules and
     applied to the start's state."""
 
-    def unechoed(prose: str) -> str:
-        kept, removed = guard.clean(prose)
-        reply.echoed.extend(removed)
-        return kept
-
     settled = state_engine.settle_reply(
-        reply.raw, start.before, start.rules, start.turn_number, unechoed
+        reply.raw, start.before, start.rules, start.turn_number, lambda prose: kept_prose(guard, reply, prose)
     )
     if reply.state_error:
         settled.proposal["parse_error"] = reply.state_error

@@ -141,11 +141,13 @@ async def _stream_turn(tk: Talekeeper, adventure_id: int, kind: str, text: str) 
 
 
 async def _show_stream(events: AsyncIterator[TurnEvent], echo_action: bool = True) -> None:
+    printed = ""
     async for event in events:
         if event.kind == "accepted" and event.data["action_line"]:
             if echo_action:  # a retry or an edited action: show what is being answered
                 console.print(f"[italic cyan]{event.data['action_line']}[/]", highlight=False)
         elif event.kind == "text":
+            printed += event.text
             console.print(event.text, end="", markup=False, highlight=False)
         elif event.kind == "reasoning":
             console.print(f"[dim]{event.text}[/]", end="")
@@ -153,6 +155,9 @@ async def _show_stream(events: AsyncIterator[TurnEvent], echo_action: bool = Tru
             console.print(f"\n[red]{event.data['message']}[/]")
         elif event.kind == "done":
             console.print("\n")
+            stored = str((event.data.get("turn") or {}).get("narration") or "")
+            if len(stored) < len(printed.strip()):  # (context/endings: cut off mid-sentence)
+                console.print("[dim](The reply was cut off mid-sentence; the story keeps it up to its last whole sentence.)[/]\n")
             show_changes(event.data.get("changes") or [])
 
 
