@@ -263,12 +263,16 @@ class EchoGuard:
                 self._plain.clear()
         return known
 
+    def _writes_protocol(self, text: str) -> bool:
+        """Stat paths, JSON events, stat readouts, or an `(id` tag of the state's entities."""
+        return bool(
+            _PROTOCOL.search(text)
+            or _readout(text)
+            or (self._terms is not None and self._terms.search(text))
+        )
+
     def _judge_plainly(self, prefix: str) -> bool:
-        if (
-            _PROTOCOL.search(prefix)
-            or _readout(prefix)
-            or (self._terms is not None and self._terms.search(prefix))
-        ):
+        if self._writes_protocol(prefix):
             return False
         tokens = _tokens(prefix)
         if len(tokens) < EARLY_WORDS:
@@ -283,11 +287,7 @@ class EchoGuard:
 
     def _judge_opening(self, line: str) -> Removed | None:
         key = opening(line) or ""
-        if (
-            _PROTOCOL.search(key)
-            or _readout(key)
-            or (self._terms is not None and self._terms.search(key))
-        ):
+        if self._writes_protocol(key):
             return Removed(line, "protocol", "")
         tokens = _tokens(key)
         if not tokens:

@@ -109,7 +109,7 @@ class RepeatGuard:
 
     def loops(self, text: str) -> bool:
         """Whether a still-streaming prose has begun to say a sentence a second time."""
-        return self._walk(text, final=False)[1] is not None
+        return self.streamed(text)[1]
 
     def streamed(self, text: str) -> tuple[str, bool]:
         """`shown` and `loops` of a still-streaming prose, from one reading of it."""
