@@ -38,7 +38,6 @@ import multiprocessing
 import os
 import pstats
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -55,6 +54,8 @@ from talekeeper.memory.worker import MemoryWorker, worker_for  # noqa: E402
 from talekeeper.service import adventures  # noqa: E402
 from talekeeper.store.models import Memory, StorySummary, utcnow  # noqa: E402
 from talekeeper.story import tree  # noqa: E402
+
+SPAWN = multiprocessing.get_context("spawn")  # the same way on every platform
 
 NARRATION = (
     "Rain needles across the harbour as the ferry lurches against its ropes. Maren squints at "
@@ -112,30 +113,31 @@ def build(tk: Talekeeper, turns: int) -> int:
         return adventure.id
 
 
-FAKE_MODEL = f"""
-import sys
-sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})
-from tests.llm.fakeserver import FakeOpenAIServer, FakeReply
+def _fake_model(pipe) -> None:  # noqa: ANN001
+    """The fake OpenAI-compatible server, in a process of its own: its URL is sent back,
+    and it serves until the benchmark says it is done."""
+    sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - (clients closing early are no news)
+    from tests.llm.fakeserver import FakeOpenAIServer, FakeReply
 
-reply = FakeReply({NARRATION!r}, chunk_size=4096, usage=None)
-with FakeOpenAIServer(lambda request: reply, record=False) as fake:
-    print(fake.url, flush=True)
-    sys.stdin.read()  # until the benchmark ends
-"""
+    reply = FakeReply(NARRATION, chunk_size=4096, usage=None)
+    with FakeOpenAIServer(lambda request: reply, record=False) as fake:
+        pipe.send(fake.url)
+        pipe.recv()
 
 
 class FakeModel:
-    """The fake OpenAI-compatible server in a child process; ends with the benchmark."""
+    """The fake model's process, for the length of a `with`; its URL is the value."""
 
     def __enter__(self) -> str:
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", FAKE_MODEL], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-        )
-        assert self.process.stdout is not None
-        return self.process.stdout.readline().strip()
+        self.pipe, there = SPAWN.Pipe()
+        self.process = SPAWN.Process(target=_fake_model, args=(there,), daemon=True)
+        self.process.start()
+        there.close()  # (so a child that dies is an EOFError here, not a wait forever)
+        return self.pipe.recv()
 
     def __exit__(self, *exc: object) -> None:
-        self.process.communicate(timeout=10)
+        self.pipe.send(None)
+        self.process.join(timeout=10)
 
 
 class Served:
@@ -177,11 +179,10 @@ def play(
     banked: dict[int, list[float]] = {size: [] for size in aids}
     cpu: dict[int, list[float]] = {size: [] for size in aids}
     sizes = {aid: size for size, aid in aids.items()}
-    here, there = multiprocessing.get_context("spawn").Pipe()
-    client = multiprocessing.get_context("spawn").Process(
-        target=_client, args=(there, base, list(aids.values()), turns), daemon=True
-    )
+    here, there = SPAWN.Pipe()
+    client = SPAWN.Process(target=_client, args=(there, base, list(aids.values()), turns), daemon=True)
     client.start()
+    there.close()  # (so a client that dies is an EOFError here, not a wait forever)
     while (message := here.recv()) is not None:
         aid, n, elapsed = message  # asked before a turn (elapsed None) and after it
         if elapsed is None:
