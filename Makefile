@@ -56,6 +56,7 @@ browser:
 # CI). Where PostgreSQL cannot be had, the second pass is skipped with a note, except in CI.
 test: install-test
 	$(BIN)/ruff check talekeeper tests benchmarks scripts
+	$(BIN)/ruff format --check talekeeper tests benchmarks scripts
 	env -u TALEKEEPER_DATABASE_URL $(BIN)/python -m pytest $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory test-postgres
 

@@ -40,54 +40,80 @@ from talekeeper.context.worldinfo import Part, select  # noqa: E402
 GOAL_MS = 5.0
 LINGER = 4  # the app's default: trigger_window_turns
 _NAMES = random.Random(0)
-VOCAB = sorted({"".join(_NAMES.choices("abcdefghijklmnopqrstuvwxyz", k=_NAMES.randint(5, 9))) for _ in range(3000)})
+VOCAB = sorted(
+    {
+        "".join(_NAMES.choices("abcdefghijklmnopqrstuvwxyz", k=_NAMES.randint(5, 9)))
+        for _ in range(3000)
+    }
+)
 """Proper names (places, people, things): what lorebook keys are, mostly."""
 PLAIN = "the a of and you she he rain sea wind night lamp door stone light dark cold old road hill tower".split()
 RULES = {
     "flags": {f"flag{i}": {} for i in range(20)},
     "entities": [{"id": f"place{i}"} for i in range(10)] + [{"id": f"item{i}"} for i in range(10)],
-    "stats": {"world": {"storm": {"min": 0, "max": 10, "initial": 4, "bands": [[0, 3, "calm"], [3, 7, "gale"], [7, 10, "tempest"]]}}},
+    "stats": {
+        "world": {
+            "storm": {
+                "min": 0,
+                "max": 10,
+                "initial": 4,
+                "bands": [[0, 3, "calm"], [3, 7, "gale"], [7, 10, "tempest"]],
+            }
+        }
+    },
 }
 
 
 def lorebook(n: int, rng: random.Random) -> list[StoryCard]:
     cards = []
     for i in range(n):
-        keys = [" ".join(rng.sample(VOCAB, rng.choice((1, 1, 2)))).title() for _ in range(rng.randint(2, 8))]
+        keys = [
+            " ".join(rng.sample(VOCAB, rng.choice((1, 1, 2)))).title()
+            for _ in range(rng.randint(2, 8))
+        ]
         if i % 50 == 0:
             keys.append(f"/{rng.choice(VOCAB)}(s|es)?\\b/i")
         gates = []
         if i % 4 == 0:
             kind = rng.choice(("flag", "stat", "location", "item"))
-            gates = [{
-                "flag": {"kind": "flag", "id": f"flag{rng.randrange(20)}"},
-                "stat": {"kind": "stat", "id": "world.storm", "band": "gale"},
-                "location": {"kind": "location", "id": f"place{rng.randrange(10)}"},
-                "item": {"kind": "item", "id": f"item{rng.randrange(10)}"},
-            }[kind]]
-        cards.append(StoryCard(
-            name=f"card {i}",
-            entry=" ".join(rng.choices(PLAIN, k=40) + [rng.choice(VOCAB).title()]),
-            triggers=", ".join(keys),
-            secondary_triggers=", ".join(rng.sample(VOCAB, 2)) if i % 5 == 0 else "",
-            logic=rng.choice(("and_any", "and_all", "not_any", "not_all")),
-            whole_words=i % 3 == 0,
-            case_sensitive=i % 7 == 0,
-            probability=rng.choice((100, 100, 100, 50)),
-            group=f"g{i % 40}" if i % 6 == 0 else "",
-            sticky=2 if i % 9 == 0 else 0,
-            cooldown=1 if i % 11 == 0 else 0,
-            gates=gates,
-        ))
+            gates = [
+                {
+                    "flag": {"kind": "flag", "id": f"flag{rng.randrange(20)}"},
+                    "stat": {"kind": "stat", "id": "world.storm", "band": "gale"},
+                    "location": {"kind": "location", "id": f"place{rng.randrange(10)}"},
+                    "item": {"kind": "item", "id": f"item{rng.randrange(10)}"},
+                }[kind]
+            ]
+        cards.append(
+            StoryCard(
+                name=f"card {i}",
+                entry=" ".join(rng.choices(PLAIN, k=40) + [rng.choice(VOCAB).title()]),
+                triggers=", ".join(keys),
+                secondary_triggers=", ".join(rng.sample(VOCAB, 2)) if i % 5 == 0 else "",
+                logic=rng.choice(("and_any", "and_all", "not_any", "not_all")),
+                whole_words=i % 3 == 0,
+                case_sensitive=i % 7 == 0,
+                probability=rng.choice((100, 100, 100, 50)),
+                group=f"g{i % 40}" if i % 6 == 0 else "",
+                sticky=2 if i % 9 == 0 else 0,
+                cooldown=1 if i % 11 == 0 else 0,
+                gates=gates,
+            )
+        )
     return cards
 
 
 def narration(rng: random.Random, words: int = 120) -> str:
-    return " ".join(rng.choice(PLAIN) if rng.random() < 0.99 else rng.choice(VOCAB).title() for _ in range(words))
+    return " ".join(
+        rng.choice(PLAIN) if rng.random() < 0.99 else rng.choice(VOCAB).title()
+        for _ in range(words)
+    )
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cards", type=int, default=1000)
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
@@ -117,7 +143,9 @@ def main() -> int:
         began, cpu = time.perf_counter(), time.process_time()
         compiled = cardset.card_set(raw, LINGER)
         hashed = time.process_time()
-        selection = select(compiled, parts, turn=turn, seed=str(turn), state=state, rules=RULES, last_fired=last)
+        selection = select(
+            compiled, parts, turn=turn, seed=str(turn), state=state, rules=RULES, last_fired=last
+        )
         times.append((time.perf_counter() - began) * 1000)
         cpu_times.append((time.process_time() - cpu) * 1000)
         set_times.append((hashed - cpu) * 1000)
@@ -129,12 +157,22 @@ def main() -> int:
     median, cpu = statistics.median(times), statistics.median(cpu_times)
     p95 = times[int(len(times) * 0.95) - 1]
     load = os.getloadavg()[0]
-    print(f"cards: {args.cards} cards (a quarter gated), {args.turns} turns, window 4 turns x ~120 words + action")
-    print(f"  per turn: median {median:.2f} ms, p95 {p95:.2f} ms, max {times[-1]:.2f} ms; {statistics.mean(fired):.1f} cards fired on average")
-    print(f"  CPU time per turn: median {cpu:.2f} ms (load average {load:.1f} on {os.cpu_count()} CPUs while measuring)")
-    print(f"    of which finding the kept card set (the cards compared in full): median {statistics.median(set_times):.2f} ms")
+    print(
+        f"cards: {args.cards} cards (a quarter gated), {args.turns} turns, window 4 turns x ~120 words + action"
+    )
+    print(
+        f"  per turn: median {median:.2f} ms, p95 {p95:.2f} ms, max {times[-1]:.2f} ms; {statistics.mean(fired):.1f} cards fired on average"
+    )
+    print(
+        f"  CPU time per turn: median {cpu:.2f} ms (load average {load:.1f} on {os.cpu_count()} CPUs while measuring)"
+    )
+    print(
+        f"    of which finding the kept card set (the cards compared in full): median {statistics.median(set_times):.2f} ms"
+    )
     print(f"  median / {GOAL_MS:g} ms goal: wall {median / GOAL_MS:.2f}, CPU {cpu / GOAL_MS:.2f}")
-    print(f"  after an edit of the cards (validated and compiled anew, once): {cold_wall:.1f} ms wall, {cold_cpu:.1f} ms CPU")
+    print(
+        f"  after an edit of the cards (validated and compiled anew, once): {cold_wall:.1f} ms wall, {cold_cpu:.1f} ms CPU"
+    )
     return 0
 
 

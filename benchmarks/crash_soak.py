@@ -32,27 +32,44 @@ from tests.reliability import crash  # noqa: E402
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--kills", type=int, default=200, help="kill points in all (default 200)")
-    parser.add_argument("--runs", type=int, default=2, help="independent runs side by side (default 2)")
-    parser.add_argument("--seed", type=int, default=None, help="base seed (default: random, printed)")
+    parser.add_argument(
+        "--runs", type=int, default=2, help="independent runs side by side (default 2)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=None, help="base seed (default: random, printed)"
+    )
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1_000_000)
     per_run = max(1, args.kills // args.runs)
-    print(f"crash soak: {per_run * args.runs} kill points in {args.runs} runs, seed {seed}", flush=True)
+    print(
+        f"crash soak: {per_run * args.runs} kill points in {args.runs} runs, seed {seed}",
+        flush=True,
+    )
 
     began = time.monotonic()
     scratch = Path(tempfile.mkdtemp(prefix="talekeeper-soak-"))
 
     def one(index: int) -> crash.CrashRun:
-        return crash.run(scratch / f"run{index}", kill_points=per_run, seed=seed + index, first_moment=index * per_run)
+        return crash.run(
+            scratch / f"run{index}",
+            kill_points=per_run,
+            seed=seed + index,
+            first_moment=index * per_run,
+        )
 
     try:
         with ThreadPoolExecutor(args.runs) as pool:
             runs = list(pool.map(one, range(args.runs)))
     except BaseException:
-        print(f"FAILED — rerun with --seed {seed} --runs {args.runs} --kills {args.kills}; "
-              f"the databases and server logs are kept in {scratch}", flush=True)
+        print(
+            f"FAILED — rerun with --seed {seed} --runs {args.runs} --kills {args.kills}; "
+            f"the databases and server logs are kept in {scratch}",
+            flush=True,
+        )
         raise
     shutil.rmtree(scratch)
     elapsed = time.monotonic() - began
@@ -64,12 +81,16 @@ def main() -> int:
     print(f"{'moment':<16}{'kills':>7}{'committed unseen':>18}")
     for moment in crash.KILL_MOMENTS:
         print(f"{moment:<16}{moments[moment]:>7}{unseen[moment]:>18}")
-    print(f"kills that landed while the memory bank was summarising: {sum(r.summariser_kills for r in runs)}")
+    print(
+        f"kills that landed while the memory bank was summarising: {sum(r.summariser_kills for r in runs)}"
+    )
     nodes = sum(len(r.ledger.nodes) for r in runs)
     adventures = sum(len(r.ledger.heads) for r in runs)
     points = sum(len(r.ledger.save_points) for r in runs)
     memories = sum(r.previous.memories for r in runs if r.previous)
-    print(f"survived: {adventures} adventures, {nodes} nodes, {points} Save Points, {memories} memories/summaries")
+    print(
+        f"survived: {adventures} adventures, {nodes} nodes, {points} Save Points, {memories} memories/summaries"
+    )
     startups = [s for run in runs for s in run.startup_seconds]
     print(
         f"server start (median / max): {statistics.median(startups):.2f}s / {max(startups):.2f}s; "

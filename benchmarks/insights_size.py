@@ -46,17 +46,27 @@ def reply(request) -> str:
 
 
 async def run(turns: int) -> dict:
-    tk = Talekeeper(Path(tempfile.mkdtemp(prefix="tk-insights-")), provider_override=ScriptedProvider(reply, chunk_size=200))
+    tk = Talekeeper(
+        Path(tempfile.mkdtemp(prefix="tk-insights-")),
+        provider_override=ScriptedProvider(reply, chunk_size=200),
+    )
     with tk.db.session() as session:
         update_settings(session, SettingsUpdate(generation={"context_budget": 4096}))
         adventure_id = adventures.start_adventure(session, "greywater-lantern", {"name": "Wren"}).id
     for n in range(turns):
-        await collect_turn(tk, adventure_id, "do", f"walk along the harbour and look around, step {n}")
+        await collect_turn(
+            tk, adventure_id, "do", f"walk along the harbour and look around, step {n}"
+        )
         await worker_for(tk).drain()
     with tk.db.session() as session:
-        records = [TurnInsight.data.type.process_bind_param(r.data, None) for r in session.query(TurnInsight)]
+        records = [
+            TurnInsight.data.type.process_bind_param(r.data, None)
+            for r in session.query(TurnInsight)
+        ]
         texts = sum(len(t.text) + len(t.digest) for t in session.query(ContextText))
-        narration = sum(len(n.narration.encode()) + len(n.action_text.encode()) for n in session.query(Node))
+        narration = sum(
+            len(n.narration.encode()) + len(n.action_text.encode()) for n in session.query(Node)
+        )
     from talekeeper.context import insights as insights_mod
     from talekeeper.service.insights import of_turn as turn_insights
 

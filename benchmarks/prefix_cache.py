@@ -86,7 +86,12 @@ async def first_token(provider, request: GenerationRequest) -> float:
 
 
 async def run(
-    turns: int, history: int, budget: int | None, memory: bool, state_updates: str | None, max_tokens: int | None
+    turns: int,
+    history: int,
+    budget: int | None,
+    memory: bool,
+    state_updates: str | None,
+    max_tokens: int | None,
 ) -> dict:
     home = Path(tempfile.mkdtemp(prefix="tk-prefix-"))
     tk = Talekeeper(home)
@@ -103,7 +108,12 @@ async def run(
         adventure = adventures.start_adventure(session, "greywater-lantern", {"name": "Wren"})
         node = tree.head(session, adventure)
         for n in range(1, history + 1):
-            node = tree.append_child(session, adventure, node, tree.NewTurn("do", f"walk down the lane, house {n}", NARRATION.format(n=n)))
+            node = tree.append_child(
+                session,
+                adventure,
+                node,
+                tree.NewTurn("do", f"walk down the lane, house {n}", NARRATION.format(n=n)),
+            )
         adventure_id = adventure.id
     provider = tk.provider()
     start = time.perf_counter()
@@ -127,7 +137,9 @@ async def run(
             row := {
                 "turn": n + 1,
                 "prompt_tokens": prepared.assembly.total_tokens,
-                "history_from_turn": prepared.assembly.history[0].depth if prepared.assembly.history else None,
+                "history_from_turn": prepared.assembly.history[0].depth
+                if prepared.assembly.history
+                else None,
                 "shared_prefix": round(shared, 3),
                 "ttft_s": round(ttft or 0.0, 3),
             }
@@ -138,7 +150,9 @@ async def run(
     last = (await build_context(tk, adventure_id, "do", "climb the lighthouse stairs")).request
     other = GenerationRequest(
         mode=last.mode,
-        messages=[Message(role="user", content="Write one line about the moon over a wheat field.")] if last.mode == "chat" else [],
+        messages=[Message(role="user", content="Write one line about the moon over a wheat field.")]
+        if last.mode == "chat"
+        else [],
         prompt="" if last.mode == "chat" else "Write one line about the moon over a wheat field.\n",
         max_tokens=8,
     )
@@ -160,12 +174,18 @@ async def run(
         "ttft_cold_s_median": round(statistics.median(cold), 3),
         "ttft_warm_s_median": round(statistics.median(warm), 3),
         "warm_vs_cold": round(statistics.median(cold) / statistics.median(warm), 1),
-        "play_ttft_s_median_after_first": round(statistics.median(play_ttft), 3) if play_ttft else None,
+        "play_ttft_s_median_after_first": round(statistics.median(play_ttft), 3)
+        if play_ttft
+        else None,
         "play_ttft_first_turn_s": rows[0]["ttft_s"],
         # the Done-when figures: turn-to-turn first word against cold (target >= 5x), and
         # the byte-identical share of each prompt with the turn before (target >= 85%)
-        "turn_to_turn_vs_cold": round(statistics.median(cold) / statistics.median(play_ttft), 1) if play_ttft else None,
-        "shared_prefix_median": statistics.median(r["shared_prefix"] for r in rows[1:]) if len(rows) > 1 else None,
+        "turn_to_turn_vs_cold": round(statistics.median(cold) / statistics.median(play_ttft), 1)
+        if play_ttft
+        else None,
+        "shared_prefix_median": statistics.median(r["shared_prefix"] for r in rows[1:])
+        if len(rows) > 1
+        else None,
         "prompt_tokens_median": statistics.median(r["prompt_tokens"] for r in rows),
     }
 
@@ -174,7 +194,9 @@ def _unseen(request: GenerationRequest, attempt: int) -> GenerationRequest:
     marker = f"[cold run {attempt} {time.time_ns()}]\n"
     if request.mode == "chat":
         first, *rest = request.messages
-        return request.model_copy(update={"messages": [Message(role=first.role, content=marker + first.content), *rest]})
+        return request.model_copy(
+            update={"messages": [Message(role=first.role, content=marker + first.content), *rest]}
+        )
     return request.model_copy(update={"prompt": marker + request.prompt})
 
 
@@ -182,19 +204,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--history", type=int, default=120)
-    parser.add_argument("--budget", type=int, default=None, help="context budget (the app's default when omitted)")
-    parser.add_argument("--max-tokens", type=int, default=None, help="narration length cap (the app's default when omitted)")
     parser.add_argument(
-        "--memory", action="store_true",
+        "--budget", type=int, default=None, help="context budget (the app's default when omitted)"
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="narration length cap (the app's default when omitted)",
+    )
+    parser.add_argument(
+        "--memory",
+        action="store_true",
         help="leave the memory bank on: its summaries go through the same embedded model between turns",
     )
     parser.add_argument(
-        "--state-updates", default=None,
+        "--state-updates",
+        default=None,
         help="the state-update mode for this run (the app's default when omitted); 'structured' "
         "sends a second request per turn, which the one-slot embedded server caches in place of the story",
     )
     args = parser.parse_args()
-    result = asyncio.run(run(args.turns, args.history, args.budget, args.memory, args.state_updates, args.max_tokens))
+    result = asyncio.run(
+        run(args.turns, args.history, args.budget, args.memory, args.state_updates, args.max_tokens)
+    )
     result["state_updates"] = args.state_updates or "default"
     result["memory_bank"] = "on" if args.memory else "off"
     result.pop("turns")

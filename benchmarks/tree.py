@@ -65,10 +65,25 @@ def build(tk: Talekeeper, turns: int) -> tuple[int, list[int]]:
         for depth in range(1, turns + 1):
             turn = tree.NewTurn("do", f"act {depth}", f"{NARRATION} ({depth})", state=state)
             if depth % 10 == 0:  # a retry take beside this turn
-                tree.append_child(session, adventure, node, tree.NewTurn("do", f"act {depth}", f"Another take {depth}.", state=state))
+                tree.append_child(
+                    session,
+                    adventure,
+                    node,
+                    tree.NewTurn("do", f"act {depth}", f"Another take {depth}.", state=state),
+                )
             if depth % 50 == 0 and depth > 2:  # a two-turn side line, left behind
-                side = tree.append_child(session, adventure, node, tree.NewTurn("say", "wait", "A side line.", state=state))
-                tree.append_child(session, adventure, side, tree.NewTurn("do", "go on", "It goes on.", state=state))
+                side = tree.append_child(
+                    session,
+                    adventure,
+                    node,
+                    tree.NewTurn("say", "wait", "A side line.", state=state),
+                )
+                tree.append_child(
+                    session,
+                    adventure,
+                    side,
+                    tree.NewTurn("do", "go on", "It goes on.", state=state),
+                )
             node = tree.append_child(session, adventure, node, turn)
             main.append(node.id)
         tree.move_head(adventure, node)
@@ -113,7 +128,11 @@ class Story:
 
     def restore(self) -> None:
         sid = next(self.targets)
-        self.write(lambda session, adventure: savepoints.restore(session, adventure, savepoints.find(session, adventure, sid)))
+        self.write(
+            lambda session, adventure: savepoints.restore(
+                session, adventure, savepoints.find(session, adventure, sid)
+            )
+        )
 
     def park(self) -> None:
         """Back at the end of the main line (a restore far back may have moved it)."""
@@ -160,8 +179,13 @@ def measure(stories: list[Story], repeat: int) -> dict[str, dict[int, float]]:
                 if op == "play turn":
                     samples[story.turns].append(story.play_turn())
                     continue
-                fn = {"undo": story.undo, "redo": story.redo, "restore": story.restore,
-                      "read last 50": story.read_last_50, "list lines": story.list_lines}[op]
+                fn = {
+                    "undo": story.undo,
+                    "redo": story.redo,
+                    "restore": story.restore,
+                    "read last 50": story.read_last_50,
+                    "list lines": story.list_lines,
+                }[op]
                 start = time.perf_counter()
                 fn()
                 if op in writes:
@@ -186,17 +210,26 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     counter = itertools.count()
-    provider = ScriptedProvider(lambda request: f"The rain keeps on. ({next(counter)})", chunk_size=40)
+    provider = ScriptedProvider(
+        lambda request: f"The rain keeps on. ({next(counter)})", chunk_size=40
+    )
     with tempfile.TemporaryDirectory() as home:
         tk = Talekeeper(Path(home), provider_override=provider)
         started = time.perf_counter()
         stories = [Story(tk, size) for size in sizes]
-        print(f"  built {', '.join(f'{s:,}' for s in sizes)} turns in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        print(
+            f"  built {', '.join(f'{s:,}' for s in sizes)} turns in {time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
         table = measure(stories, args.repeat)
         tk.db.dispose()
 
     first, last = sizes[0], sizes[-1]
-    header = f"{'operation':<14}" + "".join(f"{f'{s:,} turns':>14}" for s in sizes) + f"{f'{last:,}/{first:,}':>12}  target"
+    header = (
+        f"{'operation':<14}"
+        + "".join(f"{f'{s:,} turns':>14}" for s in sizes)
+        + f"{f'{last:,}/{first:,}':>12}  target"
+    )
     print(header)
     print("-" * len(header))
     for op, by_size in table.items():
@@ -206,8 +239,14 @@ def main() -> None:
         else:
             restore_total = by_size[last] + table["durable commit"][last]
             ok = ratio <= TARGET_RATIO and (op != "restore" or restore_total <= TARGET_RESTORE_MS)
-            target = ("ok" if ok else "MISSED") + f" (ratio ≤ {TARGET_RATIO}" + (
-                f"; with its commit {restore_total:.2f} ms ≤ {TARGET_RESTORE_MS:g} ms)" if op == "restore" else ")"
+            target = (
+                ("ok" if ok else "MISSED")
+                + f" (ratio ≤ {TARGET_RATIO}"
+                + (
+                    f"; with its commit {restore_total:.2f} ms ≤ {TARGET_RESTORE_MS:g} ms)"
+                    if op == "restore"
+                    else ")"
+                )
             )
         cells = "".join(f"{by_size[s]:>11.2f} ms" for s in sizes)
         print(f"{op:<14}{cells}{ratio:>12.2f}  {target}")

@@ -180,7 +180,9 @@ def play(
     cpu: dict[int, list[float]] = {size: [] for size in aids}
     sizes = {aid: size for size, aid in aids.items()}
     here, there = SPAWN.Pipe()
-    client = SPAWN.Process(target=_client, args=(there, base, list(aids.values()), turns), daemon=True)
+    client = SPAWN.Process(
+        target=_client, args=(there, base, list(aids.values()), turns), daemon=True
+    )
     client.start()
     there.close()  # (so a client that dies is an EOFError here, not a wait forever)
     while (message := here.recv()) is not None:

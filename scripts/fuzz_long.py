@@ -30,10 +30,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SEEDS = [
-    "Rain falls.\n```state\n{\"events\": [{\"type\": \"change_stat\", \"stat\": \"player.hp\", \"amount\": -3}]}\n```",
-    "The guard nods.\n\n```state\n{\"events\": [{\"type\": \"set_flag\", \"flag\": \"alarm_raised\", \"value\": true}",
+    'Rain falls.\n```state\n{"events": [{"type": "change_stat", "stat": "player.hp", "amount": -3}]}\n```',
+    'The guard nods.\n\n```state\n{"events": [{"type": "set_flag", "flag": "alarm_raised", "value": true}',
     "Prose with code:\n```python\nprint('hi')\n```\nand more prose.",
-    "State:\n{\"events\": []}",
+    'State:\n{"events": []}',
     "<think>plan</think>The door opens.",
 ]
 
@@ -44,7 +44,10 @@ def pytest_part(label: str, args: list[str], env: dict[str, str]) -> tuple[bool,
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
         cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True,
     )  # fmt: skip
-    print(f"  {label}: {'passed' if result.returncode == 0 else 'FAILED'} in {time.monotonic() - began:.0f}s", flush=True)
+    print(
+        f"  {label}: {'passed' if result.returncode == 0 else 'FAILED'} in {time.monotonic() - began:.0f}s",
+        flush=True,
+    )
     if result.returncode != 0:
         print(result.stdout[-6000:], result.stderr[-2000:], sep="\n")
     return result.returncode == 0, result.stdout
@@ -56,7 +59,9 @@ def atheris_child(seconds: int) -> None:  # pragma: no cover - runs under libFuz
     with atheris.instrument_imports():
         from talekeeper.state import FENCE_INFO, extract_reply, visible_prefix
 
-    fence = re.compile(r"`{3,}[ \t]*" + FENCE_INFO + r"(?![\w-])", re.IGNORECASE)  # a state fence opening
+    fence = re.compile(
+        r"`{3,}[ \t]*" + FENCE_INFO + r"(?![\w-])", re.IGNORECASE
+    )  # a state fence opening
 
     def one_input(data: bytes) -> None:
         text = atheris.FuzzedDataProvider(data).ConsumeUnicodeNoSurrogates(len(data))
@@ -72,16 +77,33 @@ def atheris_child(seconds: int) -> None:  # pragma: no cover - runs under libFuz
         Path(corpus, f"seed{i}").write_text(seed)
     artifacts = tempfile.mkdtemp(prefix="talekeeper-atheris-crashes-")
     print(f"atheris: a failing input is written to {artifacts}", file=sys.stderr, flush=True)
-    argv = [sys.argv[0], f"-max_total_time={seconds}", "-rss_limit_mb=4096", f"-artifact_prefix={artifacts}/", corpus]
+    argv = [
+        sys.argv[0],
+        f"-max_total_time={seconds}",
+        "-rss_limit_mb=4096",
+        f"-artifact_prefix={artifacts}/",
+        corpus,
+    ]
     atheris.Setup(argv, one_input)
     atheris.Fuzz()
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--examples", type=int, default=5000, help="hypothesis examples per property (default 5000)")
-    parser.add_argument("--per-route", type=int, default=None, help="HTTP examples per API route (default examples/10)")
-    parser.add_argument("--atheris-seconds", type=int, default=600, help="atheris time budget; 0 skips it")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--examples", type=int, default=5000, help="hypothesis examples per property (default 5000)"
+    )
+    parser.add_argument(
+        "--per-route",
+        type=int,
+        default=None,
+        help="HTTP examples per API route (default examples/10)",
+    )
+    parser.add_argument(
+        "--atheris-seconds", type=int, default=600, help="atheris time budget; 0 skips it"
+    )
     parser.add_argument("--atheris-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.atheris_child is not None:
@@ -106,7 +128,9 @@ def main() -> int:
         )
         ok &= passed
         if counts.exists():
-            totals.update({f"reliability: {k}": v for k, v in json.loads(counts.read_text()).items()})
+            totals.update(
+                {f"reliability: {k}": v for k, v in json.loads(counts.read_text()).items()}
+            )
 
     passed, out = pytest_part(
         "tests/state/test_properties.py",
@@ -129,7 +153,10 @@ def main() -> int:
             )  # fmt: skip
             runs = re.findall(r"Done (\d+) runs", result.stderr)
             passed = result.returncode == 0
-            print(f"  atheris: {'passed' if passed else 'FAILED'} in {time.monotonic() - began_atheris:.0f}s", flush=True)
+            print(
+                f"  atheris: {'passed' if passed else 'FAILED'} in {time.monotonic() - began_atheris:.0f}s",
+                flush=True,
+            )
             if not passed:
                 print(result.stderr[-6000:])
             ok &= passed

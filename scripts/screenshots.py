@@ -28,8 +28,8 @@ def block(*events: dict) -> str:
 
 
 REPLIES = [
-    "Maren looks you over, from your patched coat to the satchel of tools. \"Lamp-mender,\" she says at last, "
-    "and the word is almost kind. \"Tobin won't thank you. But the boats might.\" The wind snatches at the rope in her hands."
+    'Maren looks you over, from your patched coat to the satchel of tools. "Lamp-mender," she says at last, '
+    'and the word is almost kind. "Tobin won\'t thank you. But the boats might." The wind snatches at the rope in her hands.'
     + block(
         {"type": "change_stat", "stat": "npc.maren.trust", "by": 5},
         {"type": "set_flag", "flag": "ferry_hired", "value": True},
@@ -111,7 +111,9 @@ def main() -> None:
 
         page.goto(url + "/settings")
         page.get_by_label("Endpoint").fill("http://203.0.113.7/v1")
-        page.get_by_role("button", name="Save settings").click()  # refused: the network policy, explained
+        page.get_by_role(
+            "button", name="Save settings"
+        ).click()  # refused: the network policy, explained
         expect(page.get_by_role("alert").first).to_contain_text("private network")
         page.screenshot(path=out / "settings.png")
         page.goto(url + "/")
@@ -127,7 +129,12 @@ def main() -> None:
         page.goto(url + "/scenarios")
         page.screenshot(path=out / "scenarios.png")
 
-        phone = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True)
+        phone = browser.new_page(
+            viewport={"width": 390, "height": 844},
+            device_scale_factor=2,
+            is_mobile=True,
+            has_touch=True,
+        )
         phone.goto(adventure_url)
         phone.screenshot(path=out / "phone.png")
         phone.get_by_role("button", name="State", exact=True).click()

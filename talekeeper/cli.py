@@ -17,7 +17,10 @@ app = typer.Typer(
 
 DataDir = Annotated[
     Path | None,
-    typer.Option("--data-dir", help="Where the database lives (default: $TALEKEEPER_HOME or your user data folder)."),
+    typer.Option(
+        "--data-dir",
+        help="Where the database lives (default: $TALEKEEPER_HOME or your user data folder).",
+    ),
 ]
 DatabaseUrl = Annotated[
     str | None,
@@ -29,11 +32,20 @@ DatabaseUrl = Annotated[
 ]
 Endpoint = Annotated[
     str | None,
-    typer.Option("--endpoint", help="OpenAI-compatible model server URL (overrides TALEKEEPER_ENDPOINT and settings)."),
+    typer.Option(
+        "--endpoint",
+        help="OpenAI-compatible model server URL (overrides TALEKEEPER_ENDPOINT and settings).",
+    ),
 ]
-Model = Annotated[str | None, typer.Option("--model", help="Model name on that server (overrides TALEKEEPER_MODEL).")]
+Model = Annotated[
+    str | None,
+    typer.Option("--model", help="Model name on that server (overrides TALEKEEPER_MODEL)."),
+]
 ProviderOpt = Annotated[
-    str | None, typer.Option("--provider", help="auto | openai | ollama | embedded (overrides TALEKEEPER_PROVIDER).")
+    str | None,
+    typer.Option(
+        "--provider", help="auto | openai | ollama | embedded (overrides TALEKEEPER_PROVIDER)."
+    ),
 ]
 
 
@@ -62,7 +74,9 @@ def _open(
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="Address to listen on. Keep 127.0.0.1 unless you know why.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="Address to listen on. Keep 127.0.0.1 unless you know why.")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
@@ -88,7 +102,11 @@ def serve(
     ] = False,
     workers: Annotated[
         int,
-        typer.Option(min=1, max=64, help="App processes to start on this port (more than one needs PostgreSQL)."),
+        typer.Option(
+            min=1,
+            max=64,
+            help="App processes to start on this port (more than one needs PostgreSQL).",
+        ),
     ] = 1,
 ) -> None:
     """Serve the web app (default http://127.0.0.1:8000)."""
@@ -113,12 +131,16 @@ def serve(
         )
     if workers == 1:  # several workers each warm their own model on first use
         terminal.warm_up(tk)
-    terminal.console.print(f"talekeeper {__version__} — open [bold]http://{host}:{port}/[/bold] (data: {tk.db.describe()})")
+    terminal.console.print(
+        f"talekeeper {__version__} — open [bold]http://{host}:{port}/[/bold] (data: {tk.db.describe()})"
+    )
     allowed = {host, *(allow_host or [])}
     for name in allow_host or []:
         terminal.console.print(f"Also answering as [bold]http://{name}:{port}/[/bold]")
     if workers == 1:
-        uvicorn.run(create_app(tk, allowed_hosts=allowed), host=host, port=port, log_level="warning")
+        uvicorn.run(
+            create_app(tk, allowed_hosts=allowed), host=host, port=port, log_level="warning"
+        )
         return
     # Each worker process builds its own app from the environment (web/app.py from_environment).
     env = {
@@ -133,13 +155,20 @@ def serve(
     os.environ.update(env)
     tk.db.dispose()
     uvicorn.run(
-        "talekeeper.web.app:from_environment", factory=True, workers=workers, host=host, port=port, log_level="warning"
+        "talekeeper.web.app:from_environment",
+        factory=True,
+        workers=workers,
+        host=host,
+        port=port,
+        log_level="warning",
     )
 
 
 @app.command()
 def play(
-    scenario: Annotated[str | None, typer.Option(help="Start a new adventure from this scenario id.")] = None,
+    scenario: Annotated[
+        str | None, typer.Option(help="Start a new adventure from this scenario id.")
+    ] = None,
     adventure: Annotated[int | None, typer.Option(help="Continue this adventure id.")] = None,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
@@ -173,15 +202,24 @@ def model_command(
 
 @app.command("export")
 def export_command(
-    adventure: Annotated[int, typer.Argument(help="The adventure's id (see the home page or GET /api/adventures).")],
-    path: Annotated[Path | None, typer.Argument(help="Where to write the bundle (default: a name from its title).")] = None,
+    adventure: Annotated[
+        int, typer.Argument(help="The adventure's id (see the home page or GET /api/adventures).")
+    ],
+    path: Annotated[
+        Path | None,
+        typer.Argument(help="Where to write the bundle (default: a name from its title)."),
+    ] = None,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Export a whole adventure (every line, Save Points, memories, Insights) as one bundle file."""
     from talekeeper.terminal import interop as interop_cli
 
-    raise typer.Exit(interop_cli.export_adventure(_open(data_dir, None, None, None, database_url), adventure, path))
+    raise typer.Exit(
+        interop_cli.export_adventure(
+            _open(data_dir, None, None, None, database_url), adventure, path
+        )
+    )
 
 
 @app.command("import")
@@ -193,12 +231,19 @@ def import_command(
     """Import an adventure bundle; it is checked whole first, and a bad file changes nothing."""
     from talekeeper.terminal import interop as interop_cli
 
-    raise typer.Exit(interop_cli.import_adventure(_open(data_dir, None, None, None, database_url), path))
+    raise typer.Exit(
+        interop_cli.import_adventure(_open(data_dir, None, None, None, database_url), path)
+    )
 
 
 @app.command("import-card")
 def import_card_command(
-    path: Annotated[Path, typer.Argument(help="A character card (PNG/JSON/CHARX), lorebook, or another app's story file.")],
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="A character card (PNG/JSON/CHARX), lorebook, or another app's story file."
+        ),
+    ],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Save without asking.")] = False,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
@@ -206,21 +251,33 @@ def import_card_command(
     """Import a card, lorebook or story from another app as a scenario: shows the import report, asks before saving."""
     from talekeeper.terminal import interop as interop_cli
 
-    raise typer.Exit(interop_cli.import_card(_open(data_dir, None, None, None, database_url), path, yes))
+    raise typer.Exit(
+        interop_cli.import_card(_open(data_dir, None, None, None, database_url), path, yes)
+    )
 
 
-users_app = typer.Typer(help="Accounts for `talekeeper serve --accounts`: make hosts and players, invite, adopt, set passwords.")
+users_app = typer.Typer(
+    help="Accounts for `talekeeper serve --accounts`: make hosts and players, invite, adopt, set passwords."
+)
 app.add_typer(users_app, name="users")
 
 
 @users_app.command("create")
 def users_create(
     name: Annotated[str, typer.Argument(help="The login name (2-40 letters, digits, . _ -).")],
-    host: Annotated[bool, typer.Option("--host", help="A host: manages users and the model endpoint.")] = False,
-    adopt: Annotated[
-        bool, typer.Option("--adopt", help="Also give this user every adventure and scenario made before accounts were on.")
+    host: Annotated[
+        bool, typer.Option("--host", help="A host: manages users and the model endpoint.")
     ] = False,
-    password_stdin: Annotated[bool, typer.Option("--password-stdin", help="Read the password from standard input.")] = False,
+    adopt: Annotated[
+        bool,
+        typer.Option(
+            "--adopt",
+            help="Also give this user every adventure and scenario made before accounts were on.",
+        ),
+    ] = False,
+    password_stdin: Annotated[
+        bool, typer.Option("--password-stdin", help="Read the password from standard input.")
+    ] = False,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
@@ -229,7 +286,11 @@ def users_create(
 
     from talekeeper.terminal import accounts as accounts_cli
 
-    password = sys.stdin.readline().rstrip("\n") if password_stdin else typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    password = (
+        sys.stdin.readline().rstrip("\n")
+        if password_stdin
+        else typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    )
     tk = _open(data_dir, None, None, None, database_url)
     raise typer.Exit(accounts_cli.create(tk, name, password, "host" if host else "player", adopt))
 
@@ -237,7 +298,9 @@ def users_create(
 @users_app.command("set-password")
 def users_set_password(
     name: Annotated[str, typer.Argument(help="Whose password.")],
-    password_stdin: Annotated[bool, typer.Option("--password-stdin", help="Read the password from standard input.")] = False,
+    password_stdin: Annotated[
+        bool, typer.Option("--password-stdin", help="Read the password from standard input.")
+    ] = False,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
@@ -246,8 +309,14 @@ def users_set_password(
 
     from talekeeper.terminal import accounts as accounts_cli
 
-    password = sys.stdin.readline().rstrip("\n") if password_stdin else typer.prompt("New password", hide_input=True, confirmation_prompt=True)
-    raise typer.Exit(accounts_cli.set_password(_open(data_dir, None, None, None, database_url), name, password))
+    password = (
+        sys.stdin.readline().rstrip("\n")
+        if password_stdin
+        else typer.prompt("New password", hide_input=True, confirmation_prompt=True)
+    )
+    raise typer.Exit(
+        accounts_cli.set_password(_open(data_dir, None, None, None, database_url), name, password)
+    )
 
 
 @users_app.command("list")
@@ -260,7 +329,9 @@ def users_list(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> No
 
 @users_app.command("invite")
 def users_invite(
-    url: Annotated[str, typer.Option(help="The address players open, to print the whole link.")] = "http://127.0.0.1:8000",
+    url: Annotated[
+        str, typer.Option(help="The address players open, to print the whole link.")
+    ] = "http://127.0.0.1:8000",
     host: Annotated[bool, typer.Option("--host", help="The invited user will be a host.")] = False,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,

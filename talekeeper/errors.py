@@ -47,7 +47,14 @@ class Unavailable(TalekeeperError):
     status = 503
 
 
-BRANCHES: tuple[type[TalekeeperError], ...] = (NotFound, Forbidden, Conflict, Invalid, Upstream, Unavailable)
+BRANCHES: tuple[type[TalekeeperError], ...] = (
+    NotFound,
+    Forbidden,
+    Conflict,
+    Invalid,
+    Upstream,
+    Unavailable,
+)
 
 
 def status_of(error: TalekeeperError) -> int:

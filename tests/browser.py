@@ -23,7 +23,9 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (make test installs it as root)")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="Chromium is not installed (make test installs it as root)"
+)
 
 
 def free_port() -> int:

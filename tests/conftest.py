@@ -38,7 +38,9 @@ def postgres_database() -> Iterator[str | None]:
 
 
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres_database: str | None) -> Path:
+def isolated_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres_database: str | None
+) -> Path:
     if postgres_database is not None:
         pg.empty_tables(pg.parse_database_url(postgres_database))
     home = tmp_path / "home"
@@ -76,6 +78,8 @@ def client(tk: Talekeeper) -> Iterator[TestClient]:
 
 @pytest.fixture
 def adventure_id(client: TestClient) -> int:
-    response = client.post("/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}})
+    response = client.post(
+        "/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}}
+    )
     assert response.status_code == 201, response.text
     return response.json()["id"]

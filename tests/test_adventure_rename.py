@@ -20,11 +20,21 @@ def test_rename_through_the_api(client: TestClient, adventure_id: int) -> None:
 
 def test_rename_from_the_home_page(client: TestClient, adventure_id: int) -> None:
     home = client.get("/").text
-    assert f'hx-post="/adventures/{adventure_id}/rename"' in home and 'id="adventure-filter"' in home
+    assert (
+        f'hx-post="/adventures/{adventure_id}/rename"' in home and 'id="adventure-filter"' in home
+    )
     card = client.post(f"/adventures/{adventure_id}/rename", data={"title": "The long night"})
-    assert card.status_code == 200 and ">The long night</a>" in card.text and 'role="alert"' not in card.text
+    assert (
+        card.status_code == 200
+        and ">The long night</a>" in card.text
+        and 'role="alert"' not in card.text
+    )
     refused = client.post(f"/adventures/{adventure_id}/rename", data={"title": " "})
-    assert 'role="alert"' in refused.text and "needs a title" in refused.text and ">The long night</a>" in refused.text
+    assert (
+        'role="alert"' in refused.text
+        and "needs a title" in refused.text
+        and ">The long night</a>" in refused.text
+    )
 
 
 def test_test_connection_marks_only_passed_checks_with_a_tick() -> None:

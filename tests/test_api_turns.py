@@ -42,7 +42,9 @@ def test_health_and_scenarios(client: TestClient) -> None:
     assert "greywater-lantern" in ids
 
 
-def test_new_adventure_starts_at_the_opening_with_placeholders_filled(client: TestClient, adventure_id: int) -> None:
+def test_new_adventure_starts_at_the_opening_with_placeholders_filled(
+    client: TestClient, adventure_id: int
+) -> None:
     story = client.get(f"/api/adventures/{adventure_id}").json()
     assert len(story["turns_shown"]) == 1
     assert "Ada" in story["turns_shown"][0]["narration"]
@@ -51,8 +53,10 @@ def test_new_adventure_starts_at_the_opening_with_placeholders_filled(client: Te
 
 
 def test_a_turn_as_json(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
-    scripted.queue("The ferrywoman looks up. \"Lamp-mender, is it?\"")
-    response = client.post(f"/api/adventures/{adventure_id}/turns", json={"kind": "say", "text": "Hello"})
+    scripted.queue('The ferrywoman looks up. "Lamp-mender, is it?"')
+    response = client.post(
+        f"/api/adventures/{adventure_id}/turns", json={"kind": "say", "text": "Hello"}
+    )
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["turn"]["action_line"] == '> You say "Hello."'
@@ -64,7 +68,9 @@ def test_a_turn_as_json(client: TestClient, adventure_id: int, scripted: Scripte
     assert last.index("Scene: Greywater docks") < last.index('> You say "Hello."')
 
 
-def test_a_turn_streams_over_sse(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_a_turn_streams_over_sse(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     scripted.queue("Rain hammers the planks as you walk to the ferry.")
     response = client.post(
         f"/api/adventures/{adventure_id}/turns",
@@ -82,19 +88,30 @@ def test_a_turn_streams_over_sse(client: TestClient, adventure_id: int, scripted
     assert events[-1][1]["turn"]["narration"] == streamed
 
 
-def test_a_cut_stream_writes_nothing(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_a_cut_stream_writes_nothing(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     scripted.queue("This narration will be cut off half way through.")
     scripted.fail_next(after_chunks=2)
-    response = client.post(f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": "wait"})
+    response = client.post(
+        f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": "wait"}
+    )
     assert response.status_code == 502
     story = client.get(f"/api/adventures/{adventure_id}").json()
     assert story["turns"] == 0 and len(story["turns_shown"]) == 1
     # and the adventure is not left locked
     scripted.queue("You wait.")
-    assert client.post(f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": "wait"}).status_code == 200
+    assert (
+        client.post(
+            f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": "wait"}
+        ).status_code
+        == 200
+    )
 
 
-def test_cancelling_a_stream_writes_nothing_and_releases_the_lock(tk: Talekeeper, scripted: ScriptedProvider) -> None:
+def test_cancelling_a_stream_writes_nothing_and_releases_the_lock(
+    tk: Talekeeper, scripted: ScriptedProvider
+) -> None:
     from talekeeper.service import adventures
 
     with tk.db.session() as session:
@@ -120,10 +137,14 @@ def test_cancelling_a_stream_writes_nothing_and_releases_the_lock(tk: Talekeeper
         assert adventures.get_adventure(session, aid).turn_count == 0
 
 
-def test_a_second_writer_is_refused_with_409(client: TestClient, tk: Talekeeper, adventure_id: int) -> None:
+def test_a_second_writer_is_refused_with_409(
+    client: TestClient, tk: Talekeeper, adventure_id: int
+) -> None:
     tk.locks.acquire(adventure_id)  # a turn is in flight
     try:
-        response = client.post(f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": "run"})
+        response = client.post(
+            f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": "run"}
+        )
         assert response.status_code == 409
         assert "busy" in response.json()["detail"]
         assert client.post(f"/api/adventures/{adventure_id}/undo").status_code == 409
@@ -131,16 +152,23 @@ def test_a_second_writer_is_refused_with_409(client: TestClient, tk: Talekeeper,
         tk.locks.release(adventure_id)
 
 
-def test_bad_turn_requests_are_refused_and_change_nothing(client: TestClient, adventure_id: int) -> None:
+def test_bad_turn_requests_are_refused_and_change_nothing(
+    client: TestClient, adventure_id: int
+) -> None:
     url = f"/api/adventures/{adventure_id}/turns"
     assert client.post(url, json={"kind": "shout", "text": "hi"}).status_code == 422
     assert client.post(url, json={"kind": "do", "text": "  "}).status_code == 422
     assert client.post(url, json={"kind": "do", "text": "x", "extra": 1}).status_code == 422
-    assert client.post("/api/adventures/9999/turns", json={"kind": "do", "text": "x"}).status_code == 404
+    assert (
+        client.post("/api/adventures/9999/turns", json={"kind": "do", "text": "x"}).status_code
+        == 404
+    )
     assert client.get(f"/api/adventures/{adventure_id}").json()["turns"] == 0
 
 
-def test_undo_and_redo_move_along_the_story(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_undo_and_redo_move_along_the_story(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     scripted.queue("First.", "Second.")
     client.post(f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": "one"})
     client.post(f"/api/adventures/{adventure_id}/turns", json={"kind": "continue"})
@@ -156,17 +184,30 @@ def test_undo_and_redo_move_along_the_story(client: TestClient, adventure_id: in
     assert opening.status_code == 409 and "opening" in opening.json()["detail"]
 
 
-def test_the_story_pages_backwards(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_the_story_pages_backwards(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     for i in range(7):
         scripted.queue(f"Narration {i}.")
-        client.post(f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": f"act {i}"})
+        client.post(
+            f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": f"act {i}"}
+        )
     page = client.get(f"/api/adventures/{adventure_id}", params={"limit": 3}).json()
-    assert [t["narration"] for t in page["turns_shown"]] == ["Narration 4.", "Narration 5.", "Narration 6."]
+    assert [t["narration"] for t in page["turns_shown"]] == [
+        "Narration 4.",
+        "Narration 5.",
+        "Narration 6.",
+    ]
     assert page["has_more"] is True
     older = client.get(
-        f"/api/adventures/{adventure_id}", params={"limit": 3, "before": page["turns_shown"][0]["id"]}
+        f"/api/adventures/{adventure_id}",
+        params={"limit": 3, "before": page["turns_shown"][0]["id"]},
     ).json()
-    assert [t["narration"] for t in older["turns_shown"]] == ["Narration 1.", "Narration 2.", "Narration 3."]
+    assert [t["narration"] for t in older["turns_shown"]] == [
+        "Narration 1.",
+        "Narration 2.",
+        "Narration 3.",
+    ]
 
 
 def test_the_adventure_survives_a_restart(isolated_home, scripted: ScriptedProvider) -> None:

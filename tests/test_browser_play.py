@@ -31,7 +31,9 @@ def test_start_the_demo_and_play_a_streamed_turn(isolated_home) -> None:
         page.get_by_label("Your action").fill("wave to the ferrywoman")
         page.keyboard.press("Enter")
         expect(page.locator("#story")).to_contain_text("> You wave to the ferrywoman.")
-        expect(page.locator("#story")).to_contain_text("The ferrywoman squints at you through the rain. <b>Not</b> markup.")
+        expect(page.locator("#story")).to_contain_text(
+            "The ferrywoman squints at you through the rain. <b>Not</b> markup."
+        )
         assert page.locator("#story b").count() == 0
         expect(page.get_by_role("button", name="Undo")).to_be_enabled()
         expect(page.get_by_label("Your action")).to_have_value("")
@@ -48,7 +50,12 @@ def test_start_the_demo_and_play_a_streamed_turn(isolated_home) -> None:
 
 def test_streaming_shows_text_before_the_turn_finishes(isolated_home) -> None:
     gate = asyncio.Event()
-    provider = ScriptedProvider(["Thunder rolls over the headland while the lamp gutters."], chunk_size=8, gate=gate, gate_after_chunks=4)
+    provider = ScriptedProvider(
+        ["Thunder rolls over the headland while the lamp gutters."],
+        chunk_size=8,
+        gate=gate,
+        gate_after_chunks=4,
+    )
     tk = Talekeeper(isolated_home, provider_override=provider)
     app = create_app(tk)
     with live_server(app) as url, browser_page() as page:

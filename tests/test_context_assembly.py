@@ -37,13 +37,21 @@ PLOT = {
 def history(n: int, narration_words: int = 10) -> list[HistoryTurn]:
     turns = [HistoryTurn("opening", "", "It begins. " * 2, 1, 0)]
     for depth in range(1, n + 1):
-        turns.append(HistoryTurn("do", f"act {depth}", " ".join([f"w{depth}"] * narration_words), depth + 1, depth))
+        turns.append(
+            HistoryTurn(
+                "do", f"act {depth}", " ".join([f"w{depth}"] * narration_words), depth + 1, depth
+            )
+        )
     return turns
 
 
 def build(**kwargs) -> ContextInput:
-    options = kwargs.pop("options", ContextOptions(budget=400, reserve_for_reply=50, history_step=1))
-    base = dict(plot=PLOT, history=history(5), action_kind="do", action_text="look around", options=options)
+    options = kwargs.pop(
+        "options", ContextOptions(budget=400, reserve_for_reply=50, history_step=1)
+    )
+    base = dict(
+        plot=PLOT, history=history(5), action_kind="do", action_text="look around", options=options
+    )
     base.update(kwargs)
     return ContextInput(**base)
 
@@ -92,10 +100,19 @@ def test_cards_dropped_first_when_the_budget_is_tight() -> None:
     roomy = run(build(action_text="ask maren about the boat"))
     cards = roomy.section("story_cards")
     assert [i.key for i in cards.items if i.included] == ["Maren", "Boat"]
-    tight = run(build(action_text="ask maren about the boat", options=ContextOptions(budget=150, reserve_for_reply=50, history_step=1)))
+    tight = run(
+        build(
+            action_text="ask maren about the boat",
+            options=ContextOptions(budget=150, reserve_for_reply=50, history_step=1),
+        )
+    )
     tight_cards = tight.section("story_cards")
     dropped = [i for i in tight_cards.items if not i.included]
-    assert dropped and "dropped by the overall budget" in dropped[0].why and "20% of the context budget" in dropped[0].why
+    assert (
+        dropped
+        and "dropped by the overall budget" in dropped[0].why
+        and "20% of the context budget" in dropped[0].why
+    )
     assert tight.history_included >= 1  # the newest turn always goes
 
 
@@ -103,7 +120,11 @@ def test_history_start_moves_in_steps_for_cache_stability() -> None:
     starts, start = [], None
     for n in range(30, 50):
         options = ContextOptions(budget=400, reserve_for_reply=50, history_step=4)
-        assembly = asyncio.run(assemble(build(history=history(n), options=options, previous_history_start=start), words))
+        assembly = asyncio.run(
+            assemble(
+                build(history=history(n), options=options, previous_history_start=start), words
+            )
+        )
         start = assembly.history[0].node_id
         starts.append(assembly.history[0].depth)
     moves = [b - a for a, b in zip(starts, starts[1:], strict=False) if b != a]
@@ -135,7 +156,9 @@ def test_prefix_is_byte_identical_turn_to_turn() -> None:
         assembly = run(build(history=history(n), action_text=f"step {n}"))
         prompts.append(completion_request(assembly).prompt)
         chat = chat_request(assembly)
-        assert chat.messages[0].content.startswith("You narrate.\n\nPlayer character:\nYou are Ada (she/her). A lamp-mender.")
+        assert chat.messages[0].content.startswith(
+            "You narrate.\n\nPlayer character:\nYou are Ada (she/her). A lamp-mender."
+        )
     stable = "You narrate.\n\nPlayer character:\nYou are Ada (she/her). A lamp-mender.\n\nBe eerie.\n\nEssentials: The lantern must be lit."
     assert all(p.startswith(stable) for p in prompts)
 

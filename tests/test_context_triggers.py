@@ -64,7 +64,11 @@ def test_reply_triggers_next_turn_and_stays_while_in_window() -> None:
     # Turn 1's narration mentions the boat: the prompt for turn 2 scans it.
     turns = [("> You wait.", "A boat drifts in.")]
     fired = match_cards(CARDS, window("> You wait.", *turns))
-    assert names(fired) == ["Boat"] and fired[0].where == "turn 1 (narration)" and fired[0].trigger == "boat"
+    assert (
+        names(fired) == ["Boat"]
+        and fired[0].where == "turn 1 (narration)"
+        and fired[0].trigger == "boat"
+    )
     # Four quiet turns later it has left the window.
     quiet = turns + [("> You wait.", "Nothing happens.")] * 4
     assert names(match_cards(CARDS, window("> You wait.", *quiet))) == []
@@ -81,8 +85,18 @@ def test_characters_in_scene_by_name_or_alias() -> None:
     document = {
         "entities": {
             "player": {"id": "player", "name": "Ada", "type": "player", "aliases": ["you"]},
-            "maren": {"id": "maren", "name": "Maren", "type": "person", "aliases": ["the ferrywoman"]},
-            "tobin": {"id": "tobin", "name": "Tobin", "type": "person", "aliases": ["old keeper", "he"]},
+            "maren": {
+                "id": "maren",
+                "name": "Maren",
+                "type": "person",
+                "aliases": ["the ferrywoman"],
+            },
+            "tobin": {
+                "id": "tobin",
+                "name": "Tobin",
+                "type": "person",
+                "aliases": ["old keeper", "he"],
+            },
             "gull": {"id": "gull", "name": "Gull", "type": "beast", "aliases": []},
             "docks": {"id": "docks", "name": "Greywater docks", "type": "place"},
         },
@@ -90,6 +104,8 @@ def test_characters_in_scene_by_name_or_alias() -> None:
     }
     chars = characters_in(document)
     assert [c[0] for c in chars] == ["maren", "tobin", "gull"]
-    fired = match_characters(chars, window("> You wave to the ferrywoman.", ("", "He says nothing.")))
+    fired = match_characters(
+        chars, window("> You wave to the ferrywoman.", ("", "He says nothing."))
+    )
     assert [t.key for t in fired] == ["maren"]  # "he" is too short to count
     assert characters_in(None) == []

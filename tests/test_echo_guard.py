@@ -188,9 +188,7 @@ def test_a_turn_never_shows_or_stores_an_echo(
         == 'Rain drums on the planks as Maren looks up.\n"Lamp-mender," she says. "You picked a poor night."'
     )
     assert stored.startswith(shown.rstrip()) and "Greywater docks" not in shown
-    insights = client.get(
-        f"/api/adventures/{adventure_id}/turns/{turn['id']}/insights"
-    ).json()
+    insights = client.get(f"/api/adventures/{adventure_id}/turns/{turn['id']}/insights").json()
     note = next(n for n in insights["notes"] if n.startswith("The echo guard removed 2 lines"))
     assert "verbatim, current state" in note
 

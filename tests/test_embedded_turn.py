@@ -22,11 +22,15 @@ def test_the_demo_plays_a_turn_with_the_embedded_model(isolated_home) -> None:
         assert done["turn"]["narration"].strip()
         assert "```" not in done["turn"]["narration"]
         with tk.db.session() as session:
-            node = adventures.get_turn(session, adventures.get_adventure(session, aid), done["turn"]["id"])
+            node = adventures.get_turn(
+                session, adventures.get_adventure(session, aid), done["turn"]["id"]
+            )
             record = node.proposal
         # The grammar guarantees a readable block: a report exists, nothing was unparseable.
         assert record["source"] == "model" and record["parse_error"] is None
         assert record["report"] is not None
-        assert all(c["status"] in ("applied", "limited", "unchanged", "rejected") for c in done["changes"])
+        assert all(
+            c["status"] in ("applied", "limited", "unchanged", "rejected") for c in done["changes"]
+        )
     finally:
         asyncio.run(tk.aclose())

@@ -24,7 +24,10 @@ TAGS = re.compile(r"</?(?:em|strong)>")
         ("* a list item", "* a list item"),
         ("an *unclosed mark", "an *unclosed mark"),
         ("<b>*x*</b>", "&lt;b&gt;<em>x</em>&lt;/b&gt;"),
-        ('*<img src=x onerror="alert(1)">*', "<em>&lt;img src=x onerror=&#34;alert(1)&#34;&gt;</em>"),
+        (
+            '*<img src=x onerror="alert(1)">*',
+            "<em>&lt;img src=x onerror=&#34;alert(1)&#34;&gt;</em>",
+        ),
     ],
 )
 def test_emphasis_is_rendered_after_escaping(text: str, shown: str) -> None:
@@ -38,8 +41,15 @@ def test_only_em_and_strong_can_reach_the_page_and_no_word_is_lost(text: str) ->
     assert html.unescape(TAGS.sub("", out)).replace("*", "") == text.replace("*", "")
 
 
-def test_the_play_page_shows_emphasis_in_stored_narration(client, adventure_id: int, scripted) -> None:
+def test_the_play_page_shows_emphasis_in_stored_narration(
+    client, adventure_id: int, scripted
+) -> None:
     scripted.queue("Maren *whispers*: **run**. <i>not this</i>")
-    assert client.post(f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": "listen"}).status_code == 200
+    assert (
+        client.post(
+            f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": "listen"}
+        ).status_code
+        == 200
+    )
     page = client.get(f"/adventures/{adventure_id}").text
     assert "Maren <em>whispers</em>: <strong>run</strong>. &lt;i&gt;not this&lt;/i&gt;" in page

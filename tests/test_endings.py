@@ -33,7 +33,9 @@ def test_the_unfinished_end_is_cut_at_the_last_whole_sentence(text: str, kept: s
 
 
 @given(st.text(alphabet=st.sampled_from(list("ab .!?\"'\n…”)")), max_size=60))
-def test_what_is_kept_is_the_text_up_to_a_sentence_end_and_cutting_again_cuts_nothing(text: str) -> None:
+def test_what_is_kept_is_the_text_up_to_a_sentence_end_and_cutting_again_cuts_nothing(
+    text: str,
+) -> None:
     kept, rest = unfinished_end(text)
     if rest:
         assert text.startswith(kept) and kept.rstrip()[-1] in ".!?…\"')]”’"
@@ -64,7 +66,9 @@ def test_a_reply_cut_off_by_its_length_limit_is_stored_to_its_last_whole_sentenc
     assert turn["narration"] == 'Maren coils the rope. "You want to cross tonight?" she asks.'
     assert shown.startswith(turn["narration"])  # what streamed is not taken back as it streams
     insights = client.get(f"/api/adventures/{adventure_id}/turns/{turn['id']}/insights").json()
-    assert any("length limit mid-sentence" in note and "not your" in note for note in insights["notes"])
+    assert any(
+        "length limit mid-sentence" in note and "not your" in note for note in insights["notes"]
+    )
 
 
 def test_a_reply_the_model_ended_itself_is_kept_whole(

@@ -64,13 +64,19 @@ def test_status_follows_the_first_branch() -> None:
         ("get", "/api/adventures/999999/lines", None),
         ("post", "/api/adventures/999999/undo", None),
         ("post", "/api/adventures", {"scenario_id": "no-such-scenario"}),
-        ("post", "/api/adventures", {"scenario_id": "greywater-lantern", "origin_id": "no-such-origin"}),
+        (
+            "post",
+            "/api/adventures",
+            {"scenario_id": "greywater-lantern", "origin_id": "no-such-origin"},
+        ),
         ("get", "/api/scenarios/no-such-scenario/character", None),
         ("get", "/api/schemas/no-such-schema", None),
         ("get", "/api/no/such/route", None),
     ],
 )
-def test_every_missing_thing_is_404_with_one_shape(client: TestClient, method: str, path: str, body) -> None:
+def test_every_missing_thing_is_404_with_one_shape(
+    client: TestClient, method: str, path: str, body
+) -> None:
     response = getattr(client, method)(path, **({"json": body} if body is not None else {}))
     assert response.status_code == 404, response.text
     data = response.json()
@@ -78,12 +84,23 @@ def test_every_missing_thing_is_404_with_one_shape(client: TestClient, method: s
 
 
 def test_a_conflict_and_an_invalid_request_have_the_same_shape(client: TestClient) -> None:
-    started = client.post("/api/adventures", json={"scenario_id": "greywater-lantern", "answers": {"name": "Ada"}})
+    started = client.post(
+        "/api/adventures", json={"scenario_id": "greywater-lantern", "answers": {"name": "Ada"}}
+    )
     aid = started.json()["id"]
     conflict = client.post(f"/api/adventures/{aid}/undo")
-    assert conflict.status_code == 409 and set(conflict.json()) == SHAPE and conflict.json()["error"] == "TreeError"
+    assert (
+        conflict.status_code == 409
+        and set(conflict.json()) == SHAPE
+        and conflict.json()["error"] == "TreeError"
+    )
     invalid = client.post(f"/api/adventures/{aid}/turns", json={"kind": "shout", "text": "hi"})
     assert invalid.status_code == 422 and set(invalid.json()) == SHAPE
-    assert invalid.json()["error"] == "RequestInvalid" and invalid.json()["errors"][0]["loc"] == ["body", "kind"]
+    assert invalid.json()["error"] == "RequestInvalid" and invalid.json()["errors"][0]["loc"] == [
+        "body",
+        "kind",
+    ]
     mistakes = client.post("/api/scenarios", json={"id": "x"})
-    assert mistakes.status_code == 422 and set(mistakes.json()) == SHAPE and mistakes.json()["errors"]
+    assert (
+        mistakes.status_code == 422 and set(mistakes.json()) == SHAPE and mistakes.json()["errors"]
+    )

@@ -50,7 +50,10 @@ def test_a_note_that_writes_ids_or_paths_is_dropped() -> None:
     for text in ("Maren (maren) — alive", "player.health 10/5", 'Maren said {"type": "x"}'):
         settled = state_engine.settle_reply(PROSE + block(note(text)), BEFORE, RULES, 1)
         assert settled.outcomes == [], text
-        assert settled.proposal["dropped"][0]["why"] == "it wrote ids, stat paths or a stat readout, not story"
+        assert (
+            settled.proposal["dropped"][0]["why"]
+            == "it wrote ids, stat paths or a stat readout, not story"
+        )
         recent = state_engine.document_of(settled.state, RULES).recent_events
         assert not protocol_in(" ".join(e.text for e in recent), RULES), recent
 

@@ -10,13 +10,25 @@ from typer.testing import CliRunner
 from talekeeper import cli, terminal
 
 
-def test_allow_host_lets_a_named_lan_address_in_and_nothing_else(isolated_home, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_allow_host_lets_a_named_lan_address_in_and_nothing_else(
+    isolated_home, monkeypatch: pytest.MonkeyPatch
+) -> None:
     served = {}
     monkeypatch.setattr("uvicorn.run", lambda app, **kw: served.update(app=app, **kw))
     monkeypatch.setattr(terminal, "warm_up", lambda tk: None)
     result = CliRunner().invoke(
         cli.app,
-        ["serve", "--host", "0.0.0.0", "--allow-host", "192.168.1.20", "--allow-host", "laptop.local", "--data-dir", str(isolated_home)],
+        [
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--allow-host",
+            "192.168.1.20",
+            "--allow-host",
+            "laptop.local",
+            "--data-dir",
+            str(isolated_home),
+        ],
     )
     assert result.exit_code == 0, result.output
     assert served["host"] == "0.0.0.0" and "http://192.168.1.20:8000/" in result.output

@@ -62,7 +62,9 @@ def _runtime_imports(tree: ast.AST, own: str) -> list[tuple[int, str]]:
                 module = node.module or ""
             found.append((node.lineno, module))
             if module == "talekeeper":  # `from talekeeper import web` (not `__version__`)
-                found.extend((node.lineno, f"talekeeper.{a.name}") for a in node.names if a.name in RANK)
+                found.extend(
+                    (node.lineno, f"talekeeper.{a.name}") for a in node.names if a.name in RANK
+                )
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -91,7 +93,9 @@ def test_imports_point_down(path: Path) -> None:
     if own is None:
         return  # talekeeper/__init__.py
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    for line, module in _runtime_imports(tree, own_name if path.name != "__init__.py" else own_name + ".x"):
+    for line, module in _runtime_imports(
+        tree, own_name if path.name != "__init__.py" else own_name + ".x"
+    ):
         target = _package(module)
         if target is None or target == own:
             continue
@@ -104,7 +108,9 @@ def test_imports_point_down(path: Path) -> None:
 def test_pages_never_import_api_modules() -> None:
     """HTML pages and JSON routes both call services; neither calls the other."""
     for path in sorted((ROOT / "web").glob("pages*.py")):
-        for line, module in _runtime_imports(ast.parse(path.read_text(encoding="utf-8")), _module_name(path)):
+        for line, module in _runtime_imports(
+            ast.parse(path.read_text(encoding="utf-8")), _module_name(path)
+        ):
             name = module.rsplit(".", 1)[-1]
             assert not (module.startswith("talekeeper.web.") and name.startswith("api")), (
                 f"web/{path.name}:{line} imports {module}"

@@ -26,7 +26,9 @@ def test_vectors_pack_as_float32() -> None:
 
 
 def test_index_ranks_by_cosine_and_ignores_other_dimensions() -> None:
-    index = VectorIndex([1, 2, 3, 4], [pack([1, 0, 0]), pack([0, 1, 0]), pack([0.9, 0.1, 0]), pack([1, 0])])
+    index = VectorIndex(
+        [1, 2, 3, 4], [pack([1, 0, 0]), pack([0, 1, 0]), pack([0.9, 0.1, 0]), pack([1, 0])]
+    )
     assert len(index) == 3  # the 2-dimension vector is set aside
     assert [i for i, _ in index.top_k([1, 0, 0], 2)] == [1, 3]
     assert index.scores([1, 0]) == {}  # a query of another dimension scores nothing
@@ -48,9 +50,15 @@ def test_pinned_count_toward_top_k() -> None:
     pool = [bank.Candidate(i, i * 6, i * 6 - 5, f"m{i}", pinned=i in (1, 2)) for i in range(1, 8)]
     ranked = [(c, 1.0 / c.id) for c in pool]
     chosen = bank.choose(ranked, 3, "BM25")
-    assert [m.id for m in chosen] == [1, 2, 3] and [m.why for m in chosen][:2] == ["pinned", "pinned"]
+    assert [m.id for m in chosen] == [1, 2, 3] and [m.why for m in chosen][:2] == [
+        "pinned",
+        "pinned",
+    ]
     assert len(bank.choose(ranked, 1, "BM25")) == 2  # pinned always go, nothing else
-    assert [m.id for m in bank.choose([(c, 0.0) for c in pool], 5, "BM25")] == [1, 2]  # no score, no slot
+    assert [m.id for m in bank.choose([(c, 0.0) for c in pool], 5, "BM25")] == [
+        1,
+        2,
+    ]  # no score, no slot
 
 
 def test_last_turns_memories_keep_their_place_unless_clearly_beaten() -> None:
@@ -87,16 +95,24 @@ def test_memory_prompt_names_the_protagonist_and_cast() -> None:
     plot = {
         "persona": {"name": "Kaelen", "pronouns": "he/him", "description": "A ranger."},
         "plot_essentials": "Bandits hold the camp.",
-        "story_cards": [{"type": "character", "name": "Gwen", "entry": "Gwen is an ally.", "triggers": "gwen"}],
+        "story_cards": [
+            {"type": "character", "name": "Gwen", "entry": "Gwen is an ally.", "triggers": "gwen"}
+        ],
     }
     request = prompts.memory_request(plot, "You signal Gwen.", 50)
     system, user = request.messages[0].content, request.messages[1].content
     assert system.startswith(prompts.MARKER) and "as Kaelen" in system and "never 'you'" in system
     assert "At most 50 words" in system
-    assert "- Kaelen (he/him) — the protagonist. A ranger." in user and "- Gwen — Gwen is an ally." in user
+    assert (
+        "- Kaelen (he/him) — the protagonist. A ranger." in user
+        and "- Gwen — Gwen is an ally." in user
+    )
     assert "Setting:\nBandits hold the camp." in user
     bare = prompts.memory_request({}, "You wait.", 50)
-    assert bare.messages[1].content.startswith("Story excerpt:") and "the player" in bare.messages[0].content
+    assert (
+        bare.messages[1].content.startswith("Story excerpt:")
+        and "the player" in bare.messages[0].content
+    )
 
 
 @pytest.fixture
@@ -106,7 +122,9 @@ def story(tk: Talekeeper):
         adventure = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"})
         node = tree.head(session, adventure)
         for depth in range(1, 21):
-            node = tree.append_child(session, adventure, node, tree.NewTurn("do", f"act {depth}", f"Narration {depth}."))
+            node = tree.append_child(
+                session, adventure, node, tree.NewTurn("do", f"act {depth}", f"Narration {depth}.")
+            )
         return adventure.id
 
 
@@ -114,20 +132,36 @@ def test_due_blocks_follow_the_schedule(tk: Talekeeper, story: int) -> None:
     settings = ContextSettings()
     with tk.db.session() as session:
         path = bank.path_ids(session, session.get(Adventure, story).head_node_id)
-        assert [(b.first_depth, b.depth) for b in bank.due_blocks(session, story, path[:13], settings)] == [(1, 6)]  # head at 12
+        assert [
+            (b.first_depth, b.depth) for b in bank.due_blocks(session, story, path[:13], settings)
+        ] == [(1, 6)]  # head at 12
         assert bank.due_blocks(session, story, path[:12], settings) == []  # head at 11
-        assert [(b.first_depth, b.depth) for b in bank.due_blocks(session, story, path, settings)] == [(1, 6), (7, 12)]
+        assert [
+            (b.first_depth, b.depth) for b in bank.due_blocks(session, story, path, settings)
+        ] == [(1, 6), (7, 12)]
         bank.add_memory(session, story, bank.due_blocks(session, story, path, settings)[0], "m")
-        assert [(b.first_depth, b.depth) for b in bank.due_blocks(session, story, path, settings)] == [(7, 12)]
-        assert bank.summary_due(path, bank.SummaryInForce("", -1, "plot components"), settings) == 15
-        assert bank.summary_due(path[:15], bank.SummaryInForce("", -1, "plot components"), settings) is None
-        assert bank.summary_due(path, bank.SummaryInForce("x", 15, "auto summary", 1), settings) is None
+        assert [
+            (b.first_depth, b.depth) for b in bank.due_blocks(session, story, path, settings)
+        ] == [(7, 12)]
+        assert (
+            bank.summary_due(path, bank.SummaryInForce("", -1, "plot components"), settings) == 15
+        )
+        assert (
+            bank.summary_due(path[:15], bank.SummaryInForce("", -1, "plot components"), settings)
+            is None
+        )
+        assert (
+            bank.summary_due(path, bank.SummaryInForce("x", 15, "auto summary", 1), settings)
+            is None
+        )
 
 
 def test_capacity_forgets_least_useful_never_pinned(tk: Talekeeper, story: int) -> None:
     with tk.db.session() as session:
         path = bank.path_ids(session, session.get(Adventure, story).head_node_id)
-        rows = [bank.add_memory(session, story, bank.Block(d, d, path[d]), f"m{d}") for d in range(1, 7)]
+        rows = [
+            bank.add_memory(session, story, bank.Block(d, d, path[d]), f"m{d}") for d in range(1, 7)
+        ]
         rows[0].pinned = True
         rows[1].uses = 3
         rows[2].uses = 1
@@ -139,7 +173,9 @@ def test_capacity_forgets_least_useful_never_pinned(tk: Talekeeper, story: int) 
         assert bank.evict_over_capacity(session, story, 3) == []
 
 
-def test_auto_summary_never_overwrites_a_player_edit_made_meanwhile(tk: Talekeeper, story: int) -> None:
+def test_auto_summary_never_overwrites_a_player_edit_made_meanwhile(
+    tk: Talekeeper, story: int
+) -> None:
     with tk.db.session() as session:
         adventure = session.get(Adventure, story)
         path = bank.path_ids(session, adventure.head_node_id)
@@ -170,7 +206,9 @@ def test_embeddings_used_when_configured(tk: Talekeeper, story: int) -> None:
     with tk.db.session() as session:
         update_context_settings(session, {"embedding_model": "tiny-embed"})
         path = bank.path_ids(session, session.get(Adventure, story).head_node_id)
-        bank.add_memory(session, story, bank.Block(1, 6, path[6]), "The spare wick is under the hearthstone.")
+        bank.add_memory(
+            session, story, bank.Block(1, 6, path[6]), "The spare wick is under the hearthstone."
+        )
         bank.add_memory(session, story, bank.Block(7, 12, path[12]), "Nothing of note.")
     result = asyncio.run(run_post_turn(tk, story))
     assert result["embedded"] == 2 and len(provider.embedded) == 1
@@ -181,7 +219,10 @@ def test_embeddings_used_when_configured(tk: Talekeeper, story: int) -> None:
         update_context_settings(session, {"embedding_model": "bigger-embed"})
     asyncio.run(run_post_turn(tk, story))
     with tk.db.session() as session:
-        assert {m.embedding_model for m in session.query(Memory).filter_by(adventure_id=story, status="active")} == {"bigger-embed"}
+        assert {
+            m.embedding_model
+            for m in session.query(Memory).filter_by(adventure_id=story, status="active")
+        } == {"bigger-embed"}
 
     from talekeeper.service.turns import build_context
 
@@ -202,23 +243,37 @@ def test_a_turn_counts_the_memories_it_sent(tk: Talekeeper, scripted: ScriptedPr
     from talekeeper.service.settings import SettingsUpdate, update_settings
     from talekeeper.service.turns import collect_turn
 
-    weather = "Rain drums on the slate roofs while the lamps burn low and the tide pulls at the pilings. " * 3
+    weather = (
+        "Rain drums on the slate roofs while the lamps burn low and the tide pulls at the pilings. "
+        * 3
+    )
     with tk.db.session() as session:
         adventure = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"})
         node = tree.head(session, adventure)
         path = [node.id]
         for depth in range(1, 41):
-            node = tree.append_child(session, adventure, node, tree.NewTurn("do", f"walk on {depth}", weather))
+            node = tree.append_child(
+                session, adventure, node, tree.NewTurn("do", f"walk on {depth}", weather)
+            )
             path.append(node.id)
         story = adventure.id
-        sent = bank.add_memory(session, story, bank.Block(1, 6, path[6]), "Tobin hid the brass key in the forge.").id
-        unsent = bank.add_memory(session, story, bank.Block(7, 12, path[12]), "Gulls circled the harbour.").id
+        sent = bank.add_memory(
+            session, story, bank.Block(1, 6, path[6]), "Tobin hid the brass key in the forge."
+        ).id
+        unsent = bank.add_memory(
+            session, story, bank.Block(7, 12, path[12]), "Gulls circled the harbour."
+        ).id
         update_context_settings(session, {"memory_top_k": 1})  # one a turn, the one that matches
-        update_settings(session, SettingsUpdate(generation={"context_budget": 2048, "max_tokens": 128}))
+        update_settings(
+            session, SettingsUpdate(generation={"context_budget": 2048, "max_tokens": 128})
+        )
     scripted.queue("You lift the latch of the forge.")
     done = asyncio.run(collect_turn(tk, story, "do", "search the forge for the brass key"))
     memories = next(s for s in done["prompt"]["sections"] if s["name"] == "memories")
     assert [item["ref"] for item in memories["items"] if item["included"]] == [sent]
     with tk.db.session() as session:
-        rows = {m.id: (m.uses, m.last_used_depth) for m in session.query(Memory).filter_by(adventure_id=story)}
+        rows = {
+            m.id: (m.uses, m.last_used_depth)
+            for m in session.query(Memory).filter_by(adventure_id=story)
+        }
     assert rows[sent] == (1, 41) and rows[unsent] == (0, None)

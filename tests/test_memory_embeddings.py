@@ -14,7 +14,9 @@ from talekeeper.llm.openai import OpenAIProvider
 
 
 def provider(handler) -> OpenAIProvider:
-    return OpenAIProvider("http://127.0.0.1:11434/v1", "story-model", transport=httpx.MockTransport(handler))
+    return OpenAIProvider(
+        "http://127.0.0.1:11434/v1", "story-model", transport=httpx.MockTransport(handler)
+    )
 
 
 def test_embeddings_request_and_order() -> None:
@@ -23,10 +25,15 @@ def test_embeddings_request_and_order() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         seen["url"] = str(request.url)
         seen["body"] = json.loads(request.content)
-        return httpx.Response(200, json={"data": [
-            {"index": 1, "embedding": [0.0, 1.0]},
-            {"index": 0, "embedding": [1.0, 0.0]},
-        ]})
+        return httpx.Response(
+            200,
+            json={
+                "data": [
+                    {"index": 1, "embedding": [0.0, 1.0]},
+                    {"index": 0, "embedding": [1.0, 0.0]},
+                ]
+            },
+        )
 
     vectors = asyncio.run(provider(handler).embed(["a", "b"], model="nomic-embed-text"))
     assert vectors == [[1.0, 0.0], [0.0, 1.0]]
@@ -41,7 +48,10 @@ def test_no_embedding_model_means_none() -> None:
     assert asyncio.run(provider(handler).embed(["a"], model=None)) is None
 
 
-@pytest.mark.parametrize("response", [httpx.Response(404, json={"error": "no such model"}), httpx.Response(200, json={"nope": 1})])
+@pytest.mark.parametrize(
+    "response",
+    [httpx.Response(404, json={"error": "no such model"}), httpx.Response(200, json={"nope": 1})],
+)
 def test_embedding_errors_are_llm_errors(response: httpx.Response) -> None:
     with pytest.raises(LLMError):
         asyncio.run(provider(lambda request: response).embed(["a"], model="m"))

@@ -67,9 +67,17 @@ class StoryModel:
                 self.fail_next_memory = False
                 return ""  # an empty memory is a failure: recorded, retried next turn
             excerpt = request.messages[-1].content.split("Story excerpt:", 1)[1]
-            facts = [s for s in re.split(r"(?<=\.)\s+", excerpt) if any(w in s for w in ("Tobin", "Ysolde", "bell"))]
+            facts = [
+                s
+                for s in re.split(r"(?<=\.)\s+", excerpt)
+                if any(w in s for w in ("Tobin", "Ysolde", "bell"))
+            ]
             turns = re.findall(r"> You (\w+)", excerpt)
-            return "Ada " + (" ".join(facts) if facts else f"kept watch through {len(turns)} quiet turns in Greywater.")
+            return "Ada " + (
+                " ".join(facts)
+                if facts
+                else f"kept watch through {len(turns)} quiet turns in Greywater."
+            )
         if system.startswith(prompts.SUMMARY_MARKER):
             self.summary_requests.append(request)
             return f"Summary {len(self.summary_requests)}: Ada came to Greywater to relight the lighthouse."
@@ -88,7 +96,9 @@ def test_forty_turn_playthrough(tmp_path: Path) -> None:
 
 def _memories(tk: Talekeeper, adventure_id: int) -> list[Memory]:
     with tk.db.session() as session:
-        return list(session.query(Memory).filter_by(adventure_id=adventure_id).order_by(Memory.depth))
+        return list(
+            session.query(Memory).filter_by(adventure_id=adventure_id).order_by(Memory.depth)
+        )
 
 
 def _section(data: dict, name: str) -> dict | None:
@@ -97,20 +107,37 @@ def _section(data: dict, name: str) -> dict | None:
 
 async def _play(tk: Talekeeper, model: StoryModel) -> None:
     with tk.db.session() as session:
-        update_settings(session, SettingsUpdate(generation={"context_budget": 1024, "max_tokens": 128}))
+        update_settings(
+            session, SettingsUpdate(generation={"context_budget": 1024, "max_tokens": 128})
+        )
         update_context_settings(session, {"trigger_window_turns": 4})
         adventure = adventures.start_adventure(session, DEMO, {"name": "Ada"})
         adventure_id = adventure.id
         # A card of the player's own, triggered by a word the narration says at turn 20.
         from talekeeper.service.plot import StoryCard, add_card
 
-        add_card(adventure, StoryCard(type="location", name="The drowned bell", entry="The drowned bell of old Greywater rings beneath the waves when a ship is doomed.", triggers="drowned bell, bell"))
+        add_card(
+            adventure,
+            StoryCard(
+                type="location",
+                name="The drowned bell",
+                entry="The drowned bell of old Greywater rings beneath the waves when a ship is doomed.",
+                triggers="drowned bell, bell",
+            ),
+        )
     # Size the budget to what is always sent (the state engine's sections included) plus
     # room for about ten turns, so the history scrolls and memories must do the recalling.
     dry = await next_insights(tk, adventure_id, "do", "walk on along the harbour wall, step 1")
-    always = sum(s["tokens"] for s in dry["sections"] if s["name"] not in ("history", "story_cards", "memories"))
+    always = sum(
+        s["tokens"]
+        for s in dry["sections"]
+        if s["name"] not in ("history", "story_cards", "memories")
+    )
     with tk.db.session() as session:
-        update_settings(session, SettingsUpdate(generation={"context_budget": always + 128 + 900, "max_tokens": 128}))
+        update_settings(
+            session,
+            SettingsUpdate(generation={"context_budget": always + 128 + 900, "max_tokens": 128}),
+        )
     worker = worker_for(tk)
     memory_counts: dict[int, int] = {}
     insights_by_turn: dict[int, dict] = {}
@@ -132,12 +159,34 @@ async def _play(tk: Talekeeper, model: StoryModel) -> None:
             from talekeeper.service.plot import PlotUpdate, update_plot
 
             with tk.db.session() as session:
-                update_plot(session, session.get(Adventure, adventure_id), PlotUpdate(story_summary="Ada's own notes: trust Maren, not Tobin."))
+                update_plot(
+                    session,
+                    session.get(Adventure, adventure_id),
+                    PlotUpdate(story_summary="Ada's own notes: trust Maren, not Tobin."),
+                )
 
     # Memories every 6 turns from 12: blocks 1–6 at 12, 7–12 at 18, … 25–30 at 36.
-    assert [memory_counts[t] for t in (11, 12, 17, 18, 23, 24, 29, 30, 35, 36, 40)] == [0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    assert [memory_counts[t] for t in (11, 12, 17, 18, 23, 24, 29, 30, 35, 36, 40)] == [
+        0,
+        1,
+        1,
+        2,
+        2,
+        3,
+        3,
+        4,
+        4,
+        5,
+        5,
+    ]
     memories = _memories(tk, adventure_id)
-    assert [(m.first_depth, m.depth) for m in memories] == [(1, 6), (7, 12), (13, 18), (19, 24), (25, 30)]
+    assert [(m.first_depth, m.depth) for m in memories] == [
+        (1, 6),
+        (7, 12),
+        (13, 18),
+        (19, 24),
+        (25, 30),
+    ]
     assert all(len(m.text.split()) <= 50 for m in memories)
     assert "hearthstone" in memories[0].text and "Ysolde" in memories[4].text
     # Third person, named protagonist: the prompt says so.
@@ -145,10 +194,16 @@ async def _play(tk: Talekeeper, model: StoryModel) -> None:
 
     # The summary updated at 15 and at 30; the player's edit was the base of the second.
     with tk.db.session() as session:
-        summaries = list(session.query(StorySummary).filter_by(adventure_id=adventure_id).order_by(StorySummary.id))
+        summaries = list(
+            session.query(StorySummary)
+            .filter_by(adventure_id=adventure_id)
+            .order_by(StorySummary.id)
+        )
     assert [(s.depth, s.source) for s in summaries] == [(15, "auto"), (20, "player"), (30, "auto")]
     assert len(model.summary_requests) == 2
-    assert "Ada's own notes: trust Maren, not Tobin." in model.summary_requests[1].messages[1].content
+    assert (
+        "Ada's own notes: trust Maren, not Tobin." in model.summary_requests[1].messages[1].content
+    )
     summary_31 = _section(insights_by_turn[31], "story_summary")
     assert summary_31 is not None and "Summary 2" in summary_31["text"]
     assert summary_31["source"] == "auto summary at turn 30"
@@ -173,13 +228,17 @@ async def _play(tk: Talekeeper, model: StoryModel) -> None:
 
     assert "The drowned bell" not in card_keys(20)
     assert "The drowned bell" in card_keys(21)
-    why = next(i["why"] for i in insights_by_turn[21]["triggered_cards"] if i["key"] == "The drowned bell")
+    why = next(
+        i["why"] for i in insights_by_turn[21]["triggered_cards"] if i["key"] == "The drowned bell"
+    )
     assert why.startswith("trigger 'drowned bell' in turn 20 (narration)")
     # ... stays while the trigger is in the window (4 turns) and, having no timers of its
     # own, at least 4 turns from when it fired (hysteresis: no flicker), then leaves.
     assert "The drowned bell" in card_keys(24)
     assert "The drowned bell" in card_keys(25)
-    assert "sticky" in next(i["why"] for i in insights_by_turn[25]["triggered_cards"] if i["key"] == "The drowned bell")
+    assert "sticky" in next(
+        i["why"] for i in insights_by_turn[25]["triggered_cards"] if i["key"] == "The drowned bell"
+    )
     assert "The drowned bell" not in card_keys(26)
 
     # The author's note closes the history (depth 0: it does not move within the prompt
@@ -189,7 +248,11 @@ async def _play(tk: Talekeeper, model: StoryModel) -> None:
         note = _section(data, "author_note")
         assert note is not None and "right after the history" in note["why"]
         lines = [line for line in _section(data, "history")["text"].split("\n") if line.strip()]
-        assert lines[-1] == note["text"] == "[Author's note: Build tension as the storm rises; every scene should mention the weather.]"
+        assert (
+            lines[-1]
+            == note["text"]
+            == "[Author's note: Build tension as the storm rises; every scene should mention the weather.]"
+        )
     assert all(d["verified"] for d in insights_by_turn.values())
 
     # Undo past the last memory's node (turn 30): no longer retrievable; redo: back again.
@@ -202,7 +265,9 @@ async def _play(tk: Talekeeper, model: StoryModel) -> None:
             tree.undo(session, adventure)
         assert tree.head(session, adventure).depth == 29
         path = bank.path_ids(session, adventure.head_node_id)
-        assert memories[4].id not in [c.id for c in bank.candidates(session, adventure_id, path, False)]
+        assert memories[4].id not in [
+            c.id for c in bank.candidates(session, adventure_id, path, False)
+        ]
         assert memories[4].id not in [m["id"] for m in panel(session, adventure)["memories"]]
     at_29 = await next_insights(tk, adventure_id, *query)
     assert memories[4].id not in _included_memories(at_29)
@@ -225,7 +290,9 @@ async def _play(tk: Talekeeper, model: StoryModel) -> None:
         await worker.drain()
     with tk.db.session() as session:
         status = panel(session, session.get(Adventure, adventure_id))
-    assert status["last_error"] and "empty memory" in status["last_error"] and status["failures"] == 1
+    assert (
+        status["last_error"] and "empty memory" in status["last_error"] and status["failures"] == 1
+    )
     assert len(_memories(tk, adventure_id)) == 5  # block 31–36 not written yet
     await collect_turn(tk, adventure_id, "do", "keep going")
     await worker.drain()

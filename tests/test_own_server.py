@@ -14,14 +14,20 @@ from talekeeper.web.app import create_app
 from tests.llm.fakeserver import FakeOpenAIServer, FakeReply
 
 
-def test_environment_endpoint_carries_the_turn(isolated_home, monkeypatch: pytest.MonkeyPatch) -> None:
-    with FakeOpenAIServer([FakeReply("The ferrywoman spits into the sea.", reasoning="She is wary.")]) as server:
+def test_environment_endpoint_carries_the_turn(
+    isolated_home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeOpenAIServer(
+        [FakeReply("The ferrywoman spits into the sea.", reasoning="She is wary.")]
+    ) as server:
         monkeypatch.setenv("TALEKEEPER_ENDPOINT", server.url)
         monkeypatch.setenv("TALEKEEPER_MODEL", "fake-model")
         tk = Talekeeper(isolated_home)
         with TestClient(create_app(tk), base_url="http://127.0.0.1:8000") as client:
             assert "OpenAI-compatible" in client.get("/api/health").json()["model"]
-            aid = client.post("/api/adventures", json={"scenario_id": "greywater-lantern"}).json()["id"]
+            aid = client.post("/api/adventures", json={"scenario_id": "greywater-lantern"}).json()[
+                "id"
+            ]
             done = client.post(f"/api/adventures/{aid}/turns", json={"kind": "do", "text": "wave"})
             assert done.status_code == 200, done.text
             turn = done.json()["turn"]
@@ -32,7 +38,9 @@ def test_environment_endpoint_carries_the_turn(isolated_home, monkeypatch: pytes
         assert "> You wave." in sent["messages"][-1]["content"]
 
 
-def test_a_server_that_is_down_gets_a_clear_message_and_nothing_is_written(isolated_home, monkeypatch) -> None:
+def test_a_server_that_is_down_gets_a_clear_message_and_nothing_is_written(
+    isolated_home, monkeypatch
+) -> None:
     server = FakeOpenAIServer([])
     server.start()
     url = server.url

@@ -10,15 +10,35 @@ from fastapi.testclient import TestClient
 from talekeeper.llm.scripted import ScriptedProvider
 
 
-def test_the_settings_page_saves_them_and_names_what_the_model_ignores(client: TestClient, scripted: ScriptedProvider) -> None:
+def test_the_settings_page_saves_them_and_names_what_the_model_ignores(
+    client: TestClient, scripted: ScriptedProvider
+) -> None:
     page = client.get("/settings").text
     assert 'name="min_p"' in page and 'name="seed"' in page and 'id="samplers-ignored"' not in page
-    form = {"provider": "auto", "mode": "chat", "max_tokens": "220", "temperature": "0.8", "top_p": "0.95", "context_budget": "3072",
-            "state_updates": "auto", "min_p": "0.05", "top_k": "40", "repetition_penalty": "", "presence_penalty": "", "stop": "", "seed": "7"}
+    form = {
+        "provider": "auto",
+        "mode": "chat",
+        "max_tokens": "220",
+        "temperature": "0.8",
+        "top_p": "0.95",
+        "context_budget": "3072",
+        "state_updates": "auto",
+        "min_p": "0.05",
+        "top_k": "40",
+        "repetition_penalty": "",
+        "presence_penalty": "",
+        "stop": "",
+        "seed": "7",
+    }
     saved = client.post("/settings", data=form)
     assert saved.status_code == 200, saved.text[:500]
     generation = client.get("/api/settings").json()["generation"]
-    assert (generation["min_p"], generation["top_k"], generation["seed"], generation["repetition_penalty"]) == (0.05, 40, 7, None)
+    assert (
+        generation["min_p"],
+        generation["top_k"],
+        generation["seed"],
+        generation["repetition_penalty"],
+    ) == (0.05, 40, 7, None)
     page = client.get("/settings").text
     assert 'id="samplers-ignored"' in page and "min_p, top_k, seed" in page
     # …and a turn asks the model with them.
@@ -30,15 +50,22 @@ def test_the_settings_page_saves_them_and_names_what_the_model_ignores(client: T
     assert json.loads(request.model_dump_json())["repetition_penalty"] is None
 
 
-def test_presets_and_an_adventures_own_samplers_reach_its_turns(client: TestClient, scripted: ScriptedProvider, adventure_id: int) -> None:
+def test_presets_and_an_adventures_own_samplers_reach_its_turns(
+    client: TestClient, scripted: ScriptedProvider, adventure_id: int
+) -> None:
     aid = adventure_id
-    assert client.put("/api/sampler-presets/Tight", json={"min_p": 0.1, "top_k": 20, "stop": "###"}).json() == {"min_p": 0.1, "top_k": 20, "stop": "###"}
+    assert client.put(
+        "/api/sampler-presets/Tight", json={"min_p": 0.1, "top_k": 20, "stop": "###"}
+    ).json() == {"min_p": 0.1, "top_k": 20, "stop": "###"}
     assert client.put("/api/sampler-presets/Wild", json={"min_p": 0.01}).status_code == 200
     assert set(client.get("/api/sampler-presets").json()) == {"Tight", "Wild"}
     assert client.put("/api/sampler-presets/Bad", json={"top_k": 0}).status_code == 422
     assert client.put("/api/sampler-presets/Bad", json={"temperature": 1}).status_code == 422
     # The adventure follows "Tight" and sets a seed of its own; its own values win.
-    chosen = client.put(f"/api/adventures/{aid}/samplers", json={"preset": "Tight", "values": {"seed": 3, "top_k": 30}})
+    chosen = client.put(
+        f"/api/adventures/{aid}/samplers",
+        json={"preset": "Tight", "values": {"seed": 3, "top_k": 30}},
+    )
     assert chosen.status_code == 200, chosen.text
     effective = client.get(f"/api/adventures/{aid}/samplers").json()["effective"]
     assert effective == {"min_p": 0.1, "top_k": 30, "seed": 3, "stop": ["###"]}
@@ -54,21 +81,36 @@ def test_presets_and_an_adventures_own_samplers_reach_its_turns(client: TestClie
     assert client.delete("/api/sampler-presets/Wild").status_code == 404
 
 
-def test_the_samplers_page_saves_an_adventures_choice_and_a_preset(client: TestClient, adventure_id: int) -> None:
+def test_the_samplers_page_saves_an_adventures_choice_and_a_preset(
+    client: TestClient, adventure_id: int
+) -> None:
     url = f"/adventures/{adventure_id}/samplers"
     page = client.get(url).text
     assert 'name="preset"' in page and 'name="min_p"' in page and "the server's defaults" in page
-    saved = client.post(url, data={"preset": "", "min_p": "0.07", "seed": "11", "save_as": "Careful"}, follow_redirects=False)
+    saved = client.post(
+        url,
+        data={"preset": "", "min_p": "0.07", "seed": "11", "save_as": "Careful"},
+        follow_redirects=False,
+    )
     assert saved.status_code == 303 and "message" not in saved.headers["location"]
     page = client.get(saved.headers["location"]).text
-    assert "kept as the preset “Careful”" in page and 'value="0.07"' in page and "min_p 0.07; seed 11" in page
+    assert (
+        "kept as the preset “Careful”" in page
+        and 'value="0.07"' in page
+        and "min_p 0.07; seed 11" in page
+    )
     assert client.get("/api/sampler-presets").json() == {"Careful": {"min_p": 0.07, "seed": 11}}
     refused = client.post(url, data={"top_k": "0"})
     assert refused.status_code == 422 and 'role="alert"' in refused.text
-    assert client.get(f"/api/adventures/{adventure_id}/samplers").json()["values"] == {"min_p": 0.07, "seed": 11}
+    assert client.get(f"/api/adventures/{adventure_id}/samplers").json()["values"] == {
+        "min_p": 0.07,
+        "seed": 11,
+    }
 
 
-def test_deleting_an_adventure_forgets_its_samplers(client: TestClient, tk, adventure_id: int) -> None:
+def test_deleting_an_adventure_forgets_its_samplers(
+    client: TestClient, tk, adventure_id: int
+) -> None:
     from talekeeper.store.models import Setting
 
     client.put(f"/api/adventures/{adventure_id}/samplers", json={"values": {"seed": 1}})

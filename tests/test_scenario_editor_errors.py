@@ -14,7 +14,9 @@ from talekeeper.web.pages_scenarios import editor_context
 
 
 def test_a_mistake_is_listed_once_and_shown_beside_its_field_once(client: TestClient, tk) -> None:
-    loc = client.post("/scenarios/greywater-lantern/duplicate", follow_redirects=False).headers["location"]
+    loc = client.post("/scenarios/greywater-lantern/duplicate", follow_redirects=False).headers[
+        "location"
+    ]
     sid = loc.split("?")[0].rsplit("/", 1)[1]
     with tk.db.session() as session:
         data = copy.deepcopy(session.get(Scenario, sid).data)
@@ -24,6 +26,8 @@ def test_a_mistake_is_listed_once_and_shown_beside_its_field_once(client: TestCl
     (error,) = [line for line in answer.text.split("<li><code>")[1:]]
     assert error.startswith("rules.stats.world.storm.max</code>: must be ≥ min (50)")
     for part, shown in (("rules", 2), ("world", 1), ("story", 1)):
-        context = editor_context(sid, data, False, part, ["rules.stats.world.storm.max: must be ≥ min (50)"])
+        context = editor_context(
+            sid, data, False, part, ["rules.stats.world.storm.max: must be ≥ min (50)"]
+        )
         page = templates.env.get_template("scenario_editor.html").render(request=None, **context)
         assert page.count("must be ≥ min (50)") == shown, part

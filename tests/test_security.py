@@ -10,11 +10,17 @@ def test_foreign_host_is_refused(client: TestClient) -> None:
 
 
 def test_cross_site_changes_are_refused(client: TestClient, adventure_id: int) -> None:
-    for headers in ({"Origin": "https://evil.example"}, {"Referer": "https://evil.example/page"}, {"Origin": "null"}):
+    for headers in (
+        {"Origin": "https://evil.example"},
+        {"Referer": "https://evil.example/page"},
+        {"Origin": "null"},
+    ):
         response = client.delete(f"/api/adventures/{adventure_id}", headers=headers)
         assert response.status_code == 403, headers
     assert client.get(f"/api/adventures/{adventure_id}").status_code == 200
-    same_site = client.delete(f"/api/adventures/{adventure_id}", headers={"Origin": "http://127.0.0.1:8000"})
+    same_site = client.delete(
+        f"/api/adventures/{adventure_id}", headers={"Origin": "http://127.0.0.1:8000"}
+    )
     assert same_site.status_code == 204
 
 
@@ -27,7 +33,9 @@ def test_security_headers_on_every_page(client: TestClient) -> None:
         assert headers["x-frame-options"] == "DENY"
 
 
-def test_narration_renders_as_text_not_markup(client: TestClient, adventure_id: int, scripted) -> None:
+def test_narration_renders_as_text_not_markup(
+    client: TestClient, adventure_id: int, scripted
+) -> None:
     scripted.queue('<script>alert(1)</script><img src=x onerror="alert(2)">')
     client.post(f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": "<b>look</b>"})
     page = client.get(f"/adventures/{adventure_id}").text

@@ -8,12 +8,17 @@ from fastapi.testclient import TestClient
 from talekeeper.core import Talekeeper
 
 
-def test_stored_then_environment_then_flag(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stored_then_environment_then_flag(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tk = Talekeeper(isolated_home)
     from talekeeper.service.settings import SettingsUpdate, update_settings
 
     with tk.db.session() as session:
-        update_settings(session, SettingsUpdate(model={"endpoint": "http://127.0.0.1:9001/v1", "model": "stored"}))
+        update_settings(
+            session,
+            SettingsUpdate(model={"endpoint": "http://127.0.0.1:9001/v1", "model": "stored"}),
+        )
     assert tk.model_settings().model == "stored"
     monkeypatch.setenv("TALEKEEPER_MODEL", "from-env")
     assert tk.model_settings().model == "from-env"
@@ -25,7 +30,10 @@ def test_stored_then_environment_then_flag(isolated_home: Path, monkeypatch: pyt
 def test_put_settings_validates_and_stores(client: TestClient) -> None:
     response = client.put(
         "/api/settings",
-        json={"model": {"endpoint": "http://127.0.0.1:11434/v1", "model": "llama3"}, "generation": {"max_tokens": 100}},
+        json={
+            "model": {"endpoint": "http://127.0.0.1:11434/v1", "model": "llama3"},
+            "generation": {"max_tokens": 100},
+        },
     )
     assert response.status_code == 200, response.text
     body = client.get("/api/settings").json()
@@ -45,5 +53,7 @@ def test_bad_settings_are_refused_and_nothing_is_stored(client: TestClient) -> N
 
 
 def test_a_request_cannot_allow_remote_endpoints(client: TestClient) -> None:
-    client.put("/api/settings", json={"model": {"allow_remote": True, "endpoint": "http://127.0.0.1:1/v1"}})
+    client.put(
+        "/api/settings", json={"model": {"allow_remote": True, "endpoint": "http://127.0.0.1:1/v1"}}
+    )
     assert client.get("/api/settings").json()["effective_model"]["allow_remote"] is False

@@ -9,7 +9,14 @@ from talekeeper.store.models import Node
 def test_migrations_create_the_tree_schema(tmp_path: Path) -> None:
     db = Database(tmp_path / "t.db")
     tables = set(inspect(db.engine).get_table_names())
-    assert {"scenarios", "adventures", "nodes", "save_points", "settings", "alembic_version"} <= tables
+    assert {
+        "scenarios",
+        "adventures",
+        "nodes",
+        "save_points",
+        "settings",
+        "alembic_version",
+    } <= tables
     columns = {c["name"] for c in inspect(db.engine).get_columns("nodes")}
     assert {"parent_id", "active_child_id", "state", "proposal"} <= columns
     with db.engine.connect() as conn:
@@ -37,7 +44,9 @@ def test_state_snapshots_are_stored_compressed(tmp_path: Path) -> None:
         adventure = Adventure(title="t", plot={}, turn_count=0)
         session.add(adventure)
         session.flush()
-        session.add(Node(adventure_id=adventure.id, depth=0, action_kind="opening", state=big_state))
+        session.add(
+            Node(adventure_id=adventure.id, depth=0, action_kind="opening", state=big_state)
+        )
     with db.engine.connect() as conn:
         raw = conn.execute(text("SELECT state FROM nodes")).scalar()
     assert isinstance(raw, bytes) and len(raw) < len(str(big_state)) / 5

@@ -43,10 +43,13 @@ def test_the_map_is_drawn_where_lines_part_with_save_points_and_you_are_here(
     assert not re.search(r"\sstyle=", svg)  # CSP: no inline style
 
 
-def test_reading_an_earlier_moment_marks_it_on_the_line(client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_reading_an_earlier_moment_marks_it_on_the_line(
+    client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     play(client, adventure_id, scripted, "One.", "one")
     play(client, adventure_id, scripted, "Two.", "two")
     client.post(f"/api/adventures/{adventure_id}/undo")
     (row,) = story_map.line_tree(tk, adventure_id)["drawing"]["rows"]
-    assert row["here_x"] == round(story_map.LEFT + 1 * (story_map.WIDTH - 2 * story_map.LEFT) / 2, 1)
-
+    assert row["here_x"] == round(
+        story_map.LEFT + 1 * (story_map.WIDTH - 2 * story_map.LEFT) / 2, 1
+    )

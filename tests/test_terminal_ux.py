@@ -46,14 +46,21 @@ def test_an_unknown_command_is_refused_and_nothing_is_sent(
         assert adventures.get_adventure(session, aid).turn_count == 0
 
 
-def test_help_lists_every_command_the_loop_accepts(tk: Talekeeper, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_help_lists_every_command_the_loop_accepts(
+    tk: Talekeeper, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = run_play(tk, ["/help"], monkeypatch, adventure_id=start(tk))
     for command in ("/continue", "/quit", "/help", "/undo", "/retry", "/lines", "/save NAME"):
         assert f" {command} " in out or f"\n{command} " in out, command
 
 
-def test_a_turn_shows_its_change_chips(tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
-    events = [{"type": "change_stat", "stat": "world.storm", "by": 1}, {"type": "teleport", "to": "moon"}]
+def test_a_turn_shows_its_change_chips(
+    tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = [
+        {"type": "change_stat", "stat": "world.storm", "by": 1},
+        {"type": "teleport", "to": "moon"},
+    ]
     scripted.queue("The wind rises.\n```state\n" + json.dumps({"events": events}) + "\n```")
     out = run_play(tk, ["wait"], monkeypatch, adventure_id=start(tk))
     assert "The wind rises." in out and "```" not in out
@@ -71,10 +78,15 @@ def test_a_reply_cut_off_mid_sentence_says_what_the_story_keeps(
     out = run_play(tk, ["wait"], monkeypatch, adventure_id=aid)
     assert "Maren turns to" in out and "cut off mid-sentence" in out
     with tk.db.session() as session:
-        assert tree.head(session, adventures.get_adventure(session, aid)).narration == "The wind rises."
+        assert (
+            tree.head(session, adventures.get_adventure(session, aid)).narration
+            == "The wind rises."
+        )
 
 
-def test_a_new_adventure_asks_where_to_begin(tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_new_adventure_asks_where_to_begin(
+    tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Choose "New: The Lantern of Greywater" (row 2, after "The Fenmouth Ledger"), then the
     # second origin, then a name.
     run_play(tk, ["2", "2", "Bea"], monkeypatch)
@@ -100,11 +112,15 @@ class _AliveServer:
 
 class _Refusing:
     async def stream(self, request):
-        raise ServerUnavailable("Could not connect to the model server at http://127.0.0.1:1. Is the model server running? Start it (for example `ollama serve`)")
+        raise ServerUnavailable(
+            "Could not connect to the model server at http://127.0.0.1:1. Is the model server running? Start it (for example `ollama serve`)"
+        )
         yield  # pragma: no cover
 
 
-def test_an_embedded_model_that_does_not_answer_is_restarted_not_blamed_on_ollama(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_embedded_model_that_does_not_answer_is_restarted_not_blamed_on_ollama(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     server = _AliveServer()
     provider = embedded.EmbeddedProvider(server=server)  # type: ignore[arg-type]
 
@@ -122,7 +138,9 @@ def test_an_embedded_model_that_does_not_answer_is_restarted_not_blamed_on_ollam
 
     with pytest.raises(EmbeddedModelError) as caught:
         asyncio.run(run())
-    assert "ollama" not in str(caught.value) and "started again on your next turn" in str(caught.value)
+    assert "ollama" not in str(caught.value) and "started again on your next turn" in str(
+        caught.value
+    )
     assert server.stopped == 1
 
 
@@ -139,8 +157,14 @@ def test_ctrl_c_at_the_terminal_does_not_reach_the_embedded_model() -> None:
         provider.server.stop()
 
 
-def test_state_shows_what_the_story_holds_true(tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
-    scripted.queue("The wind rises.\n```state\n" + json.dumps({"events": [{"type": "change_stat", "stat": "world.storm", "by": 2}]}) + "\n```")
+def test_state_shows_what_the_story_holds_true(
+    tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scripted.queue(
+        "The wind rises.\n```state\n"
+        + json.dumps({"events": [{"type": "change_stat", "stat": "world.storm", "by": 2}]})
+        + "\n```"
+    )
     out = run_play(tk, ["wait", "/state", "/help"], monkeypatch, adventure_id=start(tk))
     assert "Scene:" in out
     assert re.search(r"storm\s+6 / 10\s+a gale", out), out
@@ -152,10 +176,18 @@ def test_fix_corrects_the_state_by_name_and_undo_takes_it_back(
     tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     aid = start(tk)
-    lines = ["/fix set storm 7", "/fix give brass key to Maren", "/fix flag ferry_hired on", "/fix set storm 7", "/state"]
+    lines = [
+        "/fix set storm 7",
+        "/fix give brass key to Maren",
+        "/fix flag ferry_hired on",
+        "/fix set storm 7",
+        "/state",
+    ]
     out = run_play(tk, lines, monkeypatch, adventure_id=aid)
     assert "● Storm 4 → 7" in out and "● Maren now holds brass key" in out
-    assert "Storm 7 → 7" not in out and "world.storm already 7" in out  # setting what is true: no correction
+    assert (
+        "Storm 7 → 7" not in out and "world.storm already 7" in out
+    )  # setting what is true: no correction
     assert "Scene: Greywater docks" in out  # names, never ids
     assert scripted.requests == []  # corrections never call the model
     with tk.db.session() as session:

@@ -12,7 +12,14 @@ from talekeeper.store.models import Node
 from tests.test_api_turns import sse_events
 
 
-def play(client: TestClient, aid: int, scripted: ScriptedProvider, reply: str, text: str = "look", kind: str = "do") -> dict:
+def play(
+    client: TestClient,
+    aid: int,
+    scripted: ScriptedProvider,
+    reply: str,
+    text: str = "look",
+    kind: str = "do",
+) -> dict:
     scripted.queue(reply)
     response = client.post(f"/api/adventures/{aid}/turns", json={"kind": kind, "text": text})
     assert response.status_code == 200, response.text
@@ -43,7 +50,9 @@ def state_of(tk: Talekeeper, node_id: int) -> dict:
         return session.get(Node, node_id).state
 
 
-def test_retry_writes_a_new_take_and_keeps_the_old(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_retry_writes_a_new_take_and_keeps_the_old(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     first = play(client, adventure_id, scripted, "The door is locked.", "open the door")["turn"]
     scripted.queue("The door swings open.")
     retried = client.post(f"/api/adventures/{adventure_id}/retry")
@@ -55,24 +64,38 @@ def test_retry_writes_a_new_take_and_keeps_the_old(client: TestClient, adventure
     assert "> You open the door." in scripted.requests[-1].messages[-1].content
     view = story(client, adventure_id)
     assert narrations(view) == ["The door swings open."]
-    assert view["turns_shown"][-1]["takes"] == {"index": 2, "count": 2, "previous_id": first["id"], "next_id": None}
+    assert view["turns_shown"][-1]["takes"] == {
+        "index": 2,
+        "count": 2,
+        "previous_id": first["id"],
+        "next_id": None,
+    }
     assert view["can_undo"] and not view["can_redo"]
 
     takes = client.get(f"/api/adventures/{adventure_id}/takes").json()
-    assert [t["narration"] for t in takes["takes"]] == ["The door is locked.", "The door swings open."]
+    assert [t["narration"] for t in takes["takes"]] == [
+        "The door is locked.",
+        "The door swings open.",
+    ]
     assert [t["on_line"] for t in takes["takes"]] == [False, True]
 
 
-def test_retry_streams_over_sse(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_retry_streams_over_sse(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     play(client, adventure_id, scripted, "Nothing happens.", "wait")
     scripted.queue("A gull lands beside you.")
-    response = client.post(f"/api/adventures/{adventure_id}/retry", headers={"Accept": "text/event-stream"})
+    response = client.post(
+        f"/api/adventures/{adventure_id}/retry", headers={"Accept": "text/event-stream"}
+    )
     events = sse_events(response.text)
     assert [name for name, _ in events][0] == "accepted" and events[-1][0] == "done"
     assert "".join(d["text"] for n, d in events if n == "text") == "A gull lands beside you."
 
 
-def test_choose_and_step_between_takes(client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_choose_and_step_between_takes(
+    client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     a = play(client, adventure_id, scripted, "Take A.")["turn"]["id"]
     scripted.queue("Take B.", "Take C.")
     b = client.post(f"/api/adventures/{adventure_id}/retry").json()["turn"]["id"]
@@ -84,7 +107,12 @@ def test_choose_and_step_between_takes(client: TestClient, tk: Talekeeper, adven
     chosen = client.post(f"/api/adventures/{adventure_id}/turns/{a}/choose").json()
     assert narrations(chosen) == ["Take A."] and chosen["head_id"] == a
     assert tree_ops.current_state(tk, adventure_id) == {"take": "A"}
-    assert chosen["turns_shown"][-1]["takes"] == {"index": 1, "count": 3, "previous_id": None, "next_id": b}
+    assert chosen["turns_shown"][-1]["takes"] == {
+        "index": 1,
+        "count": 3,
+        "previous_id": None,
+        "next_id": b,
+    }
 
     stepped = client.post(f"/api/adventures/{adventure_id}/turns/{a}/step", json={"by": 1}).json()
     assert stepped["head_id"] == b and tree_ops.current_state(tk, adventure_id) == {"take": "B"}
@@ -100,7 +128,9 @@ def test_choose_and_step_between_takes(client: TestClient, tk: Talekeeper, adven
     assert client.post(f"/api/adventures/{adventure_id}/redo").json()["head_id"] == b
 
 
-def test_retry_of_a_turn_with_a_future_keeps_that_future(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_retry_of_a_turn_with_a_future_keeps_that_future(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     one = play(client, adventure_id, scripted, "One.", "step one")["turn"]["id"]
     two = play(client, adventure_id, scripted, "Two.", "step two")["turn"]["id"]
     client.post(f"/api/adventures/{adventure_id}/undo")
@@ -113,7 +143,9 @@ def test_retry_of_a_turn_with_a_future_keeps_that_future(client: TestClient, adv
     assert client.post(f"/api/adventures/{adventure_id}/redo").json()["head_id"] == two
 
 
-def test_retry_an_earlier_turn_by_id(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_retry_an_earlier_turn_by_id(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     one = play(client, adventure_id, scripted, "One.", "first")["turn"]["id"]
     play(client, adventure_id, scripted, "Two.", "second")
     scripted.queue("One, told differently.")
@@ -122,11 +154,16 @@ def test_retry_an_earlier_turn_by_id(client: TestClient, adventure_id: int, scri
     assert narrations(story(client, adventure_id)) == ["One, told differently."]
 
 
-def test_retry_refusals_change_nothing(client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_retry_refusals_change_nothing(
+    client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     before = node_ids(tk, adventure_id)
     opening = client.post(f"/api/adventures/{adventure_id}/retry")
     assert opening.status_code == 409 and "opening" in opening.json()["detail"]
-    assert client.post(f"/api/adventures/{adventure_id}/retry", json={"node_id": 99999}).status_code == 404
+    assert (
+        client.post(f"/api/adventures/{adventure_id}/retry", json={"node_id": 99999}).status_code
+        == 404
+    )
     play(client, adventure_id, scripted, "Rain.")
     scripted.fail_next(after_chunks=1)
     scripted.queue("This retry is cut off.")
@@ -135,7 +172,9 @@ def test_retry_refusals_change_nothing(client: TestClient, tk: Talekeeper, adven
     assert narrations(story(client, adventure_id)) == ["Rain."]
 
 
-def test_writing_below_a_moved_back_head_forks(client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_writing_below_a_moved_back_head_forks(
+    client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     play(client, adventure_id, scripted, "One.", "one")
     two = play(client, adventure_id, scripted, "Two.", "two")["turn"]["id"]
     three = play(client, adventure_id, scripted, "Three.", "three")["turn"]["id"]
@@ -147,7 +186,10 @@ def test_writing_below_a_moved_back_head_forks(client: TestClient, tk: Talekeepe
     assert {two, three} <= node_ids(tk, adventure_id)  # the old continuation is whole
     # Redo now follows the new line; the old one is a line of its own.
     client.post(f"/api/adventures/{adventure_id}/undo")
-    assert client.post(f"/api/adventures/{adventure_id}/redo").json()["head_id"] == forked["turn"]["id"]
+    assert (
+        client.post(f"/api/adventures/{adventure_id}/redo").json()["head_id"]
+        == forked["turn"]["id"]
+    )
     lines = client.get(f"/api/adventures/{adventure_id}/lines").json()["lines"]
     assert [line["id"] for line in lines] == [three, forked["turn"]["id"]]
 
@@ -158,22 +200,32 @@ def test_edit_narration_is_a_new_take_with_the_parents_state(
     one = play(client, adventure_id, scripted, "You find a key.", "search")["turn"]
     two = play(client, adventure_id, scripted, "You open the chest.", "open chest")["turn"]["id"]
     parent_state = state_of(tk, one["parent_id"])
-    set_state(tk, one["id"], {**parent_state, "flags": {"ferry_hired": True, "tower_unlocked": False}})
+    set_state(
+        tk, one["id"], {**parent_state, "flags": {"ferry_hired": True, "tower_unlocked": False}}
+    )
     edited = client.post(
-        f"/api/adventures/{adventure_id}/turns/{one['id']}/edit", json={"narration": "  You find nothing.  "}
+        f"/api/adventures/{adventure_id}/turns/{one['id']}/edit",
+        json={"narration": "  You find nothing.  "},
     )
     assert edited.status_code == 200, edited.text
     view = edited.json()
     assert narrations(view) == ["You find nothing."]
     new = view["turns_shown"][-1]
-    assert new["id"] != one["id"] and new["action_line"] == "> You search." and new["takes"]["count"] == 2
+    assert (
+        new["id"] != one["id"]
+        and new["action_line"] == "> You search."
+        and new["takes"]["count"] == 2
+    )
     assert new["model"] == tree_ops.EDITED_BY_PLAYER
     assert view["can_undo"] and not view["can_redo"]
     # Its state comes from the parent, not from the take it replaces — plus the recent-event
     # line code writes for the edited beat (seed 003), from the edited text.
     current = tree_ops.current_state(tk, adventure_id)
     assert {**current, "recent_events": None} == {**parent_state, "recent_events": None}
-    assert current["recent_events"] == [*parent_state["recent_events"], {"turn": 1, "text": "You find nothing."}]
+    assert current["recent_events"] == [
+        *parent_state["recent_events"],
+        {"turn": 1, "text": "You find nothing."},
+    ]
     # The original and its whole future are kept.
     client.post(f"/api/adventures/{adventure_id}/turns/{one['id']}/choose")
     assert client.post(f"/api/adventures/{adventure_id}/redo").json()["head_id"] == two
@@ -182,16 +234,25 @@ def test_edit_narration_is_a_new_take_with_the_parents_state(
 def test_edit_narration_rederives_the_state_from_the_parent(
     client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider
 ) -> None:
-    hired = '```state\n{"events": [{"type": "set_flag", "flag": "ferry_hired", "value": true}]}\n```'
-    one = play(client, adventure_id, scripted, "Maren agrees to take you.\n\n" + hired, "ask Maren")["turn"]
+    hired = (
+        '```state\n{"events": [{"type": "set_flag", "flag": "ferry_hired", "value": true}]}\n```'
+    )
+    one = play(
+        client, adventure_id, scripted, "Maren agrees to take you.\n\n" + hired, "ask Maren"
+    )["turn"]
     assert tree_ops.current_state(tk, adventure_id)["flags"]["ferry_hired"] is True
     # Mending the prose keeps what the original narration implied…
-    client.post(f"/api/adventures/{adventure_id}/turns/{one['id']}/edit", json={"narration": "Maren nods."})
+    client.post(
+        f"/api/adventures/{adventure_id}/turns/{one['id']}/edit", json={"narration": "Maren nods."}
+    )
     assert tree_ops.current_state(tk, adventure_id)["flags"]["ferry_hired"] is True
     # …and a state block written into the edit is what the edited text implies instead.
-    refused = '```state\n{"events": [{"type": "set_flag", "flag": "ferry_hired", "value": false}]}\n```'
+    refused = (
+        '```state\n{"events": [{"type": "set_flag", "flag": "ferry_hired", "value": false}]}\n```'
+    )
     edited = client.post(
-        f"/api/adventures/{adventure_id}/turns/{one['id']}/edit", json={"narration": "Maren refuses.\n\n" + refused}
+        f"/api/adventures/{adventure_id}/turns/{one['id']}/edit",
+        json={"narration": "Maren refuses.\n\n" + refused},
     ).json()
     assert edited["turns_shown"][-1]["narration"] == "Maren refuses."
     assert tree_ops.current_state(tk, adventure_id)["flags"]["ferry_hired"] is False
@@ -203,7 +264,8 @@ def test_edit_action_is_a_new_take_with_new_narration(
     one = play(client, adventure_id, scripted, "You shout into the fog.", "shout")["turn"]
     scripted.queue('The ferrywoman answers: "Quiet, you."')
     edited = client.post(
-        f"/api/adventures/{adventure_id}/turns/{one['id']}/edit", json={"kind": "say", "text": "Hello?"}
+        f"/api/adventures/{adventure_id}/turns/{one['id']}/edit",
+        json={"kind": "say", "text": "Hello?"},
     )
     assert edited.status_code == 200, edited.text
     assert edited.json()["turn"]["action_line"] == '> You say "Hello?"'
@@ -215,7 +277,9 @@ def test_edit_action_is_a_new_take_with_new_narration(
     assert one["id"] in node_ids(tk, adventure_id)
 
 
-def test_edit_refusals(client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_edit_refusals(
+    client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     opening = story(client, adventure_id)["turns_shown"][0]["id"]
     one = play(client, adventure_id, scripted, "Fog.")["turn"]["id"]
     before = node_ids(tk, adventure_id)
@@ -224,7 +288,12 @@ def test_edit_refusals(client: TestClient, tk: Talekeeper, adventure_id: int, sc
     assert refused.status_code == 409 and "opening" in refused.json()["detail"]
     assert client.post(f"{url}/{one}/edit", json={"narration": "   "}).status_code == 422
     assert client.post(f"{url}/{one}/edit", json={}).status_code == 422
-    assert client.post(f"{url}/{one}/edit", json={"narration": "x", "kind": "do", "text": "y"}).status_code == 422
+    assert (
+        client.post(
+            f"{url}/{one}/edit", json={"narration": "x", "kind": "do", "text": "y"}
+        ).status_code
+        == 422
+    )
     assert client.post(f"{url}/{one}/edit", json={"kind": "do", "text": " "}).status_code == 422
     assert client.post(f"{url}/99999/edit", json={"narration": "x"}).status_code == 404
     assert node_ids(tk, adventure_id) == before
@@ -237,9 +306,15 @@ def test_every_writer_is_refused_while_the_adventure_is_busy(
     two = play(client, adventure_id, scripted, "Two.")["turn"]["id"]
     client.post(f"/api/adventures/{adventure_id}/undo")
     client.post(f"/api/adventures/{adventure_id}/redo")
-    sp = client.post(f"/api/adventures/{adventure_id}/save-points", json={"name": "Here"}).json()["id"]
+    sp = client.post(f"/api/adventures/{adventure_id}/save-points", json={"name": "Here"}).json()[
+        "id"
+    ]
     base = f"/api/adventures/{adventure_id}"
-    before = (node_ids(tk, adventure_id), story(client, adventure_id), client.get(f"{base}/save-points").json())
+    before = (
+        node_ids(tk, adventure_id),
+        story(client, adventure_id),
+        client.get(f"{base}/save-points").json(),
+    )
     writers = [
         ("post", f"{base}/retry", None),
         ("post", f"{base}/undo", None),
@@ -264,7 +339,11 @@ def test_every_writer_is_refused_while_the_adventure_is_busy(
             assert "busy" in response.json()["detail"]
     finally:
         tk.locks.release(adventure_id)
-    after = (node_ids(tk, adventure_id), story(client, adventure_id), client.get(f"{base}/save-points").json())
+    after = (
+        node_ids(tk, adventure_id),
+        story(client, adventure_id),
+        client.get(f"{base}/save-points").json(),
+    )
     assert after == before
 
 
@@ -281,7 +360,10 @@ def test_the_opening_can_be_edited_until_the_first_turn(
     form = client.get(f"/adventures/{adventure_id}/tree/turns/{opening}/edit").text
     assert "Save the opening" in form and "Replay with this action" not in form
     before = node_ids(tk, adventure_id)
-    edited = client.post(f"/api/adventures/{adventure_id}/turns/{opening}/edit", json={"narration": "  A calmer *dawn*. "})
+    edited = client.post(
+        f"/api/adventures/{adventure_id}/turns/{opening}/edit",
+        json={"narration": "  A calmer *dawn*. "},
+    )
     assert edited.status_code == 200, edited.text
     assert edited.json()["turns_shown"][0]["narration"] == "A calmer *dawn*."
     assert node_ids(tk, adventure_id) == before  # replaced, not a new take
@@ -291,6 +373,8 @@ def test_the_opening_can_be_edited_until_the_first_turn(
     view = story(client, adventure_id)
     assert view["head_id"] == opening and view["opening_editable"] is False
     assert 'aria-label="Edit the opening"' not in client.get(f"/adventures/{adventure_id}").text
-    refused = client.post(f"/api/adventures/{adventure_id}/turns/{opening}/edit", json={"narration": "Again."})
+    refused = client.post(
+        f"/api/adventures/{adventure_id}/turns/{opening}/edit", json={"narration": "Again."}
+    )
     assert refused.status_code == 409 and "until the first turn" in refused.json()["detail"]
     assert story(client, adventure_id)["turns_shown"][0]["narration"] == "A calmer *dawn*."

@@ -25,14 +25,18 @@ def lines(client: TestClient, aid: int) -> list[dict]:
     return client.get(f"/api/adventures/{aid}/lines").json()["lines"]
 
 
-def test_lines_list_length_fork_point_and_head(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_lines_list_length_fork_point_and_head(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     ids = fork_story(client, adventure_id, scripted)
     first, second = lines(client, adventure_id)
     assert first["id"] == ids["three"] and first["length"] == 3 and first["fork_depth"] is None
     assert first["has_head"] is False and first["own_turns"] == 2  # two and three
     assert second["id"] == ids["other"] and second["length"] == 2
     assert second["fork_id"] == ids["one"] and second["fork_depth"] == 1
-    assert second["has_head"] is True and second["ends_at_head"] is True and second["own_turns"] == 1
+    assert (
+        second["has_head"] is True and second["ends_at_head"] is True and second["own_turns"] == 1
+    )
     assert second["last_action_line"] == "> You other." and second["last_narration"] == "Other two."
     # Reading an earlier moment they share puts the head on both.
     client.post(f"/api/adventures/{adventure_id}/undo")
@@ -43,7 +47,9 @@ def test_rename_a_line_and_the_name_follows_it_as_it_grows(
     client: TestClient, adventure_id: int, scripted: ScriptedProvider
 ) -> None:
     ids = fork_story(client, adventure_id, scripted)
-    renamed = client.patch(f"/api/adventures/{adventure_id}/lines/{ids['other']}", json={"name": "  The quiet way "})
+    renamed = client.patch(
+        f"/api/adventures/{adventure_id}/lines/{ids['other']}", json={"name": "  The quiet way "}
+    )
     assert renamed.json() == {"id": ids["other"], "name": "The quiet way"}
     new_end = play(client, adventure_id, scripted, "Further.", "go on")["turn"]["id"]
     named = [line for line in lines(client, adventure_id) if line["name"]]
@@ -57,10 +63,17 @@ def test_rename_a_line_and_the_name_follows_it_as_it_grows(
     assert all(line["name"] is None for line in lines(client, adventure_id))
     middle = client.patch(f"/api/adventures/{adventure_id}/lines/{ids['one']}", json={"name": "x"})
     assert middle.status_code == 409 and "not the end of a line" in middle.json()["detail"]
-    assert client.patch(f"/api/adventures/{adventure_id}/lines/{ids['other']}", json={"name": "x" * 81}).status_code == 422
+    assert (
+        client.patch(
+            f"/api/adventures/{adventure_id}/lines/{ids['other']}", json={"name": "x" * 81}
+        ).status_code
+        == 422
+    )
 
 
-def test_switch_line_moves_the_head_to_its_end(client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_switch_line_moves_the_head_to_its_end(
+    client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     ids = fork_story(client, adventure_id, scripted)
     set_state(tk, ids["three"], {"at": "three"})
     switched = client.post(f"/api/adventures/{adventure_id}/lines/{ids['three']}/switch").json()
@@ -69,11 +82,15 @@ def test_switch_line_moves_the_head_to_its_end(client: TestClient, tk: Talekeepe
     from talekeeper.service import tree_ops
 
     assert tree_ops.current_state(tk, adventure_id) == {"at": "three"}
-    assert client.post(f"/api/adventures/{adventure_id}/lines/{ids['one']}/switch").status_code == 409
+    assert (
+        client.post(f"/api/adventures/{adventure_id}/lines/{ids['one']}/switch").status_code == 409
+    )
     assert client.post(f"/api/adventures/{adventure_id}/lines/99999/switch").status_code == 404
 
 
-def test_delete_a_line_removes_only_its_own_turns(client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_delete_a_line_removes_only_its_own_turns(
+    client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     ids = fork_story(client, adventure_id, scripted)
     before = node_ids(tk, adventure_id)
     deleted = client.delete(f"/api/adventures/{adventure_id}/lines/{ids['three']}")
@@ -117,20 +134,30 @@ def test_delete_refusals_say_why_and_change_nothing(
     assert client.delete(f"{base}/lines/{ids['three']}").status_code == 200
 
 
-def test_the_only_line_cannot_be_deleted(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_the_only_line_cannot_be_deleted(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     one = play(client, adventure_id, scripted, "One.")["turn"]["id"]
     refused = client.delete(f"/api/adventures/{adventure_id}/lines/{one}")
     assert refused.status_code == 409
 
 
-def test_save_points_create_list_rename_delete(client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_save_points_create_list_rename_delete(
+    client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     base = f"/api/adventures/{adventure_id}"
     ids = fork_story(client, adventure_id, scripted)  # reading: one → other
     made = client.post(f"{base}/save-points", json={"name": "Other way", "note": "after the fork"})
     assert made.status_code == 201
-    assert made.json()["node_id"] == ids["other"] and made.json()["at_head"] and made.json()["turn"] == 2
+    assert (
+        made.json()["node_id"] == ids["other"]
+        and made.json()["at_head"]
+        and made.json()["turn"] == 2
+    )
     client.post(f"{base}/undo")  # after Undo, the earlier moment is what gets saved
-    assert client.post(f"{base}/save-points", json={"name": "At one"}).json()["node_id"] == ids["one"]
+    assert (
+        client.post(f"{base}/save-points", json={"name": "At one"}).json()["node_id"] == ids["one"]
+    )
     client.post(f"{base}/lines/{ids['three']}/switch")
     client.post(f"{base}/save-points", json={"name": "At three"})
     client.post(f"{base}/undo")
@@ -145,20 +172,33 @@ def test_save_points_create_list_rename_delete(client: TestClient, tk: Talekeepe
     assert listing["can_undo"] is True and listing["can_redo"] is True
 
     sid = points[0]["id"]
-    renamed = client.patch(f"{base}/save-points/{sid}", json={"name": "The third turn", "note": "n"}).json()
-    assert renamed["name"] == "The third turn" and renamed["note"] == "n" and renamed["node_id"] == ids["three"]
+    renamed = client.patch(
+        f"{base}/save-points/{sid}", json={"name": "The third turn", "note": "n"}
+    ).json()
+    assert (
+        renamed["name"] == "The third turn"
+        and renamed["note"] == "n"
+        and renamed["node_id"] == ids["three"]
+    )
     assert client.patch(f"{base}/save-points/{sid}", json={"name": "  "}).status_code == 422
     assert client.post(f"{base}/save-points", json={"name": ""}).status_code == 422
     assert client.post(f"{base}/save-points", json={"name": "x" * 121}).status_code == 422
 
     nodes_before, story_before = node_ids(tk, adventure_id), story(client, adventure_id)
     assert client.delete(f"{base}/save-points/{sid}").status_code == 204
-    assert node_ids(tk, adventure_id) == nodes_before and story(client, adventure_id) == story_before
-    assert [p["name"] for p in client.get(f"{base}/save-points").json()["save_points"]] == ["At one", "Other way"]
+    assert (
+        node_ids(tk, adventure_id) == nodes_before and story(client, adventure_id) == story_before
+    )
+    assert [p["name"] for p in client.get(f"{base}/save-points").json()["save_points"]] == [
+        "At one",
+        "Other way",
+    ]
     assert client.delete(f"{base}/save-points/{sid}").status_code == 404
 
 
-def test_restore_moves_the_head_and_deletes_nothing(client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_restore_moves_the_head_and_deletes_nothing(
+    client: TestClient, tk: Talekeeper, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     base = f"/api/adventures/{adventure_id}"
     one = play(client, adventure_id, scripted, "One.", "one")["turn"]["id"]
     set_state(tk, one, {"at": "one"})
@@ -180,8 +220,12 @@ def test_restore_moves_the_head_and_deletes_nothing(client: TestClient, tk: Tale
     assert client.post(f"{base}/redo").json()["head_id"] == three
 
 
-def test_save_points_belong_to_their_adventure(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
-    sid = client.post(f"/api/adventures/{adventure_id}/save-points", json={"name": "Mine"}).json()["id"]
+def test_save_points_belong_to_their_adventure(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
+    sid = client.post(f"/api/adventures/{adventure_id}/save-points", json={"name": "Mine"}).json()[
+        "id"
+    ]
     other = client.post("/api/adventures", json={"scenario_id": "greywater-lantern"}).json()["id"]
     assert client.post(f"/api/adventures/{other}/save-points/{sid}/restore").status_code == 404
     assert client.delete(f"/api/adventures/{other}/save-points/{sid}").status_code == 404
@@ -203,7 +247,12 @@ def test_save_points_and_lines_survive_a_restart(isolated_home, scripted: Script
         points = client.get(f"/api/adventures/{aid}/save-points").json()["save_points"]
         assert [(p["name"], p["note"], p["node_id"]) for p in points] == [("Kept", "forever", one)]
         assert [line["name"] for line in lines(client, aid)] == ["Main"]
-        assert client.post(f"/api/adventures/{aid}/save-points/{points[0]['id']}/restore").json()["head_id"] == one
+        assert (
+            client.post(f"/api/adventures/{aid}/save-points/{points[0]['id']}/restore").json()[
+                "head_id"
+            ]
+            == one
+        )
 
 
 def test_deleting_an_adventure_takes_its_save_points(client: TestClient, adventure_id: int) -> None:
@@ -237,7 +286,9 @@ def test_retries_and_edits_are_takes_of_a_turn_not_lines(
     client.post(f"/api/adventures/{aid}/retry")
     client.post(f"/api/adventures/{aid}/turns/{two}/edit", json={"narration": "Two, edited."})
     head = story(client, aid)["turns_shown"][-1]
-    client.post(f"/api/adventures/{aid}/turns/{head['id']}/edit", json={"narration": "Two, edited again."})
+    client.post(
+        f"/api/adventures/{aid}/turns/{head['id']}/edit", json={"narration": "Two, edited again."}
+    )
     view = story(client, aid)
     assert view["turns_shown"][-1]["takes"]["count"] == 4
     assert len(lines(client, aid)) == 1
@@ -263,7 +314,8 @@ def test_an_undone_correction_is_neither_a_take_nor_a_line(
     aid = adventure_id
     play(client, aid, scripted, "One.", "one")
     fix = client.post(
-        f"/api/adventures/{aid}/state/corrections", json={"events": [{"type": "set_stat", "stat": "player.health", "value": 6}]}
+        f"/api/adventures/{aid}/state/corrections",
+        json={"events": [{"type": "set_stat", "stat": "player.health", "value": 6}]},
     )
     assert fix.status_code == 200, fix.text
     client.post(f"/api/adventures/{aid}/undo")
@@ -275,15 +327,23 @@ def test_an_undone_correction_is_neither_a_take_nor_a_line(
     assert [line["id"] for line in found] == [nxt["id"]]  # switching lines cannot bring it back
 
 
-def test_the_old_branch_routes_still_answer_and_are_marked_deprecated(client, adventure_id: int) -> None:
+def test_the_old_branch_routes_still_answer_and_are_marked_deprecated(
+    client, adventure_id: int
+) -> None:
     """The first release called a line a "branch"; its routes stay as deprecated aliases."""
     base = f"/api/adventures/{adventure_id}"
     listing = client.get(f"{base}/branches").json()
     assert listing["branches"] == listing["lines"] == client.get(f"{base}/lines").json()["lines"]
     leaf = listing["lines"][0]["id"]
-    assert client.patch(f"{base}/branches/{leaf}", json={"name": "Old way"}).json()["name"] == "Old way"
+    assert (
+        client.patch(f"{base}/branches/{leaf}", json={"name": "Old way"}).json()["name"]
+        == "Old way"
+    )
     assert client.get(f"{base}/lines").json()["lines"][0]["name"] == "Old way"
     paths = client.get("/openapi.json").json()["paths"]
-    old, new = paths["/api/adventures/{adventure_id}/branches/{leaf_id}"], paths["/api/adventures/{adventure_id}/lines/{leaf_id}"]
+    old, new = (
+        paths["/api/adventures/{adventure_id}/branches/{leaf_id}"],
+        paths["/api/adventures/{adventure_id}/lines/{leaf_id}"],
+    )
     assert old["patch"]["deprecated"] and old["delete"]["deprecated"]
     assert not new["patch"].get("deprecated") and not new["delete"].get("deprecated")

@@ -147,7 +147,10 @@ class TreeModel:
         beside = [
             k
             for k in self.children(self.parent[top])
-            if k != top and not self.children(k) and k not in lines and self.action[k] == self.action[top]
+            if k != top
+            and not self.children(k)
+            and k not in lines
+            and self.action[k] == self.action[top]
         ]
         return below + beside
 
@@ -171,12 +174,16 @@ class TreeMachine(RuleBasedStateMachine):
         with self.tk.db.session() as session:
             adventure = adventures.get_adventure(session, self.aid)
             rows = session.execute(
-                select(Node.id, Node.parent_id, Node.active_child_id, Node.branch_name, Node.narration)
+                select(
+                    Node.id, Node.parent_id, Node.active_child_id, Node.branch_name, Node.narration
+                )
                 .where(Node.adventure_id == self.aid)
                 .order_by(Node.id)
             ).all()
             saves = session.execute(
-                select(SavePoint.id, SavePoint.node_id, SavePoint.name).where(SavePoint.adventure_id == self.aid)
+                select(SavePoint.id, SavePoint.node_id, SavePoint.name).where(
+                    SavePoint.adventure_id == self.aid
+                )
             ).all()
             return adventure.head_node_id, tuple(map(tuple, rows)), tuple(map(tuple, saves))
 
@@ -260,7 +267,9 @@ class TreeMachine(RuleBasedStateMachine):
     @rule(by=st.sampled_from([-1, 1]))
     def step_take(self, by: int) -> None:
         head = self.model.head
-        siblings = [head] if head == self.model.root else self.model.children(self.model.parent[head])
+        siblings = (
+            [head] if head == self.model.root else self.model.children(self.model.parent[head])
+        )
         target = siblings.index(head) + by
         if not 0 <= target < len(siblings):
             self.refused(lambda: tree_ops.step_take(self.tk, self.aid, head, by))
@@ -274,10 +283,14 @@ class TreeMachine(RuleBasedStateMachine):
         turn = self.path_turn(i)
         if turn is None:  # the opening: rewritten in place until a turn follows it, then refused
             if self.model.children(self.model.root):
-                self.refused(lambda: tree_ops.edit_narration(self.tk, self.aid, self.model.root, text))
+                self.refused(
+                    lambda: tree_ops.edit_narration(self.tk, self.aid, self.model.root, text)
+                )
             else:
                 nodes_before = self.snapshot()[1]
-                view = tree_ops.edit_narration(self.tk, self.aid, self.model.root, f"Opening: {text}")
+                view = tree_ops.edit_narration(
+                    self.tk, self.aid, self.model.root, f"Opening: {text}"
+                )
                 assert view["turns_shown"][0]["narration"] == f"Opening: {text}"
                 assert [row[:4] for row in self.snapshot()[1]] == [row[:4] for row in nodes_before]
             return
@@ -321,7 +334,13 @@ class TreeMachine(RuleBasedStateMachine):
         assert tree_ops.delete_line(self.tk, self.aid, leaf) == {"deleted_turns": len(gone)}
         fork = self.model.parent[own[-1]]
         for node in gone:
-            for table in (self.model.parent, self.model.action, self.model.state, self.model.active, self.model.name):
+            for table in (
+                self.model.parent,
+                self.model.action,
+                self.model.state,
+                self.model.active,
+                self.model.name,
+            ):
                 del table[node]
         if self.model.active[fork] in gone:
             self.model.active[fork] = max(self.model.children(fork))
@@ -337,7 +356,9 @@ class TreeMachine(RuleBasedStateMachine):
     @rule(i=pick)
     def restore(self, i: int) -> None:
         sid = sorted(self.model.saves)[i % len(self.model.saves)]
-        assert tree_ops.restore_save_point(self.tk, self.aid, sid)["head_id"] == self.model.saves[sid]
+        assert (
+            tree_ops.restore_save_point(self.tk, self.aid, sid)["head_id"] == self.model.saves[sid]
+        )
         self.model.head = self.model.saves[sid]
 
     @precondition(lambda self: self.model.saves)
@@ -389,9 +410,17 @@ class TreeMachine(RuleBasedStateMachine):
             # The state read is the head node's own snapshot.
             assert head.state == m.state[m.head]
             rows = session.execute(
-                select(Node.id, Node.parent_id, Node.active_child_id, Node.branch_name).where(Node.adventure_id == self.aid)
+                select(Node.id, Node.parent_id, Node.active_child_id, Node.branch_name).where(
+                    Node.adventure_id == self.aid
+                )
             ).all()
-            saves = dict(session.execute(select(SavePoint.id, SavePoint.node_id).where(SavePoint.adventure_id == self.aid)).all())
+            saves = dict(
+                session.execute(
+                    select(SavePoint.id, SavePoint.node_id).where(
+                        SavePoint.adventure_id == self.aid
+                    )
+                ).all()
+            )
         assert [t["id"] for t in view["turns_shown"]] == path
         assert view["can_undo"] == (m.head != m.root)
         assert view["can_redo"] == (m.active[m.head] is not None)

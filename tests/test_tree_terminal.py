@@ -20,7 +20,9 @@ def run_play(tk: Talekeeper, aid: int, lines: list[str], monkeypatch: pytest.Mon
     return console.export_text()
 
 
-def test_the_tree_commands_in_the_terminal(tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_tree_commands_in_the_terminal(
+    tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with tk.db.session() as session:
         aid = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"}).id
     scripted.queue("The fog is thick.", "The fog thins.", "A gull cries.", "The ferrywoman nods.")
@@ -73,7 +75,10 @@ def test_the_tree_commands_in_the_terminal(tk: Talekeeper, scripted: ScriptedPro
     assert tree_ops.list_save_points(tk, aid)["save_points"] == []
     assert [line["name"] for line in tree_ops.list_lines(tk, aid)["lines"]] == ["Quiet way", None]
 
-def test_terminal_undo_takes_the_writer_lock(tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_terminal_undo_takes_the_writer_lock(
+    tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with tk.db.session() as session:
         aid = adventures.start_adventure(session, "greywater-lantern").id
     scripted.queue("Waves.")

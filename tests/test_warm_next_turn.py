@@ -28,6 +28,8 @@ def test_the_play_page_warms_the_embedded_model(isolated_home) -> None:
         assert client.get(f"/api/adventures/{aid}").json()["turns"] == 1
 
 
-def test_a_server_of_the_players_own_is_not_warmed(client: TestClient, adventure_id: int, scripted) -> None:
+def test_a_server_of_the_players_own_is_not_warmed(
+    client: TestClient, adventure_id: int, scripted
+) -> None:
     client.get(f"/adventures/{adventure_id}")
     assert scripted.requests == []

@@ -54,8 +54,12 @@ class Web:
 
 
 @contextmanager
-def web(isolated_home, replies, width: int = 1100, height: int = 800, **provider_options) -> Iterator[Web]:
-    provider = ScriptedProvider(replies, chunk_size=provider_options.pop("chunk_size", 9), **provider_options)
+def web(
+    isolated_home, replies, width: int = 1100, height: int = 800, **provider_options
+) -> Iterator[Web]:
+    provider = ScriptedProvider(
+        replies, chunk_size=provider_options.pop("chunk_size", 9), **provider_options
+    )
     tk = Talekeeper(isolated_home, provider_override=provider)
     with live_server(create_app(tk)) as url, browser_page(width, height) as page:
         w = Web(url, page, provider, tk)
@@ -63,12 +67,16 @@ def web(isolated_home, replies, width: int = 1100, height: int = 800, **provider
         page.on("pageerror", lambda e: w.problems.append(str(e)))
         page.on("dialog", lambda d: (w.dialogs.append(d.message), d.accept()))
         yield w
-        assert not [p for p in w.problems if "Content Security Policy" in p or "Error" in p], w.problems
+        assert not [p for p in w.problems if "Content Security Policy" in p or "Error" in p], (
+            w.problems
+        )
     tk.db.dispose()
 
 
 def no_horizontal_scroll(page: Page) -> None:
-    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    overflow = page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
     assert overflow <= 0, f"{page.url} scrolls sideways by {overflow}px"
 
 
@@ -85,7 +93,14 @@ def test_play_stream_stop_chips_keys_takes_and_inert_markup(isolated_home) -> No
         {"type": "set_flag", "flag": "ferry_hired", "value": True},
     )
     hostile = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2"> The tide turns. <b>bold</b>'
-    replies = [chips, "<think>She is testing me.</think>The rope creaks.", hostile, "A gull cries.", "A second gull cries.", "The lamp gutters in the wind."]
+    replies = [
+        chips,
+        "<think>She is testing me.</think>The rope creaks.",
+        hostile,
+        "A gull cries.",
+        "A second gull cries.",
+        "The lamp gutters in the wind.",
+    ]
     with web(isolated_home, replies) as w:
         page, story = w.page, w.page.locator("#story")
         w.start()
@@ -96,9 +111,13 @@ def test_play_stream_stop_chips_keys_takes_and_inert_markup(isolated_home) -> No
         expect(story).not_to_contain_text("change_stat")
         turn = story.locator(".turn").last
         expect(turn.locator(".chip-limited")).to_contain_text("Maren's trust −2 → 1 (limited)")
-        expect(turn.locator(".chip-rejected")).to_contain_text("refused: world.night is a counter and never falls")
+        expect(turn.locator(".chip-rejected")).to_contain_text(
+            "refused: world.night is a counter and never falls"
+        )
         expect(turn.locator(".chip-unchanged")).to_contain_text("no change — Health at its limit")
-        expect(turn.locator(".chip-milestone")).to_contain_text("✓ Milestone reached: Obtain the brass key")
+        expect(turn.locator(".chip-milestone")).to_contain_text(
+            "✓ Milestone reached: Obtain the brass key"
+        )
         expect(turn.locator(".chip-applied")).to_contain_text("Ferry hired: on")
 
         # Say, with the model's thinking in a closed panel.
@@ -180,10 +199,17 @@ class HeldStatePass(ScriptedProvider):
 def test_the_status_line_shows_while_the_state_updates(isolated_home) -> None:
     from talekeeper.service import settings as settings_service
 
-    provider = HeldStatePass(["The wind rises.", json.dumps({"events": [{"type": "change_stat", "stat": "world.storm", "by": 1}]})])
+    provider = HeldStatePass(
+        [
+            "The wind rises.",
+            json.dumps({"events": [{"type": "change_stat", "stat": "world.storm", "by": 1}]}),
+        ]
+    )
     tk = Talekeeper(isolated_home, provider_override=provider)
     with tk.db.session() as session:
-        settings_service.update_settings(session, settings_service.SettingsUpdate(generation={"state_updates": "structured"}))
+        settings_service.update_settings(
+            session, settings_service.SettingsUpdate(generation={"state_updates": "structured"})
+        )
     with live_server(create_app(tk)) as url, browser_page() as page:
         w = Web(url, page, provider, tk)
         w.start()
@@ -207,7 +233,12 @@ def test_a_long_story_loads_earlier_turns_as_the_reader_scrolls_back(isolated_ho
         adventure = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"})
         node = tree.head(session, adventure)
         for n in range(1, 121):
-            node = tree.append_child(session, adventure, node, tree.NewTurn("do", f"step {n}", f"Page {n} of the long walk.", state=node.state))
+            node = tree.append_child(
+                session,
+                adventure,
+                node,
+                tree.NewTurn("do", f"step {n}", f"Page {n} of the long walk.", state=node.state),
+            )
         adventure_id = adventure.id
     with live_server(create_app(tk)) as url, browser_page() as page:
         page.goto(f"{url}/adventures/{adventure_id}")
@@ -219,12 +250,16 @@ def test_a_long_story_loads_earlier_turns_as_the_reader_scrolls_back(isolated_ho
         first_shown = story.locator(".turn").first
         first_id = first_shown.get_attribute("data-turn")
         for _ in range(3):
-            top = page.evaluate(f"document.getElementById('turn-{first_id}').getBoundingClientRect().top")
+            top = page.evaluate(
+                f"document.getElementById('turn-{first_id}').getBoundingClientRect().top"
+            )
             page.mouse.wheel(0, top - 200)
             page.wait_for_timeout(50)
             page.mouse.wheel(0, -10)
             expect(story.locator(".turn")).not_to_have_count(adventures.PAGE_SIZE)
-            moved = page.evaluate(f"document.getElementById('turn-{first_id}').getBoundingClientRect().top")
+            moved = page.evaluate(
+                f"document.getElementById('turn-{first_id}').getBoundingClientRect().top"
+            )
             assert abs(moved - 200) < 60, moved  # kept its place on screen
             if story.locator(".turn").count() == 121:
                 break
@@ -244,7 +279,9 @@ def test_state_panel_corrections_refusals_and_audit(isolated_home) -> None:
         w.start()
         w.act("look at the sky", "The storm rises.")
         page.get_by_role("button", name="State", exact=True).click()
-        expect(page.get_by_role("button", name="State", exact=True)).to_have_attribute("aria-expanded", "true")
+        expect(page.get_by_role("button", name="State", exact=True)).to_have_attribute(
+            "aria-expanded", "true"
+        )
         storm = panel.locator('[data-stat="world.storm"]')
         expect(storm).to_contain_text("6 / 10 · a gale")
         expect(storm.locator("meter")).to_have_attribute("value", "6")
@@ -265,7 +302,9 @@ def test_state_panel_corrections_refusals_and_audit(isolated_home) -> None:
 
         # A refused correction says why, in words, and changes nothing.
         panel.get_by_text("Events as JSON").click()
-        panel.get_by_label("Events").fill('[{"type": "set_flag", "flag": "dragon_awake", "value": true}]')
+        panel.get_by_label("Events").fill(
+            '[{"type": "set_flag", "flag": "dragon_awake", "value": true}]'
+        )
         panel.get_by_role("button", name="Apply").click()
         expect(panel.get_by_role("alert")).to_contain_text("Nothing was changed.")
         expect(panel.locator(".chip-rejected")).to_contain_text("there is no flag 'dragon_awake'")
@@ -357,7 +396,11 @@ def test_story_map_draws_lines_as_a_tree_and_save_points_round_trip(isolated_hom
 
 
 def test_story_card_edit_triggers_and_insights_show_why(isolated_home) -> None:
-    replies = ["An albatross circles the mast." + block({"type": "change_stat", "stat": "world.storm", "by": 1}), "It lands."]
+    replies = [
+        "An albatross circles the mast."
+        + block({"type": "change_stat", "stat": "world.storm", "by": 1}),
+        "It lands.",
+    ]
     with web(isolated_home, replies) as w:
         page = w.page
         w.start()
@@ -426,7 +469,9 @@ def test_scenario_editor_checks_rules_inline_and_imports_safely(isolated_home, t
         storm.get_by_label("Highest").fill("12")
         page.get_by_role("button", name="Save stats and rules").click()
         expect(page.get_by_role("status")).to_have_text("Saved.")
-        expect(page.locator('[data-stat="rules.stats.world.storm"]').get_by_label("Highest")).to_have_value("12")
+        expect(
+            page.locator('[data-stat="rules.stats.world.storm"]').get_by_label("Highest")
+        ).to_have_value("12")
 
         # Story texts and a story card.
         page.get_by_role("link", name="Story", exact=True).click()
@@ -456,7 +501,9 @@ def test_scenario_editor_checks_rules_inline_and_imports_safely(isolated_home, t
         expect(page.get_by_role("alert")).to_contain_text("'${who}' is used but not declared")
         expect(page.locator("#scenario-broken")).to_have_count(0)
         good = tmp_path / "good.json"
-        good.write_text(json.dumps({"id": "quiet-bay", "title": "Quiet Bay", "opening": "The bay is still."}))
+        good.write_text(
+            json.dumps({"id": "quiet-bay", "title": "Quiet Bay", "opening": "The bay is still."})
+        )
         page.get_by_label("Scenario file").set_input_files(good)
         page.get_by_role("button", name="Import").click()
         expect(page.get_by_role("status")).to_contain_text("Imported.")
@@ -483,13 +530,19 @@ def test_home_settings_and_the_phone_layout(isolated_home) -> None:
         no_horizontal_scroll(page)
         page.get_by_role("button", name="State", exact=True).click()
         expect(page.locator("#panel")).to_contain_text("Milestones")
-        expect(page.locator('#panel [data-stat="npc.maren.trust"]')).to_contain_text("4 / 10 · warming")
+        expect(page.locator('#panel [data-stat="npc.maren.trust"]')).to_contain_text(
+            "4 / 10 · warming"
+        )
         no_horizontal_scroll(page)
         page.keyboard.press("Escape")
         expect(page.locator("#panel")).to_be_empty()
         page.get_by_role("link", name="Plot").click()
         expect(page.get_by_label("Pronouns")).to_have_value("he/him")
-        for path in ("/scenarios/greywater-lantern?part=rules", "/settings", page.url.replace("/plot", "/insights")):
+        for path in (
+            "/scenarios/greywater-lantern?part=rules",
+            "/settings",
+            page.url.replace("/plot", "/insights"),
+        ):
             page.goto(path if path.startswith("http") else w.url + path)
             no_horizontal_scroll(page)
 

@@ -17,9 +17,14 @@ from tests.test_web_browser import web
 pytestmark = [pytest.mark.browser, needs_chromium]
 
 
-def test_while_a_turn_streams_controls_wait_the_draft_survives_a_reload_and_stop_is_a_notice(isolated_home) -> None:
+def test_while_a_turn_streams_controls_wait_the_draft_survives_a_reload_and_stop_is_a_notice(
+    isolated_home,
+) -> None:
     gate = asyncio.Event()
-    with web(isolated_home, ["Fog.", "The lamp gutters slowly in the wind.", "The lamp gutters slowly in the wind."]) as w:
+    with web(
+        isolated_home,
+        ["Fog.", "The lamp gutters slowly in the wind.", "The lamp gutters slowly in the wind."],
+    ) as w:
         page, story = w.page, w.page.locator("#story")
         w.start()
         w.act("look around", "Fog.")
@@ -86,8 +91,15 @@ def test_toolbar_in_reach_edit_focus_favicon_and_a_correction_answer_in_view(iso
         expect(panel.locator(".correction-result")).to_be_in_viewport()
 
 
-def test_phone_tap_targets_are_at_least_24px_and_deleting_a_line_breaks_no_policy(isolated_home) -> None:
-    with web(isolated_home, ["The ferry creaks.", "Again.", "The cottage is dark."], width=390, height=844) as w:
+def test_phone_tap_targets_are_at_least_24px_and_deleting_a_line_breaks_no_policy(
+    isolated_home,
+) -> None:
+    with web(
+        isolated_home,
+        ["The ferry creaks.", "Again.", "The cottage is dark."],
+        width=390,
+        height=844,
+    ) as w:
         page, panel = w.page, w.page.locator("#panel")
         w.start()
         w.act("board the ferry", "The ferry creaks.")

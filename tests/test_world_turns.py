@@ -20,12 +20,16 @@ REPLY = """Maren studies you, then nods once. "Two coins, and you bail."
 
 
 def play(client: TestClient, adventure_id: int, text: str) -> dict:
-    response = client.post(f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": text})
+    response = client.post(
+        f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": text}
+    )
     assert response.status_code == 200, response.text
     return response.json()
 
 
-def test_a_proposal_is_validated_applied_and_reported(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_a_proposal_is_validated_applied_and_reported(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     scripted.queue(REPLY)
     done = play(client, adventure_id, "offer Maren two coins")
     assert "```" not in done["turn"]["narration"] and "events" not in done["turn"]["narration"]
@@ -40,7 +44,11 @@ def test_a_proposal_is_validated_applied_and_reported(client: TestClient, advent
     state = client.get(f"/api/adventures/{adventure_id}/state").json()
     trust = next(s for s in state["view"]["stats"] if s["path"] == "npc.maren.trust")
     assert trust["value"] == 1 and trust["band"] == "wary"  # -2 + 3
-    assert {"name": "ferry_hired", "value": True, "desc": "Maren has agreed to take you across"} in state["view"]["flags"]
+    assert {
+        "name": "ferry_hired",
+        "value": True,
+        "desc": "Maren has agreed to take you across",
+    } in state["view"]["flags"]
 
     # What was lost entirely is put in front of the model on the next turn; the partial limit is not.
     scripted.queue("The ferry rocks.")
@@ -50,7 +58,9 @@ def test_a_proposal_is_validated_applied_and_reported(client: TestClient, advent
     assert "npc.maren.trust 1/10 (wary)" in prompt
 
 
-def test_the_state_block_never_streams_to_the_reader(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_the_state_block_never_streams_to_the_reader(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     scripted.queue(REPLY)
     response = client.post(
         f"/api/adventures/{adventure_id}/turns",
@@ -62,7 +72,9 @@ def test_the_state_block_never_streams_to_the_reader(client: TestClient, adventu
     assert "```" not in shown and "change_stat" not in shown
 
 
-def test_undo_restores_the_state_exactly(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_undo_restores_the_state_exactly(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     before = client.get(f"/api/adventures/{adventure_id}/state").json()["document"]
     scripted.queue(REPLY)
     play(client, adventure_id, "offer coins")
@@ -71,21 +83,31 @@ def test_undo_restores_the_state_exactly(client: TestClient, adventure_id: int, 
     assert client.get(f"/api/adventures/{adventure_id}/state").json()["document"] == before
 
 
-def test_a_player_correction_is_validated_recorded_and_undoable(client: TestClient, adventure_id: int) -> None:
+def test_a_player_correction_is_validated_recorded_and_undoable(
+    client: TestClient, adventure_id: int
+) -> None:
     url = f"/api/adventures/{adventure_id}/state/corrections"
-    response = client.post(url, json={"events": [{"type": "set_stat", "stat": "player.health", "value": 6}]})
+    response = client.post(
+        url, json={"events": [{"type": "set_stat", "stat": "player.health", "value": 6}]}
+    )
     assert response.status_code == 200, response.text
     assert response.json()["changes"][0]["status"] == "applied"
     health = lambda: next(  # noqa: E731
-        s["value"] for s in client.get(f"/api/adventures/{adventure_id}/state").json()["view"]["stats"] if s["path"] == "player.health"
+        s["value"]
+        for s in client.get(f"/api/adventures/{adventure_id}/state").json()["view"]["stats"]
+        if s["path"] == "player.health"
     )
     assert health() == 6
     story = client.get(f"/api/adventures/{adventure_id}").json()
-    assert story["turns_shown"][-1]["action_line"].startswith("(You corrected the state: player.health")
+    assert story["turns_shown"][-1]["action_line"].startswith(
+        "(You corrected the state: player.health"
+    )
     audit = client.get(f"/api/adventures/{adventure_id}/state/audit").json()
     assert audit[0]["source"] == "player"
 
-    out_of_range = client.post(url, json={"events": [{"type": "set_stat", "stat": "player.health", "value": 99}]})
+    out_of_range = client.post(
+        url, json={"events": [{"type": "set_stat", "stat": "player.health", "value": 99}]}
+    )
     assert out_of_range.status_code == 200
     assert out_of_range.json()["changes"][0]["status"] == "limited" and health() == 10
 
@@ -96,7 +118,9 @@ def test_a_player_correction_is_validated_recorded_and_undoable(client: TestClie
     assert health() == 6
 
 
-def test_an_unreadable_block_is_kept_for_audit_and_fed_back(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_an_unreadable_block_is_kept_for_audit_and_fed_back(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     scripted.queue('You wait.\n\n```state\n{"events": [{"type": "set_flag", "flag": \n```')
     done = play(client, adventure_id, "wait")
     assert done["turn"]["narration"] == "You wait."
@@ -120,7 +144,12 @@ def test_a_scenario_with_broken_rules_fails_before_play(client: TestClient, tk) 
                 id="broken",
                 title="Broken",
                 description="",
-                data={"id": "broken", "title": "Broken", "opening": "x", "rules": {"stats": {"player": {"hp": {"min": 10, "max": 0, "initial": 5}}}}},
+                data={
+                    "id": "broken",
+                    "title": "Broken",
+                    "opening": "x",
+                    "rules": {"stats": {"player": {"hp": {"min": 10, "max": 0, "initial": 5}}}},
+                },
             )
         )
     response = client.post("/api/adventures", json={"scenario_id": "broken"})
@@ -132,14 +161,21 @@ def test_a_scenario_with_broken_rules_fails_before_play(client: TestClient, tk) 
 def test_structured_state_updates_use_a_second_schema_bound_request(
     client: TestClient, adventure_id: int, scripted: ScriptedProvider
 ) -> None:
-    assert client.put("/api/settings", json={"generation": {"state_updates": "structured"}}).status_code == 200
+    assert (
+        client.put(
+            "/api/settings", json={"generation": {"state_updates": "structured"}}
+        ).status_code
+        == 200
+    )
     scripted.queue(
         "Maren pockets the coins and pushes off.",
         '{"events": [{"type": "change_stat", "stat": "npc.maren.trust", "by": 2}]}',
     )
     done = play(client, adventure_id, "pay Maren")
     narration_request, state_request = scripted.requests[-2:]
-    assert "```state" not in narration_request.messages[-1].content  # no emit reminder for the narrator
+    assert (
+        "```state" not in narration_request.messages[-1].content
+    )  # no emit reminder for the narrator
     assert state_request.json_schema is not None
     enum_ids = str(state_request.json_schema)
     assert "npc.maren.trust" in enum_ids  # narrowed to the stat paths that exist
@@ -155,12 +191,17 @@ def test_a_failed_state_pass_keeps_the_turn_and_the_state(
     scripted.queue("The ferry drifts.")  # and no answer for the state pass
     done = play(client, adventure_id, "drift")
     assert done["turn"]["narration"] == "The ferry drifts." and done["changes"] == []
-    assert client.get(f"/api/adventures/{adventure_id}/state").json()["document"]["flags"] == before["flags"]
+    assert (
+        client.get(f"/api/adventures/{adventure_id}/state").json()["document"]["flags"]
+        == before["flags"]
+    )
     audit = client.get(f"/api/adventures/{adventure_id}/state/audit").json()
     assert "state update could not be made" in audit[0]["parse_error"]
 
 
-def test_off_sends_no_vocabulary(client: TestClient, adventure_id: int, scripted: ScriptedProvider) -> None:
+def test_off_sends_no_vocabulary(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
     client.put("/api/settings", json={"generation": {"state_updates": "off"}})
     scripted.queue("Quiet.")
     play(client, adventure_id, "listen")
@@ -173,18 +214,31 @@ def test_origins_choose_where_the_story_starts(client: TestClient) -> None:
     assert [o["id"] for o in demo["origins"]] == ["lamp-mender", "cousin"]
     default = client.post("/api/adventures", json={"scenario_id": "greywater-lantern"}).json()
     cousin = client.post(
-        "/api/adventures", json={"scenario_id": "greywater-lantern", "origin_id": "cousin", "answers": {"name": "Ada"}}
+        "/api/adventures",
+        json={
+            "scenario_id": "greywater-lantern",
+            "origin_id": "cousin",
+            "answers": {"name": "Ada"},
+        },
     ).json()
     assert "stranger" not in default["turns_shown"][0]["narration"]
     assert cousin["turns_shown"][0]["narration"].startswith("Salt spray")
     state = client.get(f"/api/adventures/{cousin['id']}/state").json()["view"]
     trust = {s["path"]: s["value"] for s in state["stats"]}
     assert trust["npc.maren.trust"] == 4 and trust["npc.tobin.trust"] == -7
-    assert {"name": "ferry_hired", "value": True, "desc": "Maren has agreed to take you across"} in state["flags"]
-    assert any(f["predicate"] == "is the cousin of" and f["object"] == "Ada" for f in state["facts"])
+    assert {
+        "name": "ferry_hired",
+        "value": True,
+        "desc": "Maren has agreed to take you across",
+    } in state["flags"]
+    assert any(
+        f["predicate"] == "is the cousin of" and f["object"] == "Ada" for f in state["facts"]
+    )
     # the overlay extends the world; it does not replace it
     assert any(f["predicate"] == "has been dark since" for f in state["facts"])
-    unknown = client.post("/api/adventures", json={"scenario_id": "greywater-lantern", "origin_id": "pirate"})
+    unknown = client.post(
+        "/api/adventures", json={"scenario_id": "greywater-lantern", "origin_id": "pirate"}
+    )
     assert unknown.status_code == 404 and "lamp-mender, cousin" in unknown.json()["detail"]
 
 
@@ -210,13 +264,17 @@ def test_a_partly_refused_correction_keeps_the_models_refusals_apart(
     assert "Bartholomew" not in prompt  # the player's refused edit is not the model's
 
 
-def test_the_crash_checker_accepts_a_correction_step(client: TestClient, tk, adventure_id: int) -> None:
+def test_the_crash_checker_accepts_a_correction_step(
+    client: TestClient, tk, adventure_id: int
+) -> None:
     """A state correction is a story step with no narration; the crash harness's
     consistency checker must not call it half-written (it did)."""
     from tests.reliability.invariants import check_database
 
     url = f"/api/adventures/{adventure_id}/state/corrections"
-    response = client.post(url, json={"events": [{"type": "set_stat", "stat": "player.health", "value": 6}]})
+    response = client.post(
+        url, json={"events": [{"type": "set_stat", "stat": "player.health", "value": 6}]}
+    )
     assert response.status_code == 200, response.text
     snap = check_database(tk.db)
     assert any(n.kind == "correction" and not n.narration for n in snap.nodes.values())

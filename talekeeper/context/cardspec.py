@@ -78,9 +78,19 @@ class StoryCard(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    type: str = Field("other", max_length=40, description="character, location, item, faction, … (for you; not sent).")
-    name: str = Field("", max_length=200, description="A label for you (not sent). SillyTavern: comment.")
-    entry: str = Field("", max_length=4000, description="What the model is told when the card fires. SillyTavern: content.")
+    type: str = Field(
+        "other",
+        max_length=40,
+        description="character, location, item, faction, … (for you; not sent).",
+    )
+    name: str = Field(
+        "", max_length=200, description="A label for you (not sent). SillyTavern: comment."
+    )
+    entry: str = Field(
+        "",
+        max_length=4000,
+        description="What the model is told when the card fires. SillyTavern: content.",
+    )
     triggers: str = Field(
         "",
         max_length=1000,
@@ -88,35 +98,71 @@ class StoryCard(BaseModel):
     )
     notes: str = Field("", max_length=4000, description="Your notes (not sent).")
     secondary_triggers: str = Field(
-        "", max_length=1000, description="Secondary keys, combined by `logic`. SillyTavern: keysecondary."
+        "",
+        max_length=1000,
+        description="Secondary keys, combined by `logic`. SillyTavern: keysecondary.",
     )
-    logic: Logic = Field("and_any", description="How secondary keys combine. SillyTavern: selectiveLogic.")
-    whole_words: bool = Field(False, description="Keys match whole words only. SillyTavern: matchWholeWords.")
+    logic: Logic = Field(
+        "and_any", description="How secondary keys combine. SillyTavern: selectiveLogic."
+    )
+    whole_words: bool = Field(
+        False, description="Keys match whole words only. SillyTavern: matchWholeWords."
+    )
     case_sensitive: bool = Field(False, description="Keys match case. SillyTavern: caseSensitive.")
-    constant: bool = Field(False, description="Always sent (gates and probability still apply). SillyTavern: constant.")
-    enabled: bool = Field(True, description="A disabled card never fires. SillyTavern: disable (inverted).")
+    constant: bool = Field(
+        False, description="Always sent (gates and probability still apply). SillyTavern: constant."
+    )
+    enabled: bool = Field(
+        True, description="A disabled card never fires. SillyTavern: disable (inverted)."
+    )
     scan_depth: int | None = Field(
-        None, ge=0, le=200, description="Past turns scanned besides your action; empty: the adventure's window."
+        None,
+        ge=0,
+        le=200,
+        description="Past turns scanned besides your action; empty: the adventure's window.",
     )
     position: Position = Field(
         "after_history",
         description="Where the entry goes; by default after the story so far, where a card coming or going "
         "costs the model's prompt cache least. SillyTavern: position.",
     )
-    depth: int = Field(4, ge=0, le=1000, description="Lines from the end of the story, for position at_depth.")
-    order: int = Field(100, ge=-100000, le=100000, description="Higher: kept first under the budget, placed later.")
-    probability: int = Field(100, ge=0, le=100, description="Chance in percent, rolled once per turn (a retry rolls the same).")
-    group: str = Field("", max_length=200, description="Inclusion groups, comma-separated: one card per group is sent.")
-    group_weight: int = Field(100, ge=1, le=100000, description="The card's weight in its group's draw.")
-    group_override: bool = Field(False, description="Wins its group by order instead of the weighted draw.")
+    depth: int = Field(
+        4, ge=0, le=1000, description="Lines from the end of the story, for position at_depth."
+    )
+    order: int = Field(
+        100, ge=-100000, le=100000, description="Higher: kept first under the budget, placed later."
+    )
+    probability: int = Field(
+        100,
+        ge=0,
+        le=100,
+        description="Chance in percent, rolled once per turn (a retry rolls the same).",
+    )
+    group: str = Field(
+        "",
+        max_length=200,
+        description="Inclusion groups, comma-separated: one card per group is sent.",
+    )
+    group_weight: int = Field(
+        100, ge=1, le=100000, description="The card's weight in its group's draw."
+    )
+    group_override: bool = Field(
+        False, description="Wins its group by order instead of the weighted draw."
+    )
     sticky: int = Field(0, ge=0, le=1000, description="Stays for this many turns after it fires.")
-    cooldown: int = Field(0, ge=0, le=1000, description="Cannot fire again for this many turns after it leaves.")
+    cooldown: int = Field(
+        0, ge=0, le=1000, description="Cannot fire again for this many turns after it leaves."
+    )
     delay: int = Field(0, ge=0, le=100000, description="Cannot fire before turn N.")
     exclude_recursion: bool = Field(False, description="Other cards' text cannot trigger it.")
     prevent_recursion: bool = Field(False, description="Its text does not trigger other cards.")
     delay_until_recursion: bool = Field(False, description="Only other cards' text can trigger it.")
-    max_tokens: int | None = Field(None, ge=1, le=4000, description="Its own token budget: a longer entry is cut.")
-    gates: list[Gate] = Field(default_factory=list, max_length=20, description="Conditions on the story's state.")
+    max_tokens: int | None = Field(
+        None, ge=1, le=4000, description="Its own token budget: a longer entry is cut."
+    )
+    gates: list[Gate] = Field(
+        default_factory=list, max_length=20, description="Conditions on the story's state."
+    )
 
     def dump(self) -> dict[str, Any]:
         """The stored form: the basic fields always, the rest only where not the default
@@ -166,7 +212,8 @@ def card_errors(raw: Any, rules: Mapping[str, Any] | None) -> list[str]:
         card = StoryCard.model_validate(raw)
     except ValidationError as exc:
         return [
-            "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e["loc"]).lstrip(".") + f": {e['msg']}"
+            "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e["loc"]).lstrip(".")
+            + f": {e['msg']}"
             for e in exc.errors()
         ]
     errors = []
@@ -183,7 +230,9 @@ def card_errors(raw: Any, rules: Mapping[str, Any] | None) -> list[str]:
         except BadKey:
             keys = [None]  # reported above
         if not keys:
-            errors.append("triggers: a card needs at least one trigger word (or gates, or to be constant), or it can never appear")
+            errors.append(
+                "triggers: a card needs at least one trigger word (or gates, or to be constant), or it can never appear"
+            )
     for i, gate in enumerate(card.gates):
         errors += [f"gates[{i}]{e}" for e in gate_errors(gate, rules)]
     return errors
@@ -218,7 +267,9 @@ def stat_bands(rules: Mapping[str, Any] | None, path: str) -> list[str] | None:
         return None
     if not isinstance(stat, Mapping):
         return None
-    return [str(b[2]) for b in stat.get("bands") or [] if isinstance(b, list | tuple) and len(b) == 3]
+    return [
+        str(b[2]) for b in stat.get("bands") or [] if isinstance(b, list | tuple) and len(b) == 3
+    ]
 
 
 def gate_errors(gate: Gate, rules: Mapping[str, Any] | None) -> list[str]:
@@ -250,9 +301,13 @@ def gate_errors(gate: Gate, rules: Mapping[str, Any] | None) -> list[str]:
     elif kind == "stat":
         bands = stat_bands(rules, gate.id)
         if bands is None:
-            errors.append(f".id: no stat '{gate.id}' in the rules (write world.x, player.x or npc.<id>.x)")
+            errors.append(
+                f".id: no stat '{gate.id}' in the rules (write world.x, player.x or npc.<id>.x)"
+            )
         elif gate.band and gate.band not in bands:
-            errors.append(f".band: the stat '{gate.id}' has no band '{gate.band}' (its bands: {', '.join(bands) or 'none'})")
+            errors.append(
+                f".band: the stat '{gate.id}' has no band '{gate.band}' (its bands: {', '.join(bands) or 'none'})"
+            )
         if not gate.band and gate.min is None and gate.max is None:
             errors.append(".band: give a band, or a min and/or max")
         if gate.min is not None and gate.max is not None and gate.min > gate.max:
@@ -307,11 +362,18 @@ def rules_in_words(card: StoryCard, window_turns: int = 4) -> list[str]:
         return [f"Never fires: {exc}"]
     lines = []
     how = ", ".join(
-        w for w in ("whole words" if card.whole_words else "", "case-sensitive" if card.case_sensitive else "") if w
+        w
+        for w in (
+            "whole words" if card.whole_words else "",
+            "case-sensitive" if card.case_sensitive else "",
+        )
+        if w
     )
     how = f" ({how})" if how else ""
     depth = window_turns if card.scan_depth is None else card.scan_depth
-    where = "your action" + (f" and the last {depth} turn{'s' if depth != 1 else ''}" if depth else "")
+    where = "your action" + (
+        f" and the last {depth} turn{'s' if depth != 1 else ''}" if depth else ""
+    )
     if card.constant:
         lines.append("Always fires (constant).")
     elif card.delay_until_recursion:
@@ -326,18 +388,27 @@ def rules_in_words(card: StoryCard, window_turns: int = 4) -> list[str]:
     if card.gates:
         lines.append("Only while " + "; and ".join(gate_words(g) for g in card.gates) + ".")
     if card.probability < 100:
-        lines.append(f"Then a {card.probability}% chance, rolled once per turn (a retry rolls the same).")
+        lines.append(
+            f"Then a {card.probability}% chance, rolled once per turn (a retry rolls the same)."
+        )
     if card.delay:
         lines.append(f"Not before turn {card.delay}.")
     if card.sticky:
-        lines.append(f"Once fired, stays for {card.sticky} more turn{'s' if card.sticky != 1 else ''}.")
+        lines.append(
+            f"Once fired, stays for {card.sticky} more turn{'s' if card.sticky != 1 else ''}."
+        )
     if card.cooldown:
-        lines.append(f"Then cannot fire for {card.cooldown} turn{'s' if card.cooldown != 1 else ''}.")
+        lines.append(
+            f"Then cannot fire for {card.cooldown} turn{'s' if card.cooldown != 1 else ''}."
+        )
     if card.group.strip():
         way = "by order" if card.group_override else f"weight {card.group_weight}"
         lines.append(f"Competes in group {card.group.strip()} ({way}): one card per group is sent.")
     place = POSITION_WORDS[card.position].format(depth=card.depth)
-    lines.append(f"Placed {place}, order {card.order}" + (f", cut to {card.max_tokens} tokens." if card.max_tokens else "."))
+    lines.append(
+        f"Placed {place}, order {card.order}"
+        + (f", cut to {card.max_tokens} tokens." if card.max_tokens else ".")
+    )
     if card.prevent_recursion:
         lines.append("Its text does not trigger other cards.")
     if card.exclude_recursion:

@@ -169,7 +169,9 @@ def _source_section(
     shingles: dict[tuple[str, str, str], str] = {}
     for line in text.splitlines():
         line_units, runs = _source_line(line)
-        units.extend(_Unit(section, joined, content, whole) for joined, content, whole in line_units)
+        units.extend(
+            _Unit(section, joined, content, whole) for joined, content, whole in line_units
+        )
         for run in runs:
             shingles.setdefault(run, section)
     return tuple(units), shingles
@@ -339,7 +341,9 @@ class EchoGuard:
             return True
         if len(tokens) < 4 and joined in story_lines:
             return True
-        return len(runs) >= 3 and sum(r in story_shingles for r in runs) >= PARTIAL_SHARE * len(runs)
+        return len(runs) >= 3 and sum(r in story_shingles for r in runs) >= PARTIAL_SHARE * len(
+            runs
+        )
 
     def clean(self, text: str) -> tuple[str, list[Removed]]:
         """The finished text without its echo lines, and what was removed."""

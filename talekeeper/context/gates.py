@@ -13,7 +13,9 @@ from typing import Any
 from talekeeper.context.cardspec import Gate, gate_words
 
 
-def check(gate: Gate, doc: Mapping[str, Any] | None, rules: Mapping[str, Any] | None) -> tuple[bool, str]:
+def check(
+    gate: Gate, doc: Mapping[str, Any] | None, rules: Mapping[str, Any] | None
+) -> tuple[bool, str]:
     """(held, why): `why` says what the state holds, e.g. "the flag ferry_hired is set: no"."""
     if doc is None:
         return False, f"{gate_words(gate)}: no state to read"

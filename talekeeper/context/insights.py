@@ -50,7 +50,9 @@ def text_digest(text: str) -> str:
     return base64.urlsafe_b64encode(hashlib.blake2b(text.encode(), digest_size=9).digest()).decode()
 
 
-def compact(assembly: Assembly, request: GenerationRequest) -> tuple[dict[str, Any], dict[str, str]]:
+def compact(
+    assembly: Assembly, request: GenerationRequest
+) -> tuple[dict[str, Any], dict[str, str]]:
     """The stored record and the texts it references (digest → text)."""
     texts: dict[str, str] = {}
 
@@ -63,7 +65,12 @@ def compact(assembly: Assembly, request: GenerationRequest) -> tuple[dict[str, A
 
     sections = []
     for section in assembly.sections:
-        entry: dict[str, Any] = {"n": section.name, "src": section.source, "why": section.why, "t": section.tokens}
+        entry: dict[str, Any] = {
+            "n": section.name,
+            "src": section.source,
+            "why": section.why,
+            "t": section.tokens,
+        }
         if section.name not in NOT_STORED:
             entry["h"] = ref(section.text)
         if section.items:
@@ -98,7 +105,11 @@ def compact(assembly: Assembly, request: GenerationRequest) -> tuple[dict[str, A
         "action": assembly.action_line,
         "pd": prompt_digest(request),
         "pfx": assembly.prefix_share,
-        "opts": {k: v for k, v in request.model_dump().items() if k in ("max_tokens", "temperature", "top_p")},
+        "opts": {
+            k: v
+            for k, v in request.model_dump().items()
+            if k in ("max_tokens", "temperature", "top_p")
+        },
     }
     if assembly.inserts:
         record["ins"] = [[at, ref(text)] for at, text in assembly.inserts]
@@ -176,11 +187,17 @@ def remember_texts(key: tuple[str, int, str], digests: set[str]) -> None:
 def store_text(session: Session, adventure_id: int, digest: str, text: str) -> None:
     """Keep one text under its digest (once per adventure)."""
     if session.get(ContextText, (adventure_id, digest)) is None:
-        session.add(ContextText(adventure_id=adventure_id, digest=digest, text=zlib.compress(text.encode(), 6)))
+        session.add(
+            ContextText(
+                adventure_id=adventure_id, digest=digest, text=zlib.compress(text.encode(), 6)
+            )
+        )
 
 
 def texts_for(session: Session, adventure_id: int, digests: set[str]) -> dict[str, str]:
     return _texts(session, adventure_id, digests)
+
+
 @dataclass(frozen=True)
 class PreviousPrompt:
     """What the prompt that wrote a node held, read back so the next one can keep it
@@ -206,7 +223,9 @@ def previous_from(record: dict[str, Any] | None) -> PreviousPrompt:
             refs = (i.get("ref") for i in section.get("items", []) if i.get("in"))
             included[section["n"]] = frozenset(int(r) for r in refs if r is not None)
     start = (record.get("hist") or [None])[0]
-    return PreviousPrompt(start, included.get("story_cards", frozenset()), included.get("memories", frozenset()))
+    return PreviousPrompt(
+        start, included.get("story_cards", frozenset()), included.get("memories", frozenset())
+    )
 
 
 _sent: OrderedDict[tuple[str, int], str] = OrderedDict()  # (database, node id) → prompt
@@ -273,19 +292,34 @@ def load(session: Session, node: Node) -> tuple[Assembly, dict[str, Any]]:
         parent = session.get(Node, node.parent_id)
         assert parent is not None
         nodes = tree.path_to(session, parent, limit=count)
-        history = [HistoryTurn(n.action_kind, n.action_text, n.narration, n.id, n.depth) for n in nodes]
+        history = [
+            HistoryTurn(n.action_kind, n.action_text, n.narration, n.id, n.depth) for n in nodes
+        ]
         if history and history[0].node_id != first:
-            record = {**record, "notes": [*record["notes"], "The history could not be rebuilt exactly."]}
+            record = {
+                **record,
+                "notes": [*record["notes"], "The history could not be rebuilt exactly."],
+            }
     from talekeeper.context.prompt import render_history
 
     sections = []
     for entry in record["sections"]:
         items = [
-            Item(i["k"], texts.get(i.get("h", ""), ""), i.get("t", 0), i.get("why", ""), i.get("in", True), i.get("ref"), i.get("s"))
+            Item(
+                i["k"],
+                texts.get(i.get("h", ""), ""),
+                i.get("t", 0),
+                i.get("why", ""),
+                i.get("in", True),
+                i.get("ref"),
+                i.get("s"),
+            )
             for i in entry.get("items", [])
         ]
         text = texts.get(entry.get("h") or "", "")
-        sections.append(Section(entry["n"], text, entry["why"], entry["t"], entry.get("src", ""), items))
+        sections.append(
+            Section(entry["n"], text, entry["why"], entry["t"], entry.get("src", ""), items)
+        )
     assembly = Assembly(
         sections=sections,
         history=history,
@@ -304,7 +338,11 @@ def load(session: Session, node: Node) -> tuple[Assembly, dict[str, Any]]:
         if section.name == "history":
             note = assembly.section("author_note")
             section.text = render_history(
-                history, note.text if note else None, assembly.author_note_at, chat=False, inserts=assembly.inserts
+                history,
+                note.text if note else None,
+                assembly.author_note_at,
+                chat=False,
+                inserts=assembly.inserts,
             )
         elif section.name == "action":
             section.text = record["action"]
@@ -350,7 +388,9 @@ def card_timers(
     return last
 
 
-def view(assembly: Assembly, request: GenerationRequest, record: dict[str, Any] | None = None) -> dict[str, Any]:
+def view(
+    assembly: Assembly, request: GenerationRequest, record: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The Insights payload: sections with costs and reasons, what triggered, what was cut,
     and the exact prompt as sent."""
     cards = next((s for s in assembly.sections if s.name == "story_cards"), None)
@@ -363,7 +403,9 @@ def view(assembly: Assembly, request: GenerationRequest, record: dict[str, Any] 
         "retrieved_memories": [asdict(i) for i in memories.items] if memories else [],
         "prompt": {
             "mode": request.mode,
-            "messages": [m.model_dump() for m in request.messages] if request.mode == "chat" else None,
+            "messages": [m.model_dump() for m in request.messages]
+            if request.mode == "chat"
+            else None,
             "text": request.prompt if request.mode == "completion" else None,
             "digest": digest,
         },

@@ -119,7 +119,16 @@ def _regex_end(text: str, start: int) -> int | None:
     return None
 
 
-_FLAGS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL, "g": 0, "u": 0, "y": 0, "d": 0, "v": 0}
+_FLAGS = {
+    "i": regex.IGNORECASE,
+    "m": regex.MULTILINE,
+    "s": regex.DOTALL,
+    "g": 0,
+    "u": 0,
+    "y": 0,
+    "d": 0,
+    "v": 0,
+}
 
 
 @lru_cache(maxsize=65536)
@@ -141,7 +150,10 @@ def make_key(raw: str, case_sensitive: bool, whole_words: bool) -> Key:
     needle = phrase if case_sensitive else phrase.lower()
     if whole_words:
         # A word boundary unless the key itself starts or ends with a non-word character.
-        whole = (_is_word(phrase[:1]), _is_word(phrase[-1:]))  # a key ending in a non-word character is not bounded there
+        whole = (
+            _is_word(phrase[:1]),
+            _is_word(phrase[-1:]),
+        )  # a key ending in a non-word character is not bounded there
         return Key(phrase, needle, folded=not case_sensitive, whole=whole, **_ends(needle))
     return Key(phrase, needle, folded=not case_sensitive, **_ends(needle))
 

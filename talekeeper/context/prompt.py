@@ -70,7 +70,15 @@ ORDER = (
     "emit_reminder",
 )
 HEAD = frozenset(ORDER[: ORDER.index("history")])
-TAIL = ("memories", "story_cards_after", "current_state", "refusals", "action", "event_vocabulary", "emit_reminder")
+TAIL = (
+    "memories",
+    "story_cards_after",
+    "current_state",
+    "refusals",
+    "action",
+    "event_vocabulary",
+    "emit_reminder",
+)
 PROTOCOL = frozenset({"event_vocabulary", "emit_reminder"})
 """What the model is told only so it can write the state block (inline mode)."""
 
@@ -87,7 +95,9 @@ class ContextOptions:
     history_step: int = 4  # a drop removes at least this many turns
     history_chunk: float = 0.3  # ... and enough that this share of the room is free again
     recursion_depth: int = 2  # how many times fired cards' text may trigger more cards
-    card_linger_turns: int = 4  # a card with no timer of its own stays this many turns after it last fired
+    card_linger_turns: int = (
+        4  # a card with no timer of its own stays this many turns after it last fired
+    )
 
 
 @dataclass
@@ -200,7 +210,9 @@ class Assembly:
     notes: list[str] = field(default_factory=list)
     # Story cards placed inside the history ("at depth"): (line index, text), like the note.
     inserts: list[tuple[int, str]] = field(default_factory=list)
-    cards_fired: list[int] = field(default_factory=list)  # fired by their own rules and sent (timers)
+    cards_fired: list[int] = field(
+        default_factory=list
+    )  # fired by their own rules and sent (timers)
     # The share of the prompt (as sent) byte-identical to the prompt that wrote the turn
     # before: what a model server's prompt cache can reuse. None: no earlier prompt.
     prefix_share: float | None = None
@@ -291,7 +303,11 @@ def scan(inputs: ContextInput) -> Scan:
     # Whoever the scene says is present is in scene, whatever the recent text calls them.
     named = {t.key for t in in_scene}
     present = ((inputs.state or {}).get("scene") or {}).get("present") or []
-    in_scene += [Triggered(-1, str(p), "present", "the scene") for p in present if p not in named and p != protagonist]
+    in_scene += [
+        Triggered(-1, str(p), "present", "the scene")
+        for p in present
+        if p not in named and p != protagonist
+    ]
     return Scan(window, cards, in_scene)
 
 
@@ -327,7 +343,9 @@ def card_line(entry: str) -> str:
     return f"World lore: {entry.strip()}"
 
 
-async def assemble(inputs: ContextInput, count_tokens: CountFn, found: Scan | None = None) -> Assembly:
+async def assemble(
+    inputs: ContextInput, count_tokens: CountFn, found: Scan | None = None
+) -> Assembly:
     """Fit the sections into the budget and say why each one is there."""
     options = inputs.options
     plot = inputs.plot
@@ -341,18 +359,61 @@ async def assemble(inputs: ContextInput, count_tokens: CountFn, found: Scan | No
         return Section(name, text, why, await count_tokens(text), source)
 
     fixed: dict[str, Section | None] = {
-        "narrator": await make("narrator", plot.get("narrator_instructions"), "always sent", "plot: narrator instructions"),
-        "persona": await make("persona", persona_text(plot.get("persona")), "always sent", "plot: persona"),
-        "canon": await make("canon", inputs.canon, "always sent: the campaign's canon", "state engine"),
-        "event_vocabulary": await make("event_vocabulary", inputs.event_vocabulary, "inline mode: the events the model may propose, for this scenario", "state engine"),
-        "stat_guide": await make("stat_guide", inputs.stat_guide, "always sent: the stats, their ranges and bands", "state engine"),
-        "ai_instructions": await make("ai_instructions", plot.get("ai_instructions"), "always sent", "plot: AI instructions"),
-        "plot_essentials": await make("plot_essentials", _labelled("Essentials", plot.get("plot_essentials")), "always sent", "plot: plot essentials"),
-        "story_summary": await make("story_summary", _labelled("Story so far", inputs.story_summary), "always sent", inputs.summary_source),
-        "current_state": await make("current_state", inputs.current_state, _scene_why(found), "state engine"),
-        "refusals": await make("refusals", inputs.refusals, "what the engine refused last turn, so the model does not repeat it", "state engine"),
+        "narrator": await make(
+            "narrator",
+            plot.get("narrator_instructions"),
+            "always sent",
+            "plot: narrator instructions",
+        ),
+        "persona": await make(
+            "persona", persona_text(plot.get("persona")), "always sent", "plot: persona"
+        ),
+        "canon": await make(
+            "canon", inputs.canon, "always sent: the campaign's canon", "state engine"
+        ),
+        "event_vocabulary": await make(
+            "event_vocabulary",
+            inputs.event_vocabulary,
+            "inline mode: the events the model may propose, for this scenario",
+            "state engine",
+        ),
+        "stat_guide": await make(
+            "stat_guide",
+            inputs.stat_guide,
+            "always sent: the stats, their ranges and bands",
+            "state engine",
+        ),
+        "ai_instructions": await make(
+            "ai_instructions", plot.get("ai_instructions"), "always sent", "plot: AI instructions"
+        ),
+        "plot_essentials": await make(
+            "plot_essentials",
+            _labelled("Essentials", plot.get("plot_essentials")),
+            "always sent",
+            "plot: plot essentials",
+        ),
+        "story_summary": await make(
+            "story_summary",
+            _labelled("Story so far", inputs.story_summary),
+            "always sent",
+            inputs.summary_source,
+        ),
+        "current_state": await make(
+            "current_state", inputs.current_state, _scene_why(found), "state engine"
+        ),
+        "refusals": await make(
+            "refusals",
+            inputs.refusals,
+            "what the engine refused last turn, so the model does not repeat it",
+            "state engine",
+        ),
         "action": await make("action", action_line, "the player's action", "player"),
-        "emit_reminder": await make("emit_reminder", inputs.emit_reminder, "always last: how to report what changed", "state engine"),
+        "emit_reminder": await make(
+            "emit_reminder",
+            inputs.emit_reminder,
+            "always last: how to report what changed",
+            "state engine",
+        ),
     }
     note = str(plot.get("author_note") or "").strip()
     depth = max(0, int(options.author_note_depth))
@@ -374,8 +435,12 @@ async def assemble(inputs: ContextInput, count_tokens: CountFn, found: Scan | No
     newest_cost = await _turn_cost(history[-1], count_tokens) if history else 0
 
     # Memories, then cards, each within its share; both leave room for the newest turn.
-    memory_section, spent = await _fit_memories(inputs, options, count_tokens, usable, spent, newest_cost)
-    placed, spent = await _fit_cards(plot, found.cards, options, count_tokens, usable, spent, newest_cost)
+    memory_section, spent = await _fit_memories(
+        inputs, options, count_tokens, usable, spent, newest_cost
+    )
+    placed, spent = await _fit_cards(
+        plot, found.cards, options, count_tokens, usable, spent, newest_cost
+    )
     card_section = placed.section
     note_text = author_note_line(note) if note else ""
     if placed.with_note:  # cards placed "beside the author's note" share its line
@@ -388,11 +453,18 @@ async def assemble(inputs: ContextInput, count_tokens: CountFn, found: Scan | No
         author.tokens = await count_tokens(note_text)  # the cards' share was counted by _fit_cards
 
     kept, history_notes = await _fit_history(
-        history, count_tokens, usable - spent, options.history_step, options.history_chunk, inputs.previous_history_start
+        history,
+        count_tokens,
+        usable - spent,
+        options.history_step,
+        options.history_chunk,
+        inputs.previous_history_start,
     )
     notes.extend(history_notes)
     if memory_section is not None and kept:
-        memory_section, spent = await _drop_covered(memory_section, inputs, kept[0].depth, count_tokens, spent)
+        memory_section, spent = await _drop_covered(
+            memory_section, inputs, kept[0].depth, count_tokens, spent
+        )
     history_section = None
     note_at = None
     if kept:
@@ -454,7 +526,12 @@ async def _turn_cost(turn: HistoryTurn, count_tokens: CountFn) -> int:
 
 
 async def _fit_memories(
-    inputs: ContextInput, options: ContextOptions, count_tokens: CountFn, usable: int, spent: int, newest: int
+    inputs: ContextInput,
+    options: ContextOptions,
+    count_tokens: CountFn,
+    usable: int,
+    spent: int,
+    newest: int,
 ) -> tuple[Section | None, int]:
     if not inputs.memories:
         return None, spent
@@ -464,15 +541,29 @@ async def _fit_memories(
     for memory in inputs.memories:  # best first; pinned ones come first from the bank
         cost = await count_tokens(f"- {memory.text.strip()}")
         fits = header + used + cost <= cap
-        why = memory.why or (("pinned" if memory.pinned else "relevant") + f", score {memory.score:.3f}")
+        why = memory.why or (
+            ("pinned" if memory.pinned else "relevant") + f", score {memory.score:.3f}"
+        )
         if not fits:
             why += "; dropped: over the memory share of the budget"
-        items.append(Item(f"memory {memory.id}", memory.text, cost, why, fits, memory.id, round(memory.score, 4)))
+        items.append(
+            Item(
+                f"memory {memory.id}",
+                memory.text,
+                cost,
+                why,
+                fits,
+                memory.id,
+                round(memory.score, 4),
+            )
+        )
         if fits:
             used += cost
             chosen.append(memory)
     if not chosen:
-        section = Section("memories", "", "no retrieved memory fit the budget", 0, "memory bank", items)
+        section = Section(
+            "memories", "", "no retrieved memory fit the budget", 0, "memory bank", items
+        )
         return section, spent
     text = memories_text(chosen)
     tokens = await count_tokens(text)
@@ -499,10 +590,19 @@ async def _drop_covered(
     chosen = [by_id[i.ref] for i in section.items if i.included]  # type: ignore[index]
     spent -= section.tokens
     if not chosen:
-        return Section("memories", "", "every retrieved memory's turns are still in the history", 0, section.source, section.items), spent
+        return Section(
+            "memories",
+            "",
+            "every retrieved memory's turns are still in the history",
+            0,
+            section.source,
+            section.items,
+        ), spent
     section.text = memories_text(chosen)
     section.tokens = await count_tokens(section.text)
-    section.why = f"{len(chosen)} of {len(inputs.memories)} retrieved memories" + (f" ({inputs.memory_note})" if inputs.memory_note else "")
+    section.why = f"{len(chosen)} of {len(inputs.memories)} retrieved memories" + (
+        f" ({inputs.memory_note})" if inputs.memory_note else ""
+    )
     return section, spent + section.tokens
 
 
@@ -578,19 +678,36 @@ async def _fit_cards(
     before = [line for _, _, line, card in chosen if card.position == "before_history"]
     after = [line for _, _, line, card in chosen if card.position == "after_history"]
     placed.with_note = [line for _, _, line, card in chosen if card.position == "author_note"]
-    placed.at_depth = [(card.depth, line) for _, _, line, card in chosen if card.position == "at_depth"]
+    placed.at_depth = [
+        (card.depth, line) for _, _, line, card in chosen if card.position == "at_depth"
+    ]
     placed.fired.sort()
     total = len(selection.fired)
-    why = f"{len(chosen)} of {total} fired cards" + (f" ({selection.unmatched} others had no key in the window)" if selection.unmatched else "")
+    why = f"{len(chosen)} of {total} fired cards" + (
+        f" ({selection.unmatched} others had no key in the window)" if selection.unmatched else ""
+    )
     if before:
         text = "\n".join(before)
         tokens = await count_tokens(text)
         placed.section = Section("story_cards", text, why, tokens, "story cards", items)
     else:
-        placed.section = Section("story_cards", "", why if chosen else "no card fired or fit the budget", 0, "story cards", items)
+        placed.section = Section(
+            "story_cards",
+            "",
+            why if chosen else "no card fired or fit the budget",
+            0,
+            "story cards",
+            items,
+        )
     if after:
         text = "\n".join(after)
-        placed.after = Section("story_cards_after", text, "story cards placed after the history", await count_tokens(text), "story cards")
+        placed.after = Section(
+            "story_cards_after",
+            text,
+            "story cards placed after the history",
+            await count_tokens(text),
+            "story cards",
+        )
     return placed, spent + used
 
 
@@ -598,13 +715,19 @@ def _cut_note(cut: list[str]) -> list[str]:
     if not cut:
         return []
     names = ", ".join(f"'{name}'" for name in cut)
-    return [f"Story cards fired but cut by the overall card budget (not sent; their timers do not start): {names}."]
+    return [
+        f"Story cards fired but cut by the overall card budget (not sent; their timers do not start): {names}."
+    ]
 
 
 def _placement(card: Any) -> str:
     if card.position == "at_depth":
         return f"{card.depth} lines before the end of history"
-    return {"before_history": "before the history", "after_history": "after the history", "author_note": "beside the author's note"}[card.position]
+    return {
+        "before_history": "before the history",
+        "after_history": "after the history",
+        "author_note": "beside the author's note",
+    }[card.position]
 
 
 async def _cut(line: str, limit: int, count_tokens: CountFn) -> str:
@@ -649,7 +772,11 @@ async def _fit_history(
         start = 0
     else:
         ids = [t.node_id for t in history]
-        before = ids.index(previous_start) if previous_start is not None and previous_start in ids else None
+        before = (
+            ids.index(previous_start)
+            if previous_start is not None and previous_start in ids
+            else None
+        )
         if before is not None and before >= fit_from:
             start = before
         else:
@@ -686,7 +813,9 @@ def render_history(
     return text
 
 
-def _all_inserts(note: str | None, note_at: int | None, inserts: Sequence[tuple[int, str]]) -> dict[int, list[str]]:
+def _all_inserts(
+    note: str | None, note_at: int | None, inserts: Sequence[tuple[int, str]]
+) -> dict[int, list[str]]:
     """Line index → texts to put before it: cards at a depth first, then the note."""
     placed: dict[int, list[str]] = {}
     for at, text in inserts:
@@ -694,6 +823,8 @@ def _all_inserts(note: str | None, note_at: int | None, inserts: Sequence[tuple[
     if note and note_at is not None:
         placed.setdefault(note_at, []).append(note)
     return placed
+
+
 def flat_prompt(request: GenerationRequest) -> str:
     """The request as one text, in the order a server reads it (for prefix comparisons)."""
     if request.mode == "chat":
@@ -771,7 +902,13 @@ def chat_request(assembly: Assembly, **options: Any) -> GenerationRequest:
 def completion_request(assembly: Assembly, **options: Any) -> GenerationRequest:
     """Completion form: a plain transcript the model continues (base models, Gemma)."""
     head = _head_text(assembly)
-    story = render_history(assembly.history, _note(assembly), assembly.author_note_at, chat=False, inserts=assembly.inserts)
+    story = render_history(
+        assembly.history,
+        _note(assembly),
+        assembly.author_note_at,
+        chat=False,
+        inserts=assembly.inserts,
+    )
     tail = _tail_text(assembly) or assembly.action_line
     prompt = SEPARATOR.join(part for part in (head, "---", story, tail) if part) + "\n"
     stop = ["\n>", "\n\n\n", "---"]
@@ -779,7 +916,11 @@ def completion_request(assembly: Assembly, **options: Any) -> GenerationRequest:
 
 
 def build_request(assembly: Assembly, mode: str, **options: Any) -> GenerationRequest:
-    return chat_request(assembly, **options) if mode == "chat" else completion_request(assembly, **options)
+    return (
+        chat_request(assembly, **options)
+        if mode == "chat"
+        else completion_request(assembly, **options)
+    )
 
 
 def _merge_same_roles(messages: list[Message]) -> list[Message]:
@@ -787,7 +928,9 @@ def _merge_same_roles(messages: list[Message]) -> list[Message]:
     merged: list[Message] = []
     for message in messages:
         if merged and merged[-1].role == message.role and message.role != "system":
-            merged[-1] = Message(role=message.role, content=merged[-1].content + SEPARATOR + message.content)
+            merged[-1] = Message(
+                role=message.role, content=merged[-1].content + SEPARATOR + message.content
+            )
         else:
             merged.append(message)
     return merged

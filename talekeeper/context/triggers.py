@@ -129,14 +129,18 @@ def match_characters(
     return fired
 
 
-def characters_in(document: Mapping[str, Any] | None, protagonist: str = "player") -> list[tuple[str, list[str]]]:
+def characters_in(
+    document: Mapping[str, Any] | None, protagonist: str = "player"
+) -> list[tuple[str, list[str]]]:
     """(id, names) for every non-player character in a state document (plain JSON form):
     an entity with NPC stats, or whose type reads as a person."""
     if not document:
         return []
     npc_ids = set(((document.get("stats") or {}).get("npcs") or {}).keys())
     entities = document.get("entities") or {}
-    items = entities.items() if isinstance(entities, Mapping) else ((e.get("id"), e) for e in entities)
+    items = (
+        entities.items() if isinstance(entities, Mapping) else ((e.get("id"), e) for e in entities)
+    )
     found = []
     for entity_id, entity in items:
         if not isinstance(entity, Mapping) or entity_id in (protagonist, None):

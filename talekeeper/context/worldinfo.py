@@ -80,12 +80,16 @@ class Selection:
 
 def roll(seed: str, *salt: object) -> int:
     """0..99 from the turn's seed: the same turn rolls the same, a new turn rolls anew."""
-    digest = hashlib.blake2b(("\x1f".join(map(str, (seed, *salt)))).encode(), digest_size=8).digest()
+    digest = hashlib.blake2b(
+        ("\x1f".join(map(str, (seed, *salt)))).encode(), digest_size=8
+    ).digest()
     return int.from_bytes(digest, "big") % 100
 
 
 def _fraction(seed: str, *salt: object) -> float:
-    digest = hashlib.blake2b(("\x1f".join(map(str, (seed, *salt)))).encode(), digest_size=8).digest()
+    digest = hashlib.blake2b(
+        ("\x1f".join(map(str, (seed, *salt)))).encode(), digest_size=8
+    ).digest()
     return int.from_bytes(digest, "big") / 2**64
 
 
@@ -126,7 +130,9 @@ class CardSet:
 def compile_cards(cards: Sequence[StoryCard]) -> CardSet:
     cards = tuple(cards)
     index_ = _index(cards)
-    active = frozenset(i for i, c in enumerate(cards) if c.enabled and c.entry and not c.entry.isspace())
+    active = frozenset(
+        i for i, c in enumerate(cards) if c.enabled and c.entry and not c.entry.isspace()
+    )
     eager = frozenset(
         i
         for i in active
@@ -150,7 +156,9 @@ _INDEXES: dict[tuple, _Index] = {}
 
 
 def _index(cards: Sequence[StoryCard]) -> _Index:
-    signature = tuple((c.triggers, c.secondary_triggers, c.case_sensitive, c.whole_words) for c in cards)
+    signature = tuple(
+        (c.triggers, c.secondary_triggers, c.case_sensitive, c.whole_words) for c in cards
+    )
     found = _INDEXES.get(signature)
     if found is not None:
         return found
@@ -185,7 +193,9 @@ def _grams_of(text: str) -> frozenset[str]:
     found = _GRAMS.get(text)
     if found is None:
         found = frozenset(text[i : i + 3] for i in range(len(text) - 2))
-        if len(_GRAMS) >= 512:  # the window's texts and fired cards' entries; ~50 KB a 700-character text
+        if (
+            len(_GRAMS) >= 512
+        ):  # the window's texts and fired cards' entries; ~50 KB a 700-character text
             _GRAMS.clear()
         _GRAMS[text] = found
     return found
@@ -244,7 +254,10 @@ class _Scanner:
         found = self._joined.get(depth)
         if found is None:
             chosen = [p for p in self.parts if 0 <= p.age <= depth]
-            found = ("\n\x00".join(p.text for p in chosen), "\n\x00".join(p.lowered for p in chosen))
+            found = (
+                "\n\x00".join(p.text for p in chosen),
+                "\n\x00".join(p.lowered for p in chosen),
+            )
             self._joined[depth] = found
         return found
 
@@ -253,7 +266,9 @@ class _Scanner:
         text, lowered = self.text(depth)
         grams = (self.grams(depth, False), self.grams(depth, True))
         for key in keys:
-            if key.head and (key.head not in grams[key.folded] or key.tail not in grams[key.folded]):
+            if key.head and (
+                key.head not in grams[key.folded] or key.tail not in grams[key.folded]
+            ):
                 continue  # cannot occur (see _could)
             if key.is_regex or self._find(key, text, lowered):  # a regex is run part by part
                 for part in self.parts:
@@ -358,7 +373,9 @@ def select(
 
     for index in sorted(look):
         card = cards[index]
-        d = Decision(index, card.name or f"card {index + 1}", order=card.order, constant=card.constant)
+        d = Decision(
+            index, card.name or f"card {index + 1}", order=card.order, constant=card.constant
+        )
         if turn < card.delay:
             d.stopped, d.why = "delay", f"waits until turn {card.delay} (this is turn {turn})"
             decisions[index] = d
@@ -374,7 +391,11 @@ def select(
                 d.stopped, d.why = "gate", f"sticky, but {why}"
             decisions[index] = d
             continue
-        if last is not None and card.cooldown and last + card.sticky < turn <= last + card.sticky + card.cooldown:
+        if (
+            last is not None
+            and card.cooldown
+            and last + card.sticky < turn <= last + card.sticky + card.cooldown
+        ):
             d.stopped = "cooldown"
             d.why = f"cooling down: fired at turn {last}, can fire again at turn {last + card.sticky + card.cooldown + 1}"
             decisions[index] = d
@@ -426,7 +447,9 @@ def select(
     limit_note = ""
     while pending and source:
         texts = [
-            Part.of(f"card '{d.name}'", cards[d.index].entry, 0) for d in source if not cards[d.index].prevent_recursion
+            Part.of(f"card '{d.name}'", cards[d.index].entry, 0)
+            for d in source
+            if not cards[d.index].prevent_recursion
         ]
         if not texts:
             break
@@ -454,8 +477,13 @@ def select(
             if hit is None:
                 continue
             del pending[index]
-            d = Decision(index, card.name or f"card {index + 1}", order=card.order, constant=card.constant)
-            d.how, d.why = "recursion", f"trigger '{hit[0].text}' in {hit[1]}'s text (recursion level {level})"
+            d = Decision(
+                index, card.name or f"card {index + 1}", order=card.order, constant=card.constant
+            )
+            d.how, d.why = (
+                "recursion",
+                f"trigger '{hit[0].text}' in {hit[1]}'s text (recursion level {level})",
+            )
             ok, why = _secondary(card, secondary, sub.present(secondary, 0))
             decisions[index] = d
             if not ok:
@@ -486,7 +514,9 @@ def _timeout() -> float:
     return REGEX_TIMEOUT
 
 
-def _gates(card: StoryCard, state: Mapping[str, Any] | None, rules: Mapping[str, Any] | None, d: Decision) -> tuple[bool, str]:
+def _gates(
+    card: StoryCard, state: Mapping[str, Any] | None, rules: Mapping[str, Any] | None, d: Decision
+) -> tuple[bool, str]:
     for gate in card.gates:
         held, why = gate_engine.check(gate, state, rules)
         if not held:
@@ -505,7 +535,9 @@ def _rest(card: StoryCard, d: Decision, state: Any, rules: Any, seed: str) -> bo
         rolled = roll(seed, d.index)
         if rolled >= card.probability:
             d.stopped = "chance"
-            d.why += f"; chance {card.probability}%: rolled {rolled} (needs under {card.probability})"
+            d.why += (
+                f"; chance {card.probability}%: rolled {rolled} (needs under {card.probability})"
+            )
             return False
         d.steps.append(f"chance {card.probability}%: rolled {rolled}")
     d.fired = True

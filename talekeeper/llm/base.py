@@ -101,6 +101,7 @@ class Provider(ABC):
     def unsupported_samplers(self, chosen: dict[str, object]) -> list[str]:
         """Which of the samplers set (`GenerationSettings.samplers()`) this provider ignores."""
         return [name for name in SAMPLERS if name in chosen and name not in self.samplers]
+
     supports_chat: bool = True
     supports_completion: bool = True
     supports_schema: bool = False

@@ -112,7 +112,9 @@ class _EmbeddedOpenAI(OpenAIProvider):
 
 class EmbeddedProvider(Provider):
     id = "embedded"
-    samplers = frozenset({"min_p", "top_k", "repetition_penalty", "presence_penalty", "stop", "seed"})
+    samplers = frozenset(
+        {"min_p", "top_k", "repetition_penalty", "presence_penalty", "stop", "seed"}
+    )
     supports_schema = True
     exact_token_count = True
 

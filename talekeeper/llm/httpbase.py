@@ -162,7 +162,9 @@ class HTTPProvider(Provider):
     default_endpoint: str | None = None
 
     @classmethod
-    def from_settings(cls, settings: ModelSettings, transport: httpx.AsyncBaseTransport | None = None):
+    def from_settings(
+        cls, settings: ModelSettings, transport: httpx.AsyncBaseTransport | None = None
+    ):
         endpoint = settings.endpoint or cls.default_endpoint
         if not endpoint:
             raise ValueError(f"the {cls.id} provider needs an endpoint")

@@ -24,7 +24,9 @@ from talekeeper.llm.thinking import ThinkSplitter
 
 class OllamaProvider(HTTPProvider):
     id = "ollama"
-    samplers = frozenset({"min_p", "top_k", "repetition_penalty", "presence_penalty", "stop", "seed"})
+    samplers = frozenset(
+        {"min_p", "top_k", "repetition_penalty", "presence_penalty", "stop", "seed"}
+    )
     kind_label = "Ollama"
     supports_schema = True
 
@@ -45,13 +47,17 @@ class OllamaProvider(HTTPProvider):
     async def _ask_window(self) -> int | None:
         """`POST /api/show`: the model's num_ctx, else Ollama's default (see `llm.window`)."""
         model = await self.model_name()
-        return window.from_ollama_show(await self._try_json("POST", f"{self.endpoint}/api/show", {"model": model}))
+        return window.from_ollama_show(
+            await self._try_json("POST", f"{self.endpoint}/api/show", {"model": model})
+        )
 
     async def embed(self, texts: list[str], model: str | None = None) -> list[list[float]] | None:
         """`POST /api/embed` with the named embedding model (None without one)."""
         if not model or not texts:
             return None
-        body = await self._json("POST", f"{self.endpoint}/api/embed", {"model": model, "input": list(texts)}, model)
+        body = await self._json(
+            "POST", f"{self.endpoint}/api/embed", {"model": model, "input": list(texts)}, model
+        )
         try:
             return [[float(x) for x in row] for row in body["embeddings"]]
         except (ValueError, KeyError, TypeError) as exc:

@@ -55,7 +55,9 @@ def _usage(raw: Any) -> Usage | None:
 
 class OpenAIProvider(HTTPProvider):
     id = "openai"
-    samplers = frozenset({"min_p", "top_k", "repetition_penalty", "presence_penalty", "stop", "seed"})
+    samplers = frozenset(
+        {"min_p", "top_k", "repetition_penalty", "presence_penalty", "stop", "seed"}
+    )
     kind_label = "OpenAI-compatible"
     supports_schema = True
 
@@ -93,20 +95,28 @@ class OpenAIProvider(HTTPProvider):
         found = window.from_llama_props(await self._try_json("GET", f"{root}/props"))
         if found:
             return found
-        found = window.from_openai_models(await self._try_json("GET", f"{self.endpoint}/models"), self.model)
+        found = window.from_openai_models(
+            await self._try_json("GET", f"{self.endpoint}/models"), self.model
+        )
         if found:
             return found
         model = await self.model_name()
-        found = window.from_lmstudio_model(await self._try_json("GET", f"{root}/api/v0/models/{model}"))
+        found = window.from_lmstudio_model(
+            await self._try_json("GET", f"{root}/api/v0/models/{model}")
+        )
         if found:
             return found
-        return window.from_ollama_show(await self._try_json("POST", f"{root}/api/show", {"model": model}))
+        return window.from_ollama_show(
+            await self._try_json("POST", f"{root}/api/show", {"model": model})
+        )
 
     async def embed(self, texts: list[str], model: str | None = None) -> list[list[float]] | None:
         """`POST /v1/embeddings` with the named embedding model (None without one)."""
         if not model or not texts:
             return None
-        body = await self._json("POST", f"{self.endpoint}/embeddings", {"model": model, "input": list(texts)})
+        body = await self._json(
+            "POST", f"{self.endpoint}/embeddings", {"model": model, "input": list(texts)}
+        )
         try:
             rows = sorted(body["data"], key=lambda row: row.get("index", 0))
             return [[float(x) for x in row["embedding"]] for row in rows]

@@ -48,6 +48,7 @@ QUERY_TURNS = 4  # the recent story retrieval compares against: the last 4 turns
 EXCERPT_CHARS = 8000  # the longest block excerpt handed to the summariser
 SUMMARY_MATERIAL_CHARS = 6000
 
+
 def path_ids(session: Session, node_id: int) -> Sequence[int]:
     """Node ids from the root to `node_id`: index i is the node at depth i (kept between
     turns, see `story.paths`)."""
@@ -72,15 +73,25 @@ class SummaryInForce:
 
 
 _SUMMARIES = (  # built once: every turn reads it
-    select(StorySummary.id, StorySummary.node_id, StorySummary.depth, StorySummary.text, StorySummary.source)
-    .where(StorySummary.adventure_id == bindparam("adventure"), StorySummary.depth < bindparam("below"))
+    select(
+        StorySummary.id,
+        StorySummary.node_id,
+        StorySummary.depth,
+        StorySummary.text,
+        StorySummary.source,
+    )
+    .where(
+        StorySummary.adventure_id == bindparam("adventure"), StorySummary.depth < bindparam("below")
+    )
     .order_by(StorySummary.depth.desc(), StorySummary.id.desc())
     .limit(bindparam("page"))
     .offset(bindparam("skip"))
 )
 
 
-def summary_at(session: Session, adventure_id: int, path: Sequence[int], fallback: str) -> SummaryInForce:
+def summary_at(
+    session: Session, adventure_id: int, path: Sequence[int], fallback: str
+) -> SummaryInForce:
     """The newest summary version anchored on `path` (root → node), else the plot's."""
     if path:
         # Newest first, a page at a time: on the played branch the first row is the one,
@@ -88,7 +99,8 @@ def summary_at(session: Session, adventure_id: int, path: Sequence[int], fallbac
         offset, page = 0, 16
         while True:
             rows = session.execute(
-                _SUMMARIES, {"adventure": adventure_id, "below": len(path), "page": page, "skip": offset}
+                _SUMMARIES,
+                {"adventure": adventure_id, "below": len(path), "page": page, "skip": offset},
             ).all()
             for row in rows:
                 if path[row.depth] == row.node_id:
@@ -102,7 +114,13 @@ def summary_at(session: Session, adventure_id: int, path: Sequence[int], fallbac
 
 def set_summary(session: Session, adventure_id: int, head: Node, text_: str) -> StorySummary:
     """The player's edit: a summary version at the head, the base of the next update."""
-    row = StorySummary(adventure_id=adventure_id, node_id=head.id, depth=head.depth, text=text_.strip(), source="player")
+    row = StorySummary(
+        adventure_id=adventure_id,
+        node_id=head.id,
+        depth=head.depth,
+        text=text_.strip(),
+        source="player",
+    )
     session.add(row)
     session.flush()
     return row
@@ -133,11 +151,20 @@ class Retrieval:
         return f"{self.method}, {self.considered} memories on this path considered"
 
 
-def candidates(session: Session, adventure_id: int, path: Sequence[int], with_vectors: bool) -> list[Candidate]:
+def candidates(
+    session: Session, adventure_id: int, path: Sequence[int], with_vectors: bool
+) -> list[Candidate]:
     """Active memories whose node is on `path`."""
     if not path:
         return []
-    columns = [Memory.id, Memory.node_id, Memory.depth, Memory.first_depth, Memory.text, Memory.pinned]
+    columns = [
+        Memory.id,
+        Memory.node_id,
+        Memory.depth,
+        Memory.first_depth,
+        Memory.text,
+        Memory.pinned,
+    ]
     if with_vectors:
         columns += [Memory.embedding, Memory.embedding_model]
     rows = session.execute(
@@ -151,7 +178,11 @@ def candidates(session: Session, adventure_id: int, path: Sequence[int], with_ve
             continue  # on another branch
         found.append(
             Candidate(
-                row.id, row.depth, row.first_depth, row.text, row.pinned,
+                row.id,
+                row.depth,
+                row.first_depth,
+                row.text,
+                row.pinned,
                 row.embedding if with_vectors else None,
                 row.embedding_model if with_vectors else None,
             )
@@ -159,12 +190,16 @@ def candidates(session: Session, adventure_id: int, path: Sequence[int], with_ve
     return found
 
 
-def lexical_on_path(session: Session, adventure_id: int, path: Sequence[int], query: str) -> tuple[list[tuple[Candidate, float]], int]:
+def lexical_on_path(
+    session: Session, adventure_id: int, path: Sequence[int], query: str
+) -> tuple[list[tuple[Candidate, float]], int]:
     """BM25 over the active memories on `path`, from the adventure's kept index (see
     `recall`): pinned ones and those sharing a word with the query, best first; and how
     many were considered."""
     found, considered = recall.ranked_on_path(session, adventure_id, path, query)
-    return [(Candidate(r.id, r.depth, r.first_depth, r.text, r.pinned), s) for r, s in found], considered
+    return [
+        (Candidate(r.id, r.depth, r.first_depth, r.text, r.pinned), s) for r, s in found
+    ], considered
 
 
 def rank_lexical(query: str, pool: Sequence[Candidate]) -> list[tuple[Candidate, float]]:
@@ -172,7 +207,9 @@ def rank_lexical(query: str, pool: Sequence[Candidate]) -> list[tuple[Candidate,
     return sorted(zip(pool, scores, strict=True), key=lambda p: (-p[1], -p[0].depth))
 
 
-def rank_vectors(query_vector: Sequence[float], pool: Sequence[Candidate], model: str) -> list[tuple[Candidate, float]]:
+def rank_vectors(
+    query_vector: Sequence[float], pool: Sequence[Candidate], model: str
+) -> list[tuple[Candidate, float]]:
     usable = [c for c in pool if c.embedding and c.embedding_model == model]
     index = VectorIndex([c.id for c in usable], [c.embedding for c in usable])
     scores = index.scores(query_vector)
@@ -186,7 +223,10 @@ the memories section costs the model server its cached prompt from there on."""
 
 
 def choose(
-    ranked: Sequence[tuple[Candidate, float]], top_k: int, method: str, previous: frozenset[int] = frozenset()
+    ranked: Sequence[tuple[Candidate, float]],
+    top_k: int,
+    method: str,
+    previous: frozenset[int] = frozenset(),
 ) -> list[RetrievedMemory]:
     """Pinned memories always; the best others with a positive score up to top_k in all."""
     pinned = [(c, s) for c, s in ranked if c.pinned]
@@ -200,7 +240,15 @@ def choose(
         if candidate.id in previous and not candidate.pinned:
             why += ", also sent last turn"
         result.append(
-            RetrievedMemory(candidate.id, candidate.text, float(score), candidate.pinned, candidate.depth, why, candidate.first_depth)
+            RetrievedMemory(
+                candidate.id,
+                candidate.text,
+                float(score),
+                candidate.pinned,
+                candidate.depth,
+                why,
+                candidate.first_depth,
+            )
         )
     return result
 
@@ -264,17 +312,25 @@ def due_blocks(
         return []
     known = -1
     with _settled_lock:
-        for found in (_settled.get(key) if key else None, _settled.get(parent_key) if parent_key else None):
+        for found in (
+            _settled.get(key) if key else None,
+            _settled.get(parent_key) if parent_key else None,
+        ):
             if found is not None and found[:2] == (every, settings.memory_start):
                 known = max(known, found[2])
     asked = [end for end in ends if end > known]
-    have = set(
-        session.scalars(
-            select(Memory.node_id).where(
-                Memory.adventure_id == adventure_id, Memory.node_id.in_([path[e] for e in asked])
+    have = (
+        set(
+            session.scalars(
+                select(Memory.node_id).where(
+                    Memory.adventure_id == adventure_id,
+                    Memory.node_id.in_([path[e] for e in asked]),
+                )
             )
         )
-    ) if asked else set()
+        if asked
+        else set()
+    )
     missing = [end for end in asked if path[end] not in have]
     if key is not None:
         settled = max([known, *(end for end in asked if not missing or end < missing[0])])
@@ -286,7 +342,13 @@ def due_blocks(
     return [Block(end - every + 1, end, path[end]) for end in missing]
 
 
-def excerpt(session: Session, path: Sequence[int], first_depth: int, last_depth: int, limit: int = EXCERPT_CHARS) -> str:
+def excerpt(
+    session: Session,
+    path: Sequence[int],
+    first_depth: int,
+    last_depth: int,
+    limit: int = EXCERPT_CHARS,
+) -> str:
     from talekeeper.story.actions import format_action
 
     ids = list(path[first_depth : last_depth + 1])
@@ -307,7 +369,9 @@ def add_memory(
     in another app process on the same PostgreSQL database)."""
     serialize(session, MEMORY_WRITES, adventure_id)
     exists = session.scalar(
-        select(func.count()).select_from(Memory).where(Memory.adventure_id == adventure_id, Memory.node_id == block.node_id)
+        select(func.count())
+        .select_from(Memory)
+        .where(Memory.adventure_id == adventure_id, Memory.node_id == block.node_id)
     )
     if exists:
         return None
@@ -336,14 +400,18 @@ def set_vector(session: Session, memory_id: int, vector: Sequence[float], model:
     )
 
 
-def needing_vectors(session: Session, adventure_id: int, model: str, limit: int = 64) -> list[tuple[int, str]]:
+def needing_vectors(
+    session: Session, adventure_id: int, model: str, limit: int = 64
+) -> list[tuple[int, str]]:
     """Active memories with no vector, or one from another model (re-embedded)."""
     rows = session.execute(
         select(Memory.id, Memory.text)
         .where(
             Memory.adventure_id == adventure_id,
             Memory.status == "active",
-            (Memory.embedding.is_(None)) | (Memory.embedding_model != model) | (Memory.embedding_model.is_(None)),
+            (Memory.embedding.is_(None))
+            | (Memory.embedding_model != model)
+            | (Memory.embedding_model.is_(None)),
         )
         .order_by(Memory.id)
         .limit(limit)
@@ -353,28 +421,44 @@ def needing_vectors(session: Session, adventure_id: int, model: str, limit: int 
 
 def evict_over_capacity(session: Session, adventure_id: int, capacity: int) -> list[int]:
     """Mark the least useful active memories forgotten until `capacity` remain."""
-    active = session.scalar(
-        select(func.count()).select_from(Memory).where(Memory.adventure_id == adventure_id, Memory.status == "active")
-    ) or 0
+    active = (
+        session.scalar(
+            select(func.count())
+            .select_from(Memory)
+            .where(Memory.adventure_id == adventure_id, Memory.status == "active")
+        )
+        or 0
+    )
     excess = active - capacity
     if excess <= 0:
         return []
     ids = list(
         session.scalars(
             select(Memory.id)
-            .where(Memory.adventure_id == adventure_id, Memory.status == "active", Memory.pinned.is_(False))
-            .order_by(Memory.uses, func.coalesce(Memory.last_used_depth, -1), Memory.depth, Memory.id)
+            .where(
+                Memory.adventure_id == adventure_id,
+                Memory.status == "active",
+                Memory.pinned.is_(False),
+            )
+            .order_by(
+                Memory.uses, func.coalesce(Memory.last_used_depth, -1), Memory.depth, Memory.id
+            )
             .limit(excess)
         )
     )
     if ids:
         session.execute(
-            update(Memory).where(Memory.id.in_(ids)).values(status="forgotten").execution_options(synchronize_session=False)
+            update(Memory)
+            .where(Memory.id.in_(ids))
+            .values(status="forgotten")
+            .execution_options(synchronize_session=False)
         )
     return ids
 
 
-def summary_due(path: Sequence[int], current: SummaryInForce, settings: ContextSettings) -> int | None:
+def summary_due(
+    path: Sequence[int], current: SummaryInForce, settings: ContextSettings
+) -> int | None:
     """The depth a new summary should be anchored at, or None when none is due."""
     every = settings.summary_every
     target = ((len(path) - 1) // every) * every
@@ -383,7 +467,9 @@ def summary_due(path: Sequence[int], current: SummaryInForce, settings: ContextS
     return target
 
 
-def summary_material(session: Session, adventure_id: int, path: Sequence[int], after: int, upto: int) -> list[str]:
+def summary_material(
+    session: Session, adventure_id: int, path: Sequence[int], after: int, upto: int
+) -> list[str]:
     """What happened in turns after..upto: the memories of whole blocks, then raw turns."""
     rows = session.execute(
         select(Memory.node_id, Memory.first_depth, Memory.depth, Memory.text)
@@ -406,14 +492,27 @@ def summary_material(session: Session, adventure_id: int, path: Sequence[int], a
     return material
 
 
-def add_summary(session: Session, adventure_id: int, path: Sequence[int], depth: int, text_: str, expected: SummaryInForce) -> bool:
+def add_summary(
+    session: Session,
+    adventure_id: int,
+    path: Sequence[int],
+    depth: int,
+    text_: str,
+    expected: SummaryInForce,
+) -> bool:
     """Write an auto summary at `depth` unless the summary in force there changed since
     it was read (the player edited it meanwhile): their edit is never overwritten."""
     serialize(session, MEMORY_WRITES, adventure_id)
-    now = summary_at(session, adventure_id, path[: depth + 1], expected.text if expected.id is None else "")
+    now = summary_at(
+        session, adventure_id, path[: depth + 1], expected.text if expected.id is None else ""
+    )
     if (now.id, now.text) != (expected.id, expected.text):
         return False
-    session.add(StorySummary(adventure_id=adventure_id, node_id=path[depth], depth=depth, text=text_, source="auto"))
+    session.add(
+        StorySummary(
+            adventure_id=adventure_id, node_id=path[depth], depth=depth, text=text_, source="auto"
+        )
+    )
     return True
 
 

@@ -97,7 +97,11 @@ class Index:
             posting = self.postings.get(word)
             if not posting:
                 continue
-            hits = posting.items() if among is None else [(i, tf) for i, tf in posting.items() if i in pool]
+            hits = (
+                posting.items()
+                if among is None
+                else [(i, tf) for i, tf in posting.items() if i in pool]
+            )
             if not hits:
                 continue
             idf = math.log(1.0 + (n_docs - len(hits) + 0.5) / (len(hits) + 0.5))

@@ -28,9 +28,15 @@ class MemoryNotFound(NotFound):
 class MemoryEdit(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    text: str | None = Field(None, min_length=1, max_length=2000, description="New wording (it is re-embedded).")
-    pinned: bool | None = Field(None, description="Pinned memories are always sent and never forgotten.")
-    forgotten: bool | None = Field(None, description="Mark forgotten (not sent), or false to restore.")
+    text: str | None = Field(
+        None, min_length=1, max_length=2000, description="New wording (it is re-embedded)."
+    )
+    pinned: bool | None = Field(
+        None, description="Pinned memories are always sent and never forgotten."
+    )
+    forgotten: bool | None = Field(
+        None, description="Mark forgotten (not sent), or false to restore."
+    )
 
 
 def used_in_last_prompt(session: Session, head_id: int) -> set[int]:
@@ -39,7 +45,11 @@ def used_in_last_prompt(session: Session, head_id: int) -> set[int]:
         return set()
     for section in row.data.get("sections", []):
         if section.get("n") == "memories":
-            return {int(i["ref"]) for i in section.get("items", []) if i.get("in") and i.get("ref") is not None}
+            return {
+                int(i["ref"])
+                for i in section.get("items", [])
+                if i.get("in") and i.get("ref") is not None
+            }
     return set()
 
 
@@ -49,12 +59,21 @@ def panel(session: Session, adventure: Adventure) -> dict[str, Any]:
     on_path = set(path)
     used = used_in_last_prompt(session, adventure.head_node_id) if adventure.head_node_id else set()
     rows = session.scalars(
-        select(Memory).where(Memory.adventure_id == adventure.id, Memory.status != "deleted").order_by(Memory.depth, Memory.id)
+        select(Memory)
+        .where(Memory.adventure_id == adventure.id, Memory.status != "deleted")
+        .order_by(Memory.depth, Memory.id)
     )
-    memories = [bank.memory_row_view(m, used, m.node_id in on_path) for m in rows if m.node_id in on_path]
-    summary = bank.summary_at(session, adventure.id, path, str((adventure.plot or {}).get("story_summary") or ""))
+    memories = [
+        bank.memory_row_view(m, used, m.node_id in on_path) for m in rows if m.node_id in on_path
+    ]
+    summary = bank.summary_at(
+        session, adventure.id, path, str((adventure.plot or {}).get("story_summary") or "")
+    )
     status = session.get(MemoryStatus, adventure.id)
-    counts = {state: sum(1 for m in memories if m["state"] == state) for state in ("used", "idle", "forgotten")}
+    counts = {
+        state: sum(1 for m in memories if m["state"] == state)
+        for state in ("used", "idle", "forgotten")
+    }
     every, start = settings.memory_every, settings.memory_start
     head_depth = len(path) - 1
     next_at = max(start, (head_depth // every + 1) * every)
@@ -64,7 +83,9 @@ def panel(session: Session, adventure: Adventure) -> dict[str, Any]:
         "counts": counts,
         "summary": {"text": summary.text, "source": summary.label, "turn": summary.depth},
         "enabled": settings.memory_enabled,
-        "retrieval": f"embeddings ({settings.embedding_model})" if settings.embedding_model else "lexical (BM25)",
+        "retrieval": f"embeddings ({settings.embedding_model})"
+        if settings.embedding_model
+        else "lexical (BM25)",
         "top_k": settings.memory_top_k,
         "capacity": settings.memory_capacity,
         "next_memory_at_turn": next_at,
@@ -82,7 +103,9 @@ def _get(session: Session, adventure: Adventure, memory_id: int) -> Memory:
     return row
 
 
-def edit(session: Session, adventure: Adventure, memory_id: int, change: MemoryEdit) -> dict[str, Any]:
+def edit(
+    session: Session, adventure: Adventure, memory_id: int, change: MemoryEdit
+) -> dict[str, Any]:
     row = _get(session, adventure, memory_id)
     if change.text is not None and change.text.strip() != row.text:
         row.text = " ".join(change.text.split())

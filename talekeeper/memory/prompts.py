@@ -40,7 +40,9 @@ def cast_brief(plot: Mapping[str, Any], excerpt: str) -> str:
         if persona.get("description"):
             who += f" {str(persona['description']).strip()}"
         lines.append(who)
-    cards = [c for c in plot.get("story_cards") or [] if str(c.get("type", "")).lower() == "character"]
+    cards = [
+        c for c in plot.get("story_cards") or [] if str(c.get("type", "")).lower() == "character"
+    ]
     window = recent_window([(0, "", excerpt)], "", turns=1)
     matched = [cards[t.index] for t in match_cards(cards, window)]
     others = [c for c in cards if c not in matched]
@@ -73,7 +75,9 @@ def memory_request(plot: Mapping[str, Any], excerpt: str, max_words: int) -> Gen
     )
 
 
-def summary_request(plot: Mapping[str, Any], previous: str, material: Sequence[str]) -> GenerationRequest:
+def summary_request(
+    plot: Mapping[str, Any], previous: str, material: Sequence[str]
+) -> GenerationRequest:
     name = protagonist(plot.get("persona"))
     system = (
         f"{SUMMARY_MARKER} You keep the running summary of an interactive story. Rewrite the "
@@ -84,7 +88,7 @@ def summary_request(plot: Mapping[str, Any], previous: str, material: Sequence[s
     )
     joined = "\n".join(material)
     brief = cast_brief(plot, joined)
-    user = (f"{brief}\n\n" if brief else "")
+    user = f"{brief}\n\n" if brief else ""
     user += f"Summary so far (the player may have edited it; keep their wording where it still holds):\n{previous.strip() or '(none yet)'}"
     user += f"\n\nNew events:\n{joined}\n\nUpdated summary:"
     return GenerationRequest(

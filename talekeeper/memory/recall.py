@@ -104,7 +104,9 @@ def memories(session: Session, adventure_id: int) -> Kept:
         if kept is not None:
             _cache.move_to_end(key)
     if kept is not None and kept.newest is not None:
-        rows = session.execute(_CHANGED, {"adventure": adventure_id, "since": kept.newest - MARGIN}).all()
+        rows = session.execute(
+            _CHANGED, {"adventure": adventure_id, "since": kept.newest - MARGIN}
+        ).all()
         count, newest = rows[0][0], rows[0][1]
         _apply(kept, [r for r in rows if r.id is not None])
         kept.newest = newest

@@ -42,7 +42,11 @@ class VectorIndex:
         keep = [(i, b) for i, b in zip(ids, blobs, strict=True) if b and len(b) // 4 == self.dim]
         self.ids = np.array([i for i, _ in keep], dtype=np.int64)
         self.matrix = (
-            normalise(np.frombuffer(b"".join(b for _, b in keep), dtype="<f4").reshape(len(keep), self.dim).astype(np.float32))
+            normalise(
+                np.frombuffer(b"".join(b for _, b in keep), dtype="<f4")
+                .reshape(len(keep), self.dim)
+                .astype(np.float32)
+            )
             if keep
             else np.zeros((0, self.dim), dtype=np.float32)
         )
@@ -55,15 +59,21 @@ class VectorIndex:
         q = np.asarray(query, dtype=np.float32)
         if q.shape[-1] != self.dim or not len(self.ids):
             return {}
-        sims = np.einsum("ij,j->i", self.matrix, normalise(q))  # not BLAS gemv: its thread pool stalls ~20 ms on 2 cores
+        sims = np.einsum(
+            "ij,j->i", self.matrix, normalise(q)
+        )  # not BLAS gemv: its thread pool stalls ~20 ms on 2 cores
         return dict(zip(self.ids.tolist(), sims.tolist(), strict=True))
 
-    def top_k(self, query: Sequence[float], k: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+    def top_k(
+        self, query: Sequence[float], k: int, allowed: np.ndarray | None = None
+    ) -> list[tuple[int, float]]:
         """The k best (id, score), best first; `allowed` is a boolean mask over the index."""
         q = np.asarray(query, dtype=np.float32)
         if k <= 0 or q.shape[-1] != self.dim or not len(self.ids):
             return []
-        sims = np.einsum("ij,j->i", self.matrix, normalise(q))  # not BLAS gemv: its thread pool stalls ~20 ms on 2 cores
+        sims = np.einsum(
+            "ij,j->i", self.matrix, normalise(q)
+        )  # not BLAS gemv: its thread pool stalls ~20 ms on 2 cores
         if allowed is not None:
             sims = np.where(allowed, sims, -np.inf)
         k = min(k, len(sims))

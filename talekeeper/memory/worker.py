@@ -36,14 +36,18 @@ class MemoryError_(Exception):
     """A summarisation step that produced nothing usable."""
 
 
-async def embed(tk: Talekeeper, texts: Sequence[str], model: str | None) -> list[list[float]] | None:
+async def embed(
+    tk: Talekeeper, texts: Sequence[str], model: str | None
+) -> list[list[float]] | None:
     """Vectors from the configured server's embedding model, or None (use BM25)."""
     if not model or not texts:
         return None
     return await embed_with(tk.provider(), texts, model)
 
 
-async def embed_with(provider: Provider, texts: Sequence[str], model: str | None) -> list[list[float]] | None:
+async def embed_with(
+    provider: Provider, texts: Sequence[str], model: str | None
+) -> list[list[float]] | None:
     """`embed` with a provider already chosen (a turn chooses it once, at its start)."""
     if not model or not texts:
         return None
@@ -74,7 +78,9 @@ async def run_post_turn(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
             blocks = blocks[:MAX_MEMORIES_PER_RUN]
             excerpts = [bank.excerpt(session, path, b.first_depth, b.depth) for b in blocks]
             # whether the summary is due is read here too: most runs have nothing more to read
-            current = bank.summary_at(session, adventure_id, path, str(plot.get("story_summary") or ""))
+            current = bank.summary_at(
+                session, adventure_id, path, str(plot.get("story_summary") or "")
+            )
             return settings, plot, path, blocks, excerpts, current
 
     found = await asyncio.to_thread(read)
@@ -88,9 +94,13 @@ async def run_post_turn(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
     async def summarise(text_: str) -> str:
         request = prompts.memory_request(plot, text_, settings.memory_max_words)
         reply = await provider.complete(request)
-        cleaned = prompts.clean(prompts.unechoed(reply, request, [text_]), settings.memory_max_words)
+        cleaned = prompts.clean(
+            prompts.unechoed(reply, request, [text_]), settings.memory_max_words
+        )
         if not cleaned:
-            raise MemoryError_("the model returned an empty memory (or only repeated its instructions)")
+            raise MemoryError_(
+                "the model returned an empty memory (or only repeated its instructions)"
+            )
         return cleaned
 
     results = await asyncio.gather(*(summarise(e) for e in excerpts), return_exceptions=True)
@@ -118,7 +128,9 @@ async def run_post_turn(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
             request = prompts.summary_request(plot, current.text, material)
             reply = await provider.complete(request)
             story = ["\n".join(material), current.text]
-            text_ = prompts.clean(prompts.unechoed(reply, request, story), prompts.SUMMARY_MAX_WORDS)
+            text_ = prompts.clean(
+                prompts.unechoed(reply, request, story), prompts.SUMMARY_MAX_WORDS
+            )
             if not text_:
                 raise MemoryError_("the model returned an empty summary")
             with tk.db.session() as session:
@@ -131,17 +143,23 @@ async def run_post_turn(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
 
     def finish() -> None:
         with tk.db.session() as session:
-            done["forgotten"] = bank.evict_over_capacity(session, adventure_id, settings.memory_capacity)
+            done["forgotten"] = bank.evict_over_capacity(
+                session, adventure_id, settings.memory_capacity
+            )
             bank.touch_status(session, adventure_id, message)
 
     await asyncio.to_thread(finish)
     if errors:
-        log.warning("memory bank for adventure %s: %s (will retry next turn)", adventure_id, message)
+        log.warning(
+            "memory bank for adventure %s: %s (will retry next turn)", adventure_id, message
+        )
     done["errors"] = [str(e) for e in errors]
     return done
 
 
-async def _embed_pending(tk: Talekeeper, adventure_id: int, settings: ContextSettings, done: dict[str, Any]) -> None:
+async def _embed_pending(
+    tk: Talekeeper, adventure_id: int, settings: ContextSettings, done: dict[str, Any]
+) -> None:
     model = settings.embedding_model
     if not model:
         return

@@ -61,7 +61,9 @@ def start_adventure(
     filled = fill_placeholders(data, given)
     plot = {key: filled.get(key) for key in PLOT_FIELDS if filled.get(key) is not None}
     if persona:  # the player's own character; a field left blank keeps the scenario's
-        chosen = {k: v.strip() for k, v in fill_placeholders(persona, given).items() if v and v.strip()}
+        chosen = {
+            k: v.strip() for k, v in fill_placeholders(persona, given).items() if v and v.strip()
+        }
         plot["persona"] = {**(plot.get("persona") or {}), **chosen}
     raw_rules = filled.get("rules") or None
     if raw_rules and creation_options(raw_rules) is not None:
@@ -74,7 +76,9 @@ def start_adventure(
         raw_rules = merge(raw_rules, made.rules_overlay())
         plot["persona"] = {**(plot.get("persona") or {}), "name": made.name}
     elif character:
-        raise ScenarioError("This scenario has no character creation; start it without a character.")
+        raise ScenarioError(
+            "This scenario has no character creation; start it without a character."
+        )
     try:
         rules = load_rules(raw_rules) if raw_rules else empty_rules()
     except RulesError as exc:
@@ -90,7 +94,9 @@ def start_adventure(
     )
     session.add(adventure)
     session.flush()
-    tree.create_root(session, adventure, filled.get("opening", ""), initial_document(rules).to_json())
+    tree.create_root(
+        session, adventure, filled.get("opening", ""), initial_document(rules).to_json()
+    )
     return adventure
 
 
@@ -109,7 +115,13 @@ def get_turn(session: Session, adventure: Adventure, node_id: int) -> Node:
 
 
 def list_adventures(session: Session) -> list[Adventure]:
-    return list(session.scalars(owner.where_visible(select(Adventure), Adventure).order_by(Adventure.last_played_at.desc())))
+    return list(
+        session.scalars(
+            owner.where_visible(select(Adventure), Adventure).order_by(
+                Adventure.last_played_at.desc()
+            )
+        )
+    )
 
 
 MAX_TITLE = 200
@@ -125,7 +137,9 @@ def rename_adventure(session: Session, adventure: Adventure, title: str) -> Adve
     if not title:
         raise AdventureTitleInvalid("An adventure needs a title; type one, or keep the old one.")
     if len(title) > MAX_TITLE:
-        raise AdventureTitleInvalid(f"A title can be at most {MAX_TITLE} characters (this one has {len(title)}).")
+        raise AdventureTitleInvalid(
+            f"A title can be at most {MAX_TITLE} characters (this one has {len(title)})."
+        )
     adventure.title = title
     return adventure
 
@@ -141,7 +155,9 @@ def delete_adventure(session: Session, adventure: Adventure) -> None:
         Node.__table__.update().where(Node.adventure_id == adventure.id).values(parent_id=None)
     )
     session.execute(delete(Node).where(Node.adventure_id == adventure.id))
-    session.execute(delete(Setting).where(Setting.key == f"adventure_samplers:{adventure.id}"))  # service/samplers
+    session.execute(
+        delete(Setting).where(Setting.key == f"adventure_samplers:{adventure.id}")
+    )  # service/samplers
     session.delete(adventure)
 
 
@@ -153,7 +169,9 @@ def node_view(node: Node) -> dict[str, Any]:
         "kind": node.action_kind,
         "action": node.action_text,
         "action_line": (
-            f"({node.action_text})" if node.action_kind == "correction" else format_action(node.action_kind, node.action_text)
+            f"({node.action_text})"
+            if node.action_kind == "correction"
+            else format_action(node.action_kind, node.action_text)
         ),
         "narration": node.narration,
         "reasoning": node.reasoning,
@@ -248,11 +266,15 @@ def start(
 ) -> dict[str, Any]:
     """A new adventure from a scenario; the story as it opens."""
     with tk.db.session() as session:
-        adventure = start_adventure(session, scenario_id, answers, title, origin_id, persona, character=character)
+        adventure = start_adventure(
+            session, scenario_id, answers, title, origin_id, persona, character=character
+        )
         return story_view(session, adventure)
 
 
-def story(tk: Talekeeper, adventure_id: int, limit: int = PAGE_SIZE, before: int | None = None) -> dict[str, Any]:
+def story(
+    tk: Talekeeper, adventure_id: int, limit: int = PAGE_SIZE, before: int | None = None
+) -> dict[str, Any]:
     with reading(tk, adventure_id) as (session, adventure):
         return story_view(session, adventure, limit=limit, before=before)
 
@@ -260,7 +282,9 @@ def story(tk: Talekeeper, adventure_id: int, limit: int = PAGE_SIZE, before: int
 def play_view(tk: Talekeeper, adventure_id: int) -> tuple[dict[str, Any], list[dict[str, str]]]:
     """The story at the head and the cast the player can Talk to (the play page)."""
     with reading(tk, adventure_id) as (session, adventure):
-        voices = [{"id": m.id, "name": m.name} for m in state_engine.rules_of(adventure).cast.values()]
+        voices = [
+            {"id": m.id, "name": m.name} for m in state_engine.rules_of(adventure).cast.values()
+        ]
         return story_view(session, adventure), voices
 
 
@@ -277,7 +301,10 @@ def latest(tk: Talekeeper) -> dict[str, Any] | None:
         if not rows:
             return None
         view = story_view(session, rows[0], limit=1)
-        return {**adventure_summary(session, rows[0]), "last": view["turns_shown"][-1] if view["turns_shown"] else None}
+        return {
+            **adventure_summary(session, rows[0]),
+            "last": view["turns_shown"][-1] if view["turns_shown"] else None,
+        }
 
 
 def rename(tk: Talekeeper, adventure_id: int, title: str) -> dict[str, Any]:
@@ -309,9 +336,13 @@ def turn(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, Any]:
         return node_view(get_turn(session, adventure, node_id))
 
 
-def character_options(tk: Talekeeper, scenario_id: str, origin_id: str | None = None) -> dict[str, Any]:
+def character_options(
+    tk: Talekeeper, scenario_id: str, origin_id: str | None = None
+) -> dict[str, Any]:
     """What character creation offers in this scenario and origin; `{"creation": None}`
     when the scenario has none."""
     with tk.db.session() as session:
         data = with_origin(get_scenario(session, scenario_id).data, origin_id)
-    return {"creation": creation_options(data.get("rules"), (data.get("origin") or {}).get("build"))}
+    return {
+        "creation": creation_options(data.get("rules"), (data.get("origin") or {}).get("build"))
+    }

@@ -113,7 +113,9 @@ def _timer_lookback(plot: dict[str, Any]) -> int:
     for card in plot.get("story_cards") or []:
         if isinstance(card, dict):
             try:
-                longest = max(longest, int(card.get("sticky") or 0) + int(card.get("cooldown") or 0))
+                longest = max(
+                    longest, int(card.get("sticky") or 0) + int(card.get("cooldown") or 0)
+                )
             except (TypeError, ValueError):
                 continue
     return min(longest + 1, 2000) if longest else 0
@@ -123,11 +125,16 @@ def history_turns(session, path: list[int], limit: int = HISTORY_WINDOW) -> list
     """The last `limit` turns on the path, reading only the columns a prompt needs."""
     ids = path[-limit:]
     rows = session.execute(
-        select(Node.id, Node.depth, Node.action_kind, Node.action_text, Node.narration).where(Node.id.in_(ids))
+        select(Node.id, Node.depth, Node.action_kind, Node.action_text, Node.narration).where(
+            Node.id.in_(ids)
+        )
     )
     by_id = {r.id: r for r in rows}
     return [
-        HistoryTurn(by_id[i].action_kind, by_id[i].action_text, by_id[i].narration, i, by_id[i].depth) for i in ids
+        HistoryTurn(
+            by_id[i].action_kind, by_id[i].action_text, by_id[i].narration, i, by_id[i].depth
+        )
+        for i in ids
     ]
 
 
@@ -158,10 +165,18 @@ async def retrieve(
             vectors = None
         if vectors:
             ranked = bank.rank_vectors(vectors[0], pool, model)
-            return bank.Retrieval(bank.choose(ranked, settings.memory_top_k, "cosine", previous), f"embeddings ({model})", len(pool))
-    ranked, considered = lexical if lexical is not None else (bank.rank_lexical(query, pool), len(pool))
+            return bank.Retrieval(
+                bank.choose(ranked, settings.memory_top_k, "cosine", previous),
+                f"embeddings ({model})",
+                len(pool),
+            )
+    ranked, considered = (
+        lexical if lexical is not None else (bank.rank_lexical(query, pool), len(pool))
+    )
     method = "lexical (BM25)" + ("; the embedding model did not answer" if model else "")
-    return bank.Retrieval(bank.choose(ranked, settings.memory_top_k, "BM25", previous), method, considered)
+    return bank.Retrieval(
+        bank.choose(ranked, settings.memory_top_k, "BM25", previous), method, considered
+    )
 
 
 def last_story_proposal(session, node: Node | None) -> dict[str, Any] | None:
@@ -238,7 +253,9 @@ def load(
         pool = bank.candidates(session, adventure.id, path, with_vectors=True)
     elif settings.memory_top_k > 0:
         lexical = bank.lexical_on_path(session, adventure.id, path, query)
-    head_view = HeadView(head.id, head.depth, head.state, head.proposal, last_story_proposal(session, head))
+    head_view = HeadView(
+        head.id, head.depth, head.state, head.proposal, last_story_proposal(session, head)
+    )
     # (cards with no timers of their own linger `trigger_window_turns`: see prompt.select_cards)
     lookback = max(_timer_lookback(plot), settings.trigger_window_turns + 1)
     recent = insights.records_on(session, path[-lookback:])  # the head's among them (lookback ≥ 1)
@@ -267,9 +284,15 @@ def load(
 def state_sections(state: StateInput, head: HeadView, in_scene_ids: list[str]) -> StateSections:
     from talekeeper.service import state_engine
 
-    document = state.document if state.document is not None else state_engine.document_of(head.state, state.rules)
+    document = (
+        state.document
+        if state.document is not None
+        else state_engine.document_of(head.state, state.rules)
+    )
     proposal = head.story_proposal if state.use_head_proposal else None
-    sections = StateSections(**state_engine.prompt_sections(state.rules, document, proposal, in_scene_ids, state.mode))
+    sections = StateSections(
+        **state_engine.prompt_sections(state.rules, document, proposal, in_scene_ids, state.mode)
+    )
     if not state.proposals:
         return StateSections(stat_guide=sections.stat_guide, current_state=sections.current_state)
     return sections
@@ -281,7 +304,14 @@ async def build(
     """The prompt for `start`'s action: no database, nothing read twice. `chat`: the
     model is set to chat mode (the provider decides whether it can)."""
     budget = await context_budget(provider, start.generation.context_budget)
-    retrieval = await retrieve(provider, list(start.pool), start.query, start.settings, start.previous.memories, start.lexical)
+    retrieval = await retrieve(
+        provider,
+        list(start.pool),
+        start.query,
+        start.settings,
+        start.previous.memories,
+        start.lexical,
+    )
     head = start.head
     inputs = ContextInput(
         plot=start.plot,

@@ -26,10 +26,18 @@ def of_turn(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, Any]:
         node = get_turn(session, adventure, node_id)
         assembly, record = insights.load(session, node)
         depth = node.depth
-        calls = roles.role_calls(session, node_id, adventure_id)  # each other role's prompt (banter)
+        calls = roles.role_calls(
+            session, node_id, adventure_id
+        )  # each other role's prompt (banter)
     request = insights.rebuild_request(assembly, record)
     view = insights.view(assembly, request, record)
-    return {"node_id": node_id, "turn": depth, **view, "role": record.get("role", "narrator"), "calls": calls}
+    return {
+        "node_id": node_id,
+        "turn": depth,
+        **view,
+        "role": record.get("role", "narrator"),
+        "calls": calls,
+    }
 
 
 async def of_next(tk: Talekeeper, adventure_id: int, kind: str, text: str) -> dict[str, Any]:

@@ -18,7 +18,9 @@ MAX_DEPTH = 64
 
 class TooDeep(Invalid):
     def __init__(self, limit: int = MAX_DEPTH):
-        super().__init__(f"The JSON is nested too deeply: at most {limit} levels. Nothing was changed.")
+        super().__init__(
+            f"The JSON is nested too deeply: at most {limit} levels. Nothing was changed."
+        )
 
 
 _SIGNIFICANT = re.compile(rb'["\\\[\]{}]')

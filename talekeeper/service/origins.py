@@ -22,19 +22,34 @@ class OriginNotFound(NotFound):
 class OriginError(Invalid):
     """A bad origin choice or overlay; nothing is started."""
 
-ORIGIN_TEXT_FIELDS = ("opening", "narrator_instructions", "ai_instructions", "plot_essentials", "author_note")
+
+ORIGIN_TEXT_FIELDS = (
+    "opening",
+    "narrator_instructions",
+    "ai_instructions",
+    "plot_essentials",
+    "author_note",
+)
 ORIGIN_SEEDS = ("quests", "items", "facts")
 """References an origin makes into the scenario's libraries, resolved into its rules here."""
 
 
 def origins_of(data: dict[str, Any]) -> list[dict[str, Any]]:
     origins = data.get("origins")
-    return [o for o in origins if isinstance(o, dict) and o.get("id")] if isinstance(origins, list) else []
+    return (
+        [o for o in origins if isinstance(o, dict) and o.get("id")]
+        if isinstance(origins, list)
+        else []
+    )
 
 
 def origin_summaries(data: dict[str, Any]) -> list[dict[str, str]]:
     return [
-        {"id": str(o["id"]), "title": str(o.get("title") or o["id"]), "description": str(o.get("description") or "")}
+        {
+            "id": str(o["id"]),
+            "title": str(o.get("title") or o["id"]),
+            "description": str(o.get("description") or ""),
+        }
         for o in origins_of(data)
     ]
 
@@ -44,9 +59,13 @@ def with_origin(data: dict[str, Any], origin_id: str | None) -> dict[str, Any]:
     origins = origins_of(data)
     if not origins:
         if origin_id:
-            raise OriginNotFound(f"This scenario has no origins, so {origin_id!r} cannot be chosen.")
+            raise OriginNotFound(
+                f"This scenario has no origins, so {origin_id!r} cannot be chosen."
+            )
         return data
-    chosen = origins[0] if not origin_id else next((o for o in origins if o["id"] == origin_id), None)
+    chosen = (
+        origins[0] if not origin_id else next((o for o in origins if o["id"] == origin_id), None)
+    )
     if chosen is None:
         known = ", ".join(str(o["id"]) for o in origins)
         raise OriginNotFound(f"No origin {origin_id!r} in this scenario; choose one of: {known}.")
@@ -68,7 +87,9 @@ def with_origin(data: dict[str, Any], origin_id: str | None) -> dict[str, Any]:
     return result
 
 
-def resolve_seeds(rules: dict[str, Any], origin: dict[str, Any], where: str = "origin") -> dict[str, Any]:
+def resolve_seeds(
+    rules: dict[str, Any], origin: dict[str, Any], where: str = "origin"
+) -> dict[str, Any]:
     """An origin's quests, items and facts, looked up in the scenario's libraries and
     written into its rules: quests open as threads, items become entities held (with
     their quantity) by the player, facts become world-level canon. An id that does not
@@ -80,23 +101,37 @@ def resolve_seeds(rules: dict[str, Any], origin: dict[str, Any], where: str = "o
     for i, quest_id in enumerate(origin.get("quests") or []):
         quest = quests.get(quest_id) if isinstance(quest_id, str) else None
         if quest is None:
-            raise OriginError(f"{where}.quests[{i}]: unknown quest {quest_id!r} in origin {origin.get('id')!r} "
-                              f"(the scenario's quests: {_known(quests)}).")
+            raise OriginError(
+                f"{where}.quests[{i}]: unknown quest {quest_id!r} in origin {origin.get('id')!r} "
+                f"(the scenario's quests: {_known(quests)})."
+            )
         if not any(t.get("id") == quest_id for t in threads):
-            threads.append({"id": quest_id, "title": quest["title"], "kind": "quest",
-                            "objectives": copy.deepcopy(quest.get("objectives", []))})
+            threads.append(
+                {
+                    "id": quest_id,
+                    "title": quest["title"],
+                    "kind": "quest",
+                    "objectives": copy.deepcopy(quest.get("objectives", [])),
+                }
+            )
     entities = rules.setdefault("entities", [])
     possessions = rules.setdefault("possessions", {})
     for i, grant in enumerate(origin.get("items") or []):
         item_id = grant.get("item") if isinstance(grant, dict) else None
         declared = next((e for e in entities if e.get("id") == item_id), None)
         if declared is None and item_id not in items:
-            raise OriginError(f"{where}.items[{i}].item: unknown item {item_id!r} in origin {origin.get('id')!r} "
-                              f"(the scenario's items: {_known(items)}).")
+            raise OriginError(
+                f"{where}.items[{i}].item: unknown item {item_id!r} in origin {origin.get('id')!r} "
+                f"(the scenario's items: {_known(items)})."
+            )
         if declared is None:
             spec = items[item_id]
-            declared = {"id": item_id, "name": spec["name"], "type": "item",
-                        **{k: copy.deepcopy(spec[k]) for k in ("aliases", "description") if k in spec}}
+            declared = {
+                "id": item_id,
+                "name": spec["name"],
+                "type": "item",
+                **{k: copy.deepcopy(spec[k]) for k in ("aliases", "description") if k in spec},
+            }
             entities.append(declared)
         if "qty" in grant:
             declared.setdefault("attributes", {})["quantity"] = grant["qty"]

@@ -40,7 +40,9 @@ class CardNotFound(NotFound):
 class Persona(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field("", max_length=80, description="The protagonist's name; empty turns the persona off.")
+    name: str = Field(
+        "", max_length=80, description="The protagonist's name; empty turns the persona off."
+    )
     pronouns: str = Field("", max_length=40, description="e.g. she/her, he/him, they/them.")
     description: str = Field("", max_length=2000, description="Who they are, in a sentence or two.")
 
@@ -50,11 +52,27 @@ class PlotUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    narrator_instructions: str | None = Field(None, max_length=20000, description="How the narrator writes (sent first, every turn).")
-    ai_instructions: str | None = Field(None, max_length=20000, description="Behavioural guidance for the model (always sent).")
-    plot_essentials: str | None = Field(None, max_length=20000, description="Facts the model must always remember (AI Dungeon's 'Memory').")
-    story_summary: str | None = Field(None, max_length=20000, description="The running summary; your edit is the base of the next automatic update.")
-    author_note: str | None = Field(None, max_length=2000, description="Steering text placed a few lines before the end of history as [Author's note: …].")
+    narrator_instructions: str | None = Field(
+        None, max_length=20000, description="How the narrator writes (sent first, every turn)."
+    )
+    ai_instructions: str | None = Field(
+        None, max_length=20000, description="Behavioural guidance for the model (always sent)."
+    )
+    plot_essentials: str | None = Field(
+        None,
+        max_length=20000,
+        description="Facts the model must always remember (AI Dungeon's 'Memory').",
+    )
+    story_summary: str | None = Field(
+        None,
+        max_length=20000,
+        description="The running summary; your edit is the base of the next automatic update.",
+    )
+    author_note: str | None = Field(
+        None,
+        max_length=2000,
+        description="Steering text placed a few lines before the end of history as [Author's note: …].",
+    )
     persona: Persona | None = None
 
 
@@ -177,7 +195,9 @@ def add_card_to(tk: Talekeeper, adventure_id: int, card: StoryCard) -> dict[str,
         return add_card(adventure, card)
 
 
-def replace_card_in(tk: Talekeeper, adventure_id: int, index: int, card: StoryCard) -> dict[str, Any]:
+def replace_card_in(
+    tk: Talekeeper, adventure_id: int, index: int, card: StoryCard
+) -> dict[str, Any]:
     with writing(tk, adventure_id) as (_session, adventure):
         return replace_card(adventure, index, card)
 

@@ -106,7 +106,9 @@ def adventure_choice(session: Session, adventure_id: int) -> dict[str, Any]:
     return {"preset": choice.get("preset"), "values": dict(choice.get("values") or {})}
 
 
-def set_adventure_choice(session: Session, adventure_id: int, preset: str | None, values: dict[str, Any]) -> dict[str, Any]:
+def set_adventure_choice(
+    session: Session, adventure_id: int, preset: str | None, values: dict[str, Any]
+) -> dict[str, Any]:
     if preset and preset not in presets(session):
         raise SamplersInvalid(f"There is no preset named {preset!r}; save it first.")
     choice = {"preset": preset or None, "values": _clean(values)}
@@ -114,7 +116,9 @@ def set_adventure_choice(session: Session, adventure_id: int, preset: str | None
     return choice
 
 
-def for_adventure(session: Session, adventure_id: int, generation: GenerationSettings) -> dict[str, Any]:
+def for_adventure(
+    session: Session, adventure_id: int, generation: GenerationSettings
+) -> dict[str, Any]:
     """The samplers a turn of this adventure asks for, as `GenerationRequest` fields."""
     choice = adventure_choice(session, adventure_id)
     chosen = {k: getattr(generation, k) for k in FIELDS}

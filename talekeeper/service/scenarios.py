@@ -127,17 +127,46 @@ TEXT_LIMITS = {
     "story_summary": 20000,
     "author_note": 2000,
 }
-SCENARIO_KEYS = ("id", *TEXT_LIMITS, "tags", "placeholders", "persona", "story_cards", "rules", "origins")
-ORIGIN_KEYS = ("id", "title", "description", "opening", "narrator_instructions", "ai_instructions", "plot_essentials",
-               "author_note", "rules", "quests", "items", "facts", "build")
+SCENARIO_KEYS = (
+    "id",
+    *TEXT_LIMITS,
+    "tags",
+    "placeholders",
+    "persona",
+    "story_cards",
+    "rules",
+    "origins",
+)
+ORIGIN_KEYS = (
+    "id",
+    "title",
+    "description",
+    "opening",
+    "narrator_instructions",
+    "ai_instructions",
+    "plot_essentials",
+    "author_note",
+    "rules",
+    "quests",
+    "items",
+    "facts",
+    "build",
+)
 
 
 class ScenarioInvalid(ScenarioError):
     """A scenario document with mistakes; `errors` lists each with its path."""
 
-    def __init__(self, errors: list[str], intro: str = "This scenario has mistakes; nothing was saved."):
+    def __init__(
+        self, errors: list[str], intro: str = "This scenario has mistakes; nothing was saved."
+    ):
         self.errors, self.intro = errors, intro
-        super().__init__(intro + " " + "; ".join(errors[:5]) + (f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""))
+        super().__init__(
+            intro
+            + " "
+            + "; ".join(errors[:5])
+            + (f" (and {len(errors) - 5} more)" if len(errors) > 5 else "")
+        )
 
 
 def check_scenario(data: Any) -> list[str]:
@@ -151,9 +180,15 @@ def check_scenario(data: Any) -> list[str]:
 
     if not isinstance(data, dict):
         return ["(scenario): must be a JSON object"]
-    errors = [f"{key}: unknown field (known: {', '.join(SCENARIO_KEYS)})" for key in data if key not in SCENARIO_KEYS]
+    errors = [
+        f"{key}: unknown field (known: {', '.join(SCENARIO_KEYS)})"
+        for key in data
+        if key not in SCENARIO_KEYS
+    ]
     if not isinstance(data.get("id"), str) or not _ID.match(data["id"]):
-        errors.append("id: must be 1–80 lowercase letters, digits, '-' or '_', starting with a letter or digit")
+        errors.append(
+            "id: must be 1–80 lowercase letters, digits, '-' or '_', starting with a letter or digit"
+        )
     for key, limit in TEXT_LIMITS.items():
         value = data.get(key, "")
         if not isinstance(value, str):
@@ -167,7 +202,11 @@ def check_scenario(data: Any) -> list[str]:
     if isinstance(data.get("opening", ""), str) and not data.get("opening", "").strip():
         errors.append("opening: the story needs an opening — the first thing the player reads")
     tags = data.get("tags", [])
-    if not isinstance(tags, list) or len(tags) > 20 or not all(isinstance(t, str) and 0 < len(t) <= 40 for t in tags):
+    if (
+        not isinstance(tags, list)
+        or len(tags) > 20
+        or not all(isinstance(t, str) and 0 < len(t) <= 40 for t in tags)
+    ):
         errors.append("tags: must be a list of at most 20 short labels")
     declared: set[str] = set()
     placeholders = data.get("placeholders", [])
@@ -179,10 +218,14 @@ def check_scenario(data: Any) -> list[str]:
         if not isinstance(p, dict):
             errors.append(f"{where}: must be an object with key, question and default")
             continue
-        errors += [f"{where}.{k}: unknown field" for k in p if k not in ("key", "question", "default")]
+        errors += [
+            f"{where}.{k}: unknown field" for k in p if k not in ("key", "question", "default")
+        ]
         key = p.get("key")
         if not isinstance(key, str) or not _KEY.match(key):
-            errors.append(f"{where}.key: must be a name like 'name' or 'home_town' (letters, digits, _)")
+            errors.append(
+                f"{where}.key: must be a name like 'name' or 'home_town' (letters, digits, _)"
+            )
         elif key in declared:
             errors.append(f"{where}.key: '{key}' is declared twice")
         else:
@@ -206,15 +249,25 @@ def check_scenario(data: Any) -> list[str]:
         errors.append(f"story_cards: at most {MAX_CARDS} cards")
     rules_raw = data.get("rules") if isinstance(data.get("rules"), dict) else None
     for i, card in enumerate(cards[:MAX_CARDS]):
-        errors += [f"story_cards[{i}]" + ("" if e.startswith((":", "[")) else ".") + e for e in card_errors(card, rules_raw)]
+        errors += [
+            f"story_cards[{i}]" + ("" if e.startswith((":", "[")) else ".") + e
+            for e in card_errors(card, rules_raw)
+        ]
     rules = data.get("rules")
     if rules is not None:
-        errors += [f"rules.{e}" if not e.startswith("(") else f"rules: {e.split(': ', 1)[-1]}" for e in check_rules(rules)]
+        errors += [
+            f"rules.{e}" if not e.startswith("(") else f"rules: {e.split(': ', 1)[-1]}"
+            for e in check_rules(rules)
+        ]
     errors += _origin_errors(data)
     errors += _published_schema_errors(data, errors)
-    used = set(_PLACEHOLDER.findall(json.dumps({k: v for k, v in data.items() if k != "placeholders"})))
+    used = set(
+        _PLACEHOLDER.findall(json.dumps({k: v for k, v in data.items() if k != "placeholders"}))
+    )
     for key in sorted(used - declared):
-        errors.append(f"placeholders: '${{{key}}}' is used but not declared (add a placeholder with key '{key}')")
+        errors.append(
+            f"placeholders: '${{{key}}}' is used but not declared (add a placeholder with key '{key}')"
+        )
     return errors
 
 
@@ -242,9 +295,15 @@ def _origin_errors(data: dict[str, Any]) -> list[str]:
 
     errors: list[str] = []
     seen: set[str] = set()
-    base = set(check_rules(data["rules"])) if isinstance(data.get("rules"), dict) else set()  # reported already
+    base = (
+        set(check_rules(data["rules"])) if isinstance(data.get("rules"), dict) else set()
+    )  # reported already
     scenario_rules = data.get("rules") if isinstance(data.get("rules"), dict) else {}
-    classes = {c.get("id") for c in (scenario_rules.get("character") or {}).get("classes", []) if isinstance(c, dict)}
+    classes = {
+        c.get("id")
+        for c in (scenario_rules.get("character") or {}).get("classes", [])
+        if isinstance(c, dict)
+    }
     for i, origin in enumerate(origins):
         where = f"origins[{i}]"
         if not isinstance(origin, dict):
@@ -262,11 +321,15 @@ def _origin_errors(data: dict[str, Any]) -> list[str]:
             continue
         for j, class_id in enumerate((origin.get("build") or {}).get("classes", [])):
             if class_id not in classes:
-                errors.append(f"{where}.build.classes[{j}]: unknown class {class_id!r} "
-                              f"(rules.character.classes: {', '.join(sorted(map(str, classes))) or 'none declared'})")
+                errors.append(
+                    f"{where}.build.classes[{j}]: unknown class {class_id!r} "
+                    f"(rules.character.classes: {', '.join(sorted(map(str, classes))) or 'none declared'})"
+                )
         if any(key in origin for key in ("rules", "quests", "items", "facts")):
             try:
-                merged = with_origin({k: v for k, v in data.items() if k in ("rules", "origins")}, origin_id).get("rules")
+                merged = with_origin(
+                    {k: v for k, v in data.items() if k in ("rules", "origins")}, origin_id
+                ).get("rules")
             except OriginError as exc:
                 errors.append(str(exc).rstrip("."))
                 continue
@@ -346,7 +409,9 @@ def _store(session: Session, data: dict[str, Any], row: Scenario | None = None) 
 def _own(session: Session, scenario_id: str) -> Scenario:
     row = get_scenario(session, scenario_id)
     if row.builtin:
-        raise ScenarioError("Built-in scenarios are read-only. Duplicate it to make your own copy, and edit that.")
+        raise ScenarioError(
+            "Built-in scenarios are read-only. Duplicate it to make your own copy, and edit that."
+        )
     return row
 
 
@@ -398,7 +463,9 @@ def update_scenario(session: Session, scenario_id: str, data: dict[str, Any]) ->
         raise ScenarioInvalid(["(scenario): must be a JSON object"])
     name = name_of(row.id)  # the document's id; the stored one may carry the owner mark
     if data.get("id", name) not in (name, row.id):
-        raise ScenarioInvalid([f"id: a scenario's id cannot change (it is '{name}'); duplicate it for a new one"])
+        raise ScenarioInvalid(
+            [f"id: a scenario's id cannot change (it is '{name}'); duplicate it for a new one"]
+        )
     return _store(session, {**data, "id": name}, row)
 
 
@@ -415,7 +482,9 @@ def delete_scenario(session: Session, scenario_id: str) -> None:
     from talekeeper.store.models import Adventure
 
     row = _own(session, scenario_id)
-    session.execute(Adventure.__table__.update().where(Adventure.scenario_id == row.id).values(scenario_id=None))
+    session.execute(
+        Adventure.__table__.update().where(Adventure.scenario_id == row.id).values(scenario_id=None)
+    )
     session.delete(row)
 
 
@@ -451,17 +520,24 @@ def import_scenario(session: Session, raw: bytes) -> tuple[Scenario, list[str]]:
         ) from None
     if isinstance(data, dict) and "scenario" in data and "format" in data:
         if data.get("format") != EXPORT_FORMAT:
-            raise ScenarioError(f"That file is a {data.get('format')!r} export, not a scenario. Nothing was imported.")
+            raise ScenarioError(
+                f"That file is a {data.get('format')!r} export, not a scenario. Nothing was imported."
+            )
         data = data["scenario"]
     if not isinstance(data, dict):
-        raise ScenarioInvalid(["(scenario): must be a JSON object"], "That file is not a scenario; nothing was imported.")
+        raise ScenarioInvalid(
+            ["(scenario): must be a JSON object"],
+            "That file is not a scenario; nothing was imported.",
+        )
     notes = []
     wanted = data.get("id") if isinstance(data.get("id"), str) and _ID.match(data["id"]) else None
     if wanted is None:
         wanted = free_id(session, str(data.get("title") or "imported"))
     elif _taken(session, wanted):
         fresh = free_id(session, wanted)
-        notes.append(f"A scenario with id '{wanted}' already exists, so this one was imported as '{fresh}'.")
+        notes.append(
+            f"A scenario with id '{wanted}' already exists, so this one was imported as '{fresh}'."
+        )
         wanted = fresh
     elif len(wanted) > _room():
         fresh = free_id(session, wanted)
@@ -490,9 +566,15 @@ def creation_offer(data: dict[str, Any]) -> dict[str, Any] | None:
     if options is None:
         return None
     origins = origin_summaries(data)
-    builds = {o["id"]: (o.get("build") or {}).get("classes") for o in data.get("origins", []) if isinstance(o, dict)}
+    builds = {
+        o["id"]: (o.get("build") or {}).get("classes")
+        for o in data.get("origins", [])
+        if isinstance(o, dict)
+    }
     for klass in options["classes"]:
-        allowed = [o["title"] for o in origins if not builds.get(o["id"]) or klass["id"] in builds[o["id"]]]
+        allowed = [
+            o["title"] for o in origins if not builds.get(o["id"]) or klass["id"] in builds[o["id"]]
+        ]
         klass["origins"] = allowed if len(allowed) < len(origins) else []
     return options
 
@@ -502,7 +584,11 @@ def summaries(tk: Talekeeper) -> list[dict[str, Any]]:
     start form)."""
     with tk.db.session() as session:
         return [
-            {**scenario_summary(s), "persona": s.data.get("persona") or {}, "creation": creation_offer(s.data)}
+            {
+                **scenario_summary(s),
+                "persona": s.data.get("persona") or {},
+                "creation": creation_offer(s.data),
+            }
             for s in list_scenarios(session)
         ]
 
@@ -521,7 +607,9 @@ def create(tk: Talekeeper, data: dict[str, Any]) -> dict[str, Any]:
 def create_titled(tk: Talekeeper, title: str) -> dict[str, Any]:
     """A new, nearly empty scenario named `title`, with an id made from it."""
     with tk.db.session() as session:
-        return scenario_view(create_scenario(session, new_scenario(title[:200], free_id(session, title))))
+        return scenario_view(
+            create_scenario(session, new_scenario(title[:200], free_id(session, title)))
+        )
 
 
 def update(tk: Talekeeper, scenario_id: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -557,7 +645,11 @@ def library(tk: Talekeeper) -> list[dict[str, Any]]:
     """Every scenario with how many story cards it has and whether it has rules (the list page)."""
     with tk.db.session() as session:
         return [
-            {**scenario_summary(s), "cards": len(s.data.get("story_cards") or []), "has_rules": bool(s.data.get("rules"))}
+            {
+                **scenario_summary(s),
+                "cards": len(s.data.get("story_cards") or []),
+                "has_rules": bool(s.data.get("rules")),
+            }
             for s in list_scenarios(session)
         ]
 

@@ -52,7 +52,12 @@ def search_story(tk: Talekeeper, adventure_id: int, query: str) -> dict[str, Any
         raise SearchInvalid(f"Search for at most {MAX_QUERY} characters.")
     with tk.db.session() as session:
         adventure = get_adventure(session, adventure_id)
-        result: dict[str, Any] = {"query": query, "matches": [], "more": False, "title": adventure.title}
+        result: dict[str, Any] = {
+            "query": query,
+            "matches": [],
+            "more": False,
+            "title": adventure.title,
+        }
         if not query:
             return result
         ids = tree.path_ids(session, tree.head(session, adventure))
@@ -60,9 +65,14 @@ def search_story(tk: Talekeeper, adventure_id: int, query: str) -> dict[str, Any
         rows = []
         for i in range(0, len(ids), _CHUNK):
             rows += session.execute(
-                select(Node.id, Node.depth, Node.action_kind, Node.action_text, Node.narration).where(
+                select(
+                    Node.id, Node.depth, Node.action_kind, Node.action_text, Node.narration
+                ).where(
                     Node.id.in_(ids[i : i + _CHUNK]),
-                    or_(Node.narration.ilike(pattern, escape="\\"), Node.action_text.ilike(pattern, escape="\\")),
+                    or_(
+                        Node.narration.ilike(pattern, escape="\\"),
+                        Node.action_text.ilike(pattern, escape="\\"),
+                    ),
                 )
             ).all()
         rows.sort(key=lambda r: r.depth)

@@ -37,16 +37,47 @@ ALLOW_REMOTE_ENV = "TALEKEEPER_ALLOW_REMOTE_ENDPOINT"
 class GenerationSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_tokens: int = Field(220, ge=16, le=4096, description="Longest narration per turn, in tokens.")
+    max_tokens: int = Field(
+        220, ge=16, le=4096, description="Longest narration per turn, in tokens."
+    )
     temperature: float = Field(0.8, ge=0.0, le=2.0, description="Higher is more surprising.")
     top_p: float = Field(0.95, gt=0.0, le=1.0, description="Nucleus sampling cut-off.")
     # More samplers, each left to the model server when empty (see llm/base.SAMPLERS).
-    min_p: float | None = Field(None, ge=0.0, le=1.0, description="Drop tokens less likely than this share of the likeliest. Empty: the server's default.")
-    top_k: int | None = Field(None, ge=1, le=1000, description="Consider only this many likeliest tokens. Empty: the server's default.")
-    repetition_penalty: float | None = Field(None, ge=0.5, le=2.0, description="Above 1 discourages repeating recent text. Empty: the server's default.")
-    presence_penalty: float | None = Field(None, ge=-2.0, le=2.0, description="Above 0 nudges towards new topics. Empty: the server's default.")
-    stop: str = Field("", max_length=400, description="Text that ends the narration at once, several separated by | (e.g. “\n> |###”).")
-    seed: int | None = Field(None, ge=0, le=2**31 - 1, description="The same seed and prompt give the same narration, where the server supports it. Empty: random.")
+    min_p: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="Drop tokens less likely than this share of the likeliest. Empty: the server's default.",
+    )
+    top_k: int | None = Field(
+        None,
+        ge=1,
+        le=1000,
+        description="Consider only this many likeliest tokens. Empty: the server's default.",
+    )
+    repetition_penalty: float | None = Field(
+        None,
+        ge=0.5,
+        le=2.0,
+        description="Above 1 discourages repeating recent text. Empty: the server's default.",
+    )
+    presence_penalty: float | None = Field(
+        None,
+        ge=-2.0,
+        le=2.0,
+        description="Above 0 nudges towards new topics. Empty: the server's default.",
+    )
+    stop: str = Field(
+        "",
+        max_length=400,
+        description="Text that ends the narration at once, several separated by | (e.g. “\n> |###”).",
+    )
+    seed: int | None = Field(
+        None,
+        ge=0,
+        le=2**31 - 1,
+        description="The same seed and prompt give the same narration, where the server supports it. Empty: random.",
+    )
     context_budget: int | None = Field(
         None,
         ge=512,
@@ -66,8 +97,9 @@ class GenerationSettings(BaseModel):
         ),
     )
 
-
-    @field_validator("min_p", "top_k", "repetition_penalty", "presence_penalty", "seed", mode="before")
+    @field_validator(
+        "min_p", "top_k", "repetition_penalty", "presence_penalty", "seed", mode="before"
+    )
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
         """A cleared form field means "the server's default", not zero."""
@@ -176,7 +208,11 @@ def stored_settings(session: Session) -> dict[str, Any]:
 
 def overridden_fields(flag_overrides: dict[str, Any] | None = None) -> dict[str, str]:
     """Which model fields are fixed by the environment or flags for this run, and by what."""
-    result = {field: f"environment variable {var}" for var, field in ENV_OVERRIDES.items() if os.environ.get(var)}
+    result = {
+        field: f"environment variable {var}"
+        for var, field in ENV_OVERRIDES.items()
+        if os.environ.get(var)
+    }
     for key, value in (flag_overrides or {}).items():
         if value is not None:
             result[key] = "a command-line flag"
@@ -204,7 +240,9 @@ def update_settings(session: Session, update: SettingsUpdate) -> dict[str, Any]:
     new_generation = None
     if update.generation is not None:
         try:
-            generation = GenerationSettings(**{**_stored(session, "generation"), **update.generation})
+            generation = GenerationSettings(
+                **{**_stored(session, "generation"), **update.generation}
+            )
         except ValidationError as exc:
             raise SettingsError(_validation_message(exc, "generation")) from exc
         new_generation = generation.model_dump()
@@ -248,7 +286,9 @@ def settings_view(tk: Talekeeper) -> dict[str, Any]:
     }
 
 
-def save(tk: Talekeeper, update: SettingsUpdate, context: dict[str, Any] | None = None) -> dict[str, Any]:
+def save(
+    tk: Talekeeper, update: SettingsUpdate, context: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Store model and generation settings (and context settings when given): all or nothing."""
     with tk.db.session() as session:
         result = update_settings(session, update)
@@ -268,5 +308,7 @@ def save_context_settings(tk: Talekeeper, values: dict[str, Any]) -> ContextSett
         with tk.db.session() as session:
             return update_context_settings(session, values)
     except ValidationError as exc:
-        detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        detail = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
         raise SettingsError(detail) from exc

@@ -54,14 +54,19 @@ class ProposalRecord(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    source: str | None = Field(None, description="Who proposed it: `model`, `player` or `player_edit`.")
+    source: str | None = Field(
+        None, description="Who proposed it: `model`, `player` or `player_edit`."
+    )
     raw: str | None = Field(None, description="The state block as the model wrote it.")
-    parse_error: str | None = Field(None, description="Why the block could not be read, if it could not.")
+    parse_error: str | None = Field(
+        None, description="Why the block could not be read, if it could not."
+    )
     events: list[Any] | None = Field(None, description="The proposed events, as written.")
     report: dict[str, Any] | None = Field(None, description="The validator's verdicts (a Report).")
     edited_from: int | None = Field(None, description="The take an edit was made from.")
     kept_changes_of: int | None = Field(
-        None, description="An edit without a state block: the take whose changes it kept (re-checked)."
+        None,
+        description="An edit without a state block: the take whose changes it kept (re-checked).",
     )
     dropped: list[dict[str, Any]] | None = Field(
         None, description="Notes left out, and why: they restated the narration or wrote ids."
@@ -146,7 +151,10 @@ def prompt_sections(
         "event_vocabulary": vocabulary,
         "stat_guide": stat_guide(rules) or None,
         "current_state": state_for_prompt(document, rules, in_scene_ids),
-        "refusals": refusals_for_prompt(report, unreadable=ProposalRecord.of(head_proposal).parse_error) or None,
+        "refusals": refusals_for_prompt(
+            report, unreadable=ProposalRecord.of(head_proposal).parse_error
+        )
+        or None,
         "emit_reminder": emit_instructions(),
     }
 
@@ -166,7 +174,11 @@ class Settled:
 
 
 def settle_reply(
-    reply: str, before: Document, rules: Rules, turn: int, unechoed: Callable[[str], str] | None = None
+    reply: str,
+    before: Document,
+    rules: Rules,
+    turn: int,
+    unechoed: Callable[[str], str] | None = None,
 ) -> Settled:
     """Steps 5–6 of a turn: extract the prose, validate and apply the proposed events.
 
@@ -206,7 +218,11 @@ def without_empty_notes(
         return proposal, []
     kept, dropped = [], []
     for event in events:
-        text = event.get("text") if isinstance(event, dict) and event.get("type") == "note_event" else None
+        text = (
+            event.get("text")
+            if isinstance(event, dict) and event.get("type") == "note_event"
+            else None
+        )
         why = None
         if isinstance(text, str):
             if echo.has_protocol(text, before.entities):
@@ -220,14 +236,18 @@ def without_empty_notes(
     return ({**proposal, "events": kept}, dropped) if dropped else (proposal, [])
 
 
-def correct(before: Document, events: list[Any], rules: Rules, turn: int) -> tuple[dict[str, Any], dict[str, Any], Report]:
+def correct(
+    before: Document, events: list[Any], rules: Rules, turn: int
+) -> tuple[dict[str, Any], dict[str, Any], Report]:
     """The player's correction: the same validator, recorded as the player's."""
     after, report = apply_proposal(before, {"events": events}, rules, turn, authority="player")
     record = ProposalRecord(source="player", events=events, report=report.to_json())
     return after.to_json(), record.to_json(), report
 
 
-def rederive_for_edit(parent: Node, original: Node, narration: str, rules: Rules) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def rederive_for_edit(
+    parent: Node, original: Node, narration: str, rules: Rules
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """An edited narration's take: the parent's state plus what the edited text implies.
 
     A state block written into the edited text is what it implies; without one, the
@@ -247,7 +267,9 @@ def rederive_for_edit(parent: Node, original: Node, narration: str, rules: Rules
         if not (isinstance(e, dict) and e.get("type") == "note_event")
     ]
     after, report = apply_proposal(before, {"events": events}, rules, original.depth)
-    after = record_event(after, event_line(report if events else None, extraction.prose), original.depth)
+    after = record_event(
+        after, event_line(report if events else None, extraction.prose), original.depth
+    )
     record = ProposalRecord(
         source="player_edit",
         edited_from=original.id,
@@ -349,7 +371,12 @@ def state_view(document: Document, rules: Rules) -> dict[str, Any]:
         "scene": document.scene.model_dump(mode="json"),
         "entities": by_type,
         "possessions": [
-            {"item": item, "item_name": _name(entities, item), "holder": holder, "holder_name": _name(entities, holder)}
+            {
+                "item": item,
+                "item_name": _name(entities, item),
+                "holder": holder,
+                "holder_name": _name(entities, holder),
+            }
             for item, holder in document.possessions.items()
         ],
         "facts": [f.model_dump(mode="json") for f in document.facts],
@@ -357,11 +384,19 @@ def state_view(document: Document, rules: Rules) -> dict[str, Any]:
         "threads": [t.model_dump(mode="json") for t in document.threads.values()],
         "stats": stat_views(document, rules),
         "flags": [
-            {"name": name, "value": value, "desc": rules.flags[name].desc if name in rules.flags else ""}
+            {
+                "name": name,
+                "value": value,
+                "desc": rules.flags[name].desc if name in rules.flags else "",
+            }
             for name, value in document.flags.items()
         ],
         "milestones": [
-            {"id": mid, "reached_at": turn, "desc": rules.milestones[mid].desc if mid in rules.milestones else ""}
+            {
+                "id": mid,
+                "reached_at": turn,
+                "desc": rules.milestones[mid].desc if mid in rules.milestones else "",
+            }
             for mid, turn in document.milestones.items()
         ],
         "recent_events": [e.model_dump(mode="json") for e in document.recent_events],

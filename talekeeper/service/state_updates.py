@@ -34,13 +34,18 @@ QUESTION = (
     "below. If nothing changed, give an empty list.]"
 )
 
+
 def state_mode(setting: str, provider: Provider) -> StateMode:
     """'auto' made concrete for this provider (see the module docstring)."""
     if setting in ("inline", "structured", "off"):
         if setting == "structured" and not provider.supports_schema:
             return "inline"
         return setting  # type: ignore[return-value]
-    return "structured" if provider.id in STRUCTURED_BY_DEFAULT and provider.supports_schema else "inline"
+    return (
+        "structured"
+        if provider.id in STRUCTURED_BY_DEFAULT and provider.supports_schema
+        else "inline"
+    )
 
 
 def structured_request(
@@ -60,7 +65,12 @@ def structured_request(
     """
     question = QUESTION + "\n" + state_for_prompt(document, rules, in_scene_ids)
     schema = proposal_schema(document, rules, max_events=MAX_STRUCTURED_EVENTS)
-    common = {"json_schema": schema, "max_tokens": MAX_STRUCTURED_TOKENS, "temperature": temperature, "stop": []}
+    common = {
+        "json_schema": schema,
+        "max_tokens": MAX_STRUCTURED_TOKENS,
+        "temperature": temperature,
+        "stop": [],
+    }
     if narrator.mode == "chat":
         messages = [
             *narrator.messages,

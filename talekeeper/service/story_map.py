@@ -37,7 +37,9 @@ def line_tree(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
 
     walk(None, 0)
     seen = {line["id"] for line in ordered}
-    ordered += [{**line, "level": 0, "parent_line": None} for line in lines if line["id"] not in seen]  # never lose one
+    ordered += [
+        {**line, "level": 0, "parent_line": None} for line in lines if line["id"] not in seen
+    ]  # never lose one
     names = {line["id"]: line["name"] for line in lines}
     for line in ordered:
         line["parent_name"] = names.get(line["parent_line"]) if line["parent_line"] else None
@@ -52,7 +54,10 @@ LEFT, WIDTH = 12, 320
 
 
 def drawing(
-    lines: list[dict[str, Any]], longest: int, head_depth: int | None, save_points: list[dict[str, Any]]
+    lines: list[dict[str, Any]],
+    longest: int,
+    head_depth: int | None,
+    save_points: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """Coordinates for the story map's picture (the template only draws them): x is the
     turn, y the line's row in tree order. Pure, so a test can read the geometry."""

@@ -33,7 +33,9 @@ class SavePointNotFound(AdventureNotFound):
     pass
 
 
-def _move(tk: Talekeeper, adventure_id: int, move: Callable[[Session, Adventure], Any]) -> dict[str, Any]:
+def _move(
+    tk: Talekeeper, adventure_id: int, move: Callable[[Session, Adventure], Any]
+) -> dict[str, Any]:
     with writing(tk, adventure_id) as (session, adventure):
         move(session, adventure)
         return story_view(session, adventure)
@@ -59,13 +61,19 @@ def current_state(tk: Talekeeper, adventure_id: int) -> dict[str, Any] | None:
 # --- takes -----------------------------------------------------------------------------
 
 
-def retry(tk: Talekeeper, adventure_id: int, node_id: int | None = None) -> AsyncIterator[TurnEvent]:
+def retry(
+    tk: Talekeeper, adventure_id: int, node_id: int | None = None
+) -> AsyncIterator[TurnEvent]:
     """A new take of the head's turn (or of turn `node_id`): same action, new narration.
 
     Refusals (no such turn, the opening) raise here; busy is refused by the pipeline.
     """
     with reading(tk, adventure_id) as (session, adventure):
-        node = tree.head(session, adventure) if node_id is None else get_turn(session, adventure, node_id)
+        node = (
+            tree.head(session, adventure)
+            if node_id is None
+            else get_turn(session, adventure, node_id)
+        )
         tree.parent_for_take(session, node)
         kind, text, take_of = node.action_kind, node.action_text, node.id
     return play_turn(tk, adventure_id, kind, text, take_of=take_of)
@@ -78,7 +86,9 @@ def edit_action(
     return play_turn(tk, adventure_id, kind, text, take_of=node_id)
 
 
-def edit_narration(tk: Talekeeper, adventure_id: int, node_id: int, narration: str) -> dict[str, Any]:
+def edit_narration(
+    tk: Talekeeper, adventure_id: int, node_id: int, narration: str
+) -> dict[str, Any]:
     """A new take of turn `node_id` carrying the player's text; the original is kept.
 
     No model is called. The state is re-derived from the parent's snapshot plus what the
@@ -88,16 +98,22 @@ def edit_narration(tk: Talekeeper, adventure_id: int, node_id: int, narration: s
     """
     narration = clean_narration(narration or "")
     if not narration:
-        raise tree.TreeError("The edited narration is empty. Write something, or keep the original.")
+        raise tree.TreeError(
+            "The edited narration is empty. Write something, or keep the original."
+        )
     if len(narration) > MAX_NARRATION_CHARS:
-        raise tree.TreeError(f"The narration is too long (at most {MAX_NARRATION_CHARS} characters).")
+        raise tree.TreeError(
+            f"The narration is too long (at most {MAX_NARRATION_CHARS} characters)."
+        )
     with writing(tk, adventure_id) as (session, adventure):
         original = get_turn(session, adventure, node_id)
         if original.parent_id is None:  # the opening: rewritten in place, before any turn
             tree.rewrite_opening(session, adventure, original, narration)
             return story_view(session, adventure)
         parent = tree.parent_for_take(session, original)
-        prose, state, proposal = state_engine.rederive_for_edit(parent, original, narration, state_engine.rules_of(adventure))
+        prose, state, proposal = state_engine.rederive_for_edit(
+            parent, original, narration, state_engine.rules_of(adventure)
+        )
         tree.append_child(
             session,
             adventure,
@@ -196,7 +212,9 @@ def list_lines(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
         }
 
 
-def rename_line(tk: Talekeeper, adventure_id: int, leaf_id: int, name: str | None) -> dict[str, Any]:
+def rename_line(
+    tk: Talekeeper, adventure_id: int, leaf_id: int, name: str | None
+) -> dict[str, Any]:
     with writing(tk, adventure_id) as (session, adventure):
         leaf = branches.rename(session, adventure, get_turn(session, adventure, leaf_id), name)
         return {"id": leaf.id, "name": leaf.branch_name}
@@ -250,14 +268,18 @@ def list_save_points(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
     with reading(tk, adventure_id) as (session, adventure):
         head = tree.head(session, adventure)
         return {
-            "save_points": [save_point_view(sp) for sp in savepoints.list_save_points(session, adventure)],
+            "save_points": [
+                save_point_view(sp) for sp in savepoints.list_save_points(session, adventure)
+            ],
             "head_id": head.id,
             "can_undo": tree.can_undo(head),
             "can_redo": tree.can_redo(head),
         }
 
 
-def create_save_point(tk: Talekeeper, adventure_id: int, name: str, note: str = "") -> dict[str, Any]:
+def create_save_point(
+    tk: Talekeeper, adventure_id: int, name: str, note: str = ""
+) -> dict[str, Any]:
     """Save the moment being read (after Undo, that earlier moment)."""
     with writing(tk, adventure_id) as (session, adventure):
         sp = savepoints.create(session, adventure, name, note)
@@ -265,7 +287,11 @@ def create_save_point(tk: Talekeeper, adventure_id: int, name: str, note: str = 
 
 
 def rename_save_point(
-    tk: Talekeeper, adventure_id: int, save_point_id: int, name: str | None = None, note: str | None = None
+    tk: Talekeeper,
+    adventure_id: int,
+    save_point_id: int,
+    name: str | None = None,
+    note: str | None = None,
 ) -> dict[str, Any]:
     with writing(tk, adventure_id) as (session, adventure):
         savepoints.rename(_save_point(session, adventure, save_point_id), name, note)
@@ -282,4 +308,3 @@ def restore_save_point(tk: Talekeeper, adventure_id: int, save_point_id: int) ->
     with writing(tk, adventure_id) as (session, adventure):
         savepoints.restore(session, adventure, _save_point(session, adventure, save_point_id))
         return story_view(session, adventure)
-

@@ -301,14 +301,16 @@ def kept_prose(guard: ProseGuard, reply: Reply, prose: str) -> str:
     return kept
 
 
-def validate_and_apply(
-    start: TurnStart, guard: ProseGuard, reply: Reply
-) -> state_engine.Settled:
+def validate_and_apply(start: TurnStart, guard: ProseGuard, reply: Reply) -> state_engine.Settled:
     """Step 6: the prose without its echoes, and the proposal checked against the rules and
     applied to the start's state."""
 
     settled = state_engine.settle_reply(
-        reply.raw, start.before, start.rules, start.turn_number, lambda prose: kept_prose(guard, reply, prose)
+        reply.raw,
+        start.before,
+        start.rules,
+        start.turn_number,
+        lambda prose: kept_prose(guard, reply, prose),
     )
     if reply.state_error:
         settled.proposal["parse_error"] = reply.state_error
@@ -402,8 +404,13 @@ def commit(
 # The adventure and one node in one statement: its head (step 2), or the parent the new
 # turn goes below (step 7, whose snapshot, plot and rules were read in step 2 already).
 # Built once: a turn runs each, and making them cost more than running them.
-_SAME_ADVENTURE = (Adventure.id == bindparam("adventure"), Node.adventure_id == bindparam("adventure"))
-_WITH_HEAD = select(Adventure, Node).join(Node, Node.id == Adventure.head_node_id).where(*_SAME_ADVENTURE)
+_SAME_ADVENTURE = (
+    Adventure.id == bindparam("adventure"),
+    Node.adventure_id == bindparam("adventure"),
+)
+_WITH_HEAD = (
+    select(Adventure, Node).join(Node, Node.id == Adventure.head_node_id).where(*_SAME_ADVENTURE)
+)
 _WITH_PARENT = (
     select(Adventure, Node)
     .join(Node, Node.id == bindparam("node"))

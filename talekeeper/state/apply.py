@@ -56,15 +56,29 @@ def apply_proposal(
         verdict = validate_event(work, event, ctx)
         if verdict.change is not None:
             execute(work, verdict.change, ctx)
-        kind = event.get("type") if isinstance(event, dict) and isinstance(event.get("type"), str) else None
+        kind = (
+            event.get("type")
+            if isinstance(event, dict) and isinstance(event.get("type"), str)
+            else None
+        )
         outcomes.append(_outcome(index, kind, verdict, event))
     return work, Report(turn=turn, authority=authority, outcomes=tuple(outcomes))
 
 
 def _outcome(index: int | None, kind: str | None, verdict: Verdict, event: Any = None) -> Outcome:
-    return Outcome(index=index, type=kind, status=verdict.status, layer=verdict.layer, target=verdict.target,
-                   before=verdict.before, after=verdict.after, reason=verdict.reason,
-                   correction=verdict.correction, hidden=verdict.hidden, event=event)
+    return Outcome(
+        index=index,
+        type=kind,
+        status=verdict.status,
+        layer=verdict.layer,
+        target=verdict.target,
+        before=verdict.before,
+        after=verdict.after,
+        reason=verdict.reason,
+        correction=verdict.correction,
+        hidden=verdict.hidden,
+        event=event,
+    )
 
 
 def execute(doc: Document, change: dict[str, Any], ctx: Context) -> None:
@@ -89,25 +103,51 @@ def execute(doc: Document, change: dict[str, Any], ctx: Context) -> None:
     elif op == "clear_possession":
         doc.possessions.pop(change["item"], None)
     elif op == "add_fact":
-        doc.facts.append(Fact(id=change["id"], subject=change["subject"], predicate=change["predicate"],
-                              object=change["object"], value=change["value"], authority=ctx.authority, turn=turn))
+        doc.facts.append(
+            Fact(
+                id=change["id"],
+                subject=change["subject"],
+                predicate=change["predicate"],
+                object=change["object"],
+                value=change["value"],
+                authority=ctx.authority,
+                turn=turn,
+            )
+        )
     elif op == "withdraw_fact":
         fact = next(f for f in doc.facts if f.id == change["id"])
         fact.status, fact.withdrawn_turn, fact.withdrawn_by = "withdrawn", turn, ctx.authority
         fact.withdrawn_reason = change["reason"]
     elif op == "add_relationship":
-        doc.relationships.append(Relationship(id=change["id"], source=change["source"], kind=change["kind"],
-                                              target=change["target"], note=change["note"],
-                                              authority=ctx.authority, turn=turn))
+        doc.relationships.append(
+            Relationship(
+                id=change["id"],
+                source=change["source"],
+                kind=change["kind"],
+                target=change["target"],
+                note=change["note"],
+                authority=ctx.authority,
+                turn=turn,
+            )
+        )
     elif op == "end_relationship":
         rel = next(r for r in doc.relationships if r.id == change["id"])
         rel.status, rel.ended_turn = "ended", turn
     elif op == "open_thread":
-        objectives = [Objective(id=f"o{i}", text=text) for i, text in enumerate(change["objectives"], 1)]
-        doc.threads[change["id"]] = Thread(id=change["id"], title=change["title"], kind=change["kind"],
-                                           objectives=objectives, opened=turn)
+        objectives = [
+            Objective(id=f"o{i}", text=text) for i, text in enumerate(change["objectives"], 1)
+        ]
+        doc.threads[change["id"]] = Thread(
+            id=change["id"],
+            title=change["title"],
+            kind=change["kind"],
+            objectives=objectives,
+            opened=turn,
+        )
     elif op == "complete_objective":
-        objective = next(o for o in doc.threads[change["thread"]].objectives if o.id == change["objective"])
+        objective = next(
+            o for o in doc.threads[change["thread"]].objectives if o.id == change["objective"]
+        )
         objective.done, objective.turn = True, turn
     elif op == "resolve_thread":
         thread = doc.threads[change["id"]]
@@ -121,16 +161,24 @@ def execute(doc: Document, change: dict[str, Any], ctx: Context) -> None:
     elif op == "reach_milestone":
         doc.milestones[change["id"]] = turn
     elif op == "note_event":
-        doc.recent_events = [*doc.recent_events, RecentEvent(turn=turn, text=change["text"])][-RECENT_EVENTS_WINDOW:]
+        doc.recent_events = [*doc.recent_events, RecentEvent(turn=turn, text=change["text"])][
+            -RECENT_EVENTS_WINDOW:
+        ]
     elif op == "record_moment":
-        doc.moments.append(Moment(id=change["id"], text=change["text"], weight=change["weight"], turn=turn))
+        doc.moments.append(
+            Moment(id=change["id"], text=change["text"], weight=change["weight"], turn=turn)
+        )
     else:  # pragma: no cover - validate.CHECKS and this function are kept in step by tests
         raise AssertionError(f"no executor for {op}")
 
 
 def _set_stat(doc: Document, change: dict[str, Any], ctx: Context) -> None:
     owner, name = change["owner"], change["name"]
-    block = doc.stats.npcs.setdefault(change["npc"], {}) if owner == "npc" else getattr(doc.stats, owner)
+    block = (
+        doc.stats.npcs.setdefault(change["npc"], {})
+        if owner == "npc"
+        else getattr(doc.stats, owner)
+    )
     previous = block.get(name)
     changed = previous.changed if previous else None
     if ctx.paced:

@@ -171,7 +171,9 @@ SECTIONS: tuple[str, ...] = tuple(name for name in Document.model_fields if name
 """The document's sections, in order. `normalise` checks and repairs each on its own."""
 
 
-def player_entity(name: str = "You", description: str = "", aliases: list[str] | None = None) -> Entity:
+def player_entity(
+    name: str = "You", description: str = "", aliases: list[str] | None = None
+) -> Entity:
     """The player's entity. "you" is always an alias, so the model can say "you"."""
     names = list(aliases or [])
     if name.lower() != "you" and not any(a.lower() == "you" for a in names):

@@ -42,21 +42,55 @@ SHAPES: dict[str, Shape] = {
     shape.name: shape
     for shape in (
         Shape("ref", "an entity's name or id", _string(1, 80)),
-        Shape("ref?", "an entity's name or id, or null for none", {"type": ["string", "null"], "maxLength": 80}),
-        Shape("refs", "a list of entity names or ids", {"type": "array", "maxItems": 16, "items": _string(1, 80)}),
+        Shape(
+            "ref?",
+            "an entity's name or id, or null for none",
+            {"type": ["string", "null"], "maxLength": 80},
+        ),
+        Shape(
+            "refs",
+            "a list of entity names or ids",
+            {"type": "array", "maxItems": 16, "items": _string(1, 80)},
+        ),
         Shape("name", "a name", _string(1, 80)),
-        Shape("names", "a list of names", {"type": "array", "maxItems": 8, "items": _string(1, 80)}),
+        Shape(
+            "names", "a list of names", {"type": "array", "maxItems": 8, "items": _string(1, 80)}
+        ),
         Shape("label", "a short label", _string(1, 40)),
-        Shape("labels", "a list of short labels", {"type": "array", "maxItems": 16, "items": _string(1, 40)}),
+        Shape(
+            "labels",
+            "a list of short labels",
+            {"type": "array", "maxItems": 16, "items": _string(1, 40)},
+        ),
         Shape("text", "a sentence", _string(1, 300)),
-        Shape("texts", "a list of sentences", {"type": "array", "maxItems": 8, "items": _string(1, 300)}),
-        Shape("id", "a new id: lowercase letters, digits, _ or -", _string(1, 48, pattern=ID_PATTERN)),
+        Shape(
+            "texts",
+            "a list of sentences",
+            {"type": "array", "maxItems": 8, "items": _string(1, 300)},
+        ),
+        Shape(
+            "id", "a new id: lowercase letters, digits, _ or -", _string(1, 48, pattern=ID_PATTERN)
+        ),
         Shape("key", "an id", _string(1, 80)),
-        Shape("stat", "a stat path: world.<stat>, player.<stat> or npc.<id>.<stat>", _string(1, 160)),
+        Shape(
+            "stat", "a stat path: world.<stat>, player.<stat> or npc.<id>.<stat>", _string(1, 160)
+        ),
         Shape("number", "a signed number", {"type": "number"}),
-        Shape("stat_value", "a number (or text, for a text stat)", {"type": ["number", "string"], "maxLength": 200}),
-        Shape("scalar", "text, a number or true/false", {"type": ["string", "number", "boolean"], "maxLength": 200}),
-        Shape("scalar?", "text, a number, true/false, or null to remove", {"type": ["string", "number", "boolean", "null"], "maxLength": 200}),
+        Shape(
+            "stat_value",
+            "a number (or text, for a text stat)",
+            {"type": ["number", "string"], "maxLength": 200},
+        ),
+        Shape(
+            "scalar",
+            "text, a number or true/false",
+            {"type": ["string", "number", "boolean"], "maxLength": 200},
+        ),
+        Shape(
+            "scalar?",
+            "text, a number, true/false, or null to remove",
+            {"type": ["string", "number", "boolean", "null"], "maxLength": 200},
+        ),
         Shape("bool", "true or false", {"type": "boolean"}),
         Shape("weight", "a whole number 1–10", {"type": "integer", "minimum": 1, "maximum": 10}),
         Shape("outcome", '"resolved" or "failed"', {"enum": ["resolved", "failed"]}),
@@ -94,75 +128,169 @@ def _f(name: str, shape: str, required: bool = True) -> Field:
 EVENTS: dict[str, EventSpec] = {
     spec.type: spec
     for spec in (
-        EventSpec("create_entity", "introduce a new person, place, thing or group — kind is a free label (the only way to add one)",
-                  (_f("name", "name"), _f("kind", "label"), _f("id", "id", False), _f("aliases", "names", False),
-                   _f("description", "text", False), _f("status", "label", False), _f("location", "ref", False)),
-                  {"name": "Oda Fenn", "kind": "person", "description": "The harbourmaster."}),
-        EventSpec("set_status", "set an entity's status label",
-                  (_f("entity", "ref"), _f("status", "label")),
-                  {"entity": "Oda Fenn", "status": "injured"}),
-        EventSpec("set_attribute", "set one attribute of an entity (value null removes it)",
-                  (_f("entity", "ref"), _f("attribute", "label"), _f("value", "scalar?")),
-                  {"entity": "Oda Fenn", "attribute": "mood", "value": "suspicious"}),
-        EventSpec("set_conditions", "add and/or remove condition labels on an entity",
-                  (_f("entity", "ref"), _f("add", "labels", False), _f("remove", "labels", False)),
-                  {"entity": "player", "add": ["poisoned"]}, need_one_of=("add", "remove"), need_nonempty=True),
-        EventSpec("set_location", "move an entity into a place (null: nowhere known)",
-                  (_f("entity", "ref"), _f("location", "ref?")),
-                  {"entity": "player", "location": "Greywater Docks"}),
-        EventSpec("set_possession", "give an item to a holder (it leaves any previous holder)",
-                  (_f("item", "ref"), _f("holder", "ref")),
-                  {"item": "rusty key", "holder": "player"}),
-        EventSpec("clear_possession", "an item is no longer held by anyone",
-                  (_f("item", "ref"),),
-                  {"item": "rusty key"}),
-        EventSpec("add_fact", "establish a fact: subject, predicate, object — or, with no subject, "
-                  "a fact about the world as one sentence in object",
-                  (_f("subject", "ref", False), _f("predicate", "label", False), _f("object", "text", False),
-                   _f("value", "scalar", False)),
-                  {"subject": "Oda Fenn", "predicate": "owes", "object": "the player a favour"},
-                  need_one_of=("predicate", "object")),
-        EventSpec("withdraw_fact", "a fact (by its id) is no longer true",
-                  (_f("fact", "key"), _f("reason", "text", False)),
-                  {"fact": "f3", "reason": "the debt was paid"}),
-        EventSpec("add_relationship", "one entity now stands in a relation to another",
-                  (_f("source", "ref"), _f("kind", "label"), _f("target", "ref"), _f("note", "text", False)),
-                  {"source": "Gwen", "kind": "ally of", "target": "player"}),
-        EventSpec("end_relationship", "a relationship (by its id) has ended",
-                  (_f("relationship", "key"),),
-                  {"relationship": "r1"}),
-        EventSpec("open_thread", "open a story thread or quest",
-                  (_f("title", "name"), _f("id", "id", False), _f("kind", "thread_kind", False), _f("objectives", "texts", False)),
-                  {"title": "Find the missing ledger", "kind": "quest", "objectives": ["Ask Oda who took it"]}),
-        EventSpec("complete_objective", "mark one objective of a thread done",
-                  (_f("thread", "key"), _f("objective", "key")),
-                  {"thread": "find_the_ledger", "objective": "o1"}),
-        EventSpec("resolve_thread", "close a thread as resolved or failed",
-                  (_f("thread", "key"), _f("outcome", "outcome"), _f("note", "text", False)),
-                  {"thread": "find_the_ledger", "outcome": "resolved"}),
-        EventSpec("set_scene", "change the scene: location, who is present, time, summary",
-                  (_f("location", "ref?", False), _f("present", "refs", False), _f("time", "label", False),
-                   _f("summary", "text", False)),
-                  {"location": "Greywater Docks", "present": ["Oda Fenn"], "time": "dawn"},
-                  need_one_of=("location", "present", "time", "summary")),
-        EventSpec("set_stat", "set a stat to an absolute value",
-                  (_f("stat", "stat"), _f("value", "stat_value")),
-                  {"stat": "world.day", "value": 4}),
-        EventSpec("change_stat", "move a numeric stat by a signed amount",
-                  (_f("stat", "stat"), _f("by", "number")),
-                  {"stat": "player.hp", "by": -15}),
-        EventSpec("set_flag", "turn a declared flag on or off",
-                  (_f("flag", "key"), _f("value", "bool")),
-                  {"flag": "alarm_raised", "value": True}),
-        EventSpec("reach_milestone", "mark a declared milestone reached (it stays reached)",
-                  (_f("milestone", "key"),),
-                  {"milestone": "rescue_gwen"}),
-        EventSpec("note_event", "add a terse line to the recent events",
-                  (_f("text", "text"),),
-                  {"text": "The bridge collapsed behind the player."}),
-        EventSpec("record_moment", "remember a memorable moment, weighted 1–10",
-                  (_f("text", "text"), _f("weight", "weight")),
-                  {"text": "The player fell into the harbour in front of the whole dock.", "weight": 6}),
+        EventSpec(
+            "create_entity",
+            "introduce a new person, place, thing or group — kind is a free label (the only way to add one)",
+            (
+                _f("name", "name"),
+                _f("kind", "label"),
+                _f("id", "id", False),
+                _f("aliases", "names", False),
+                _f("description", "text", False),
+                _f("status", "label", False),
+                _f("location", "ref", False),
+            ),
+            {"name": "Oda Fenn", "kind": "person", "description": "The harbourmaster."},
+        ),
+        EventSpec(
+            "set_status",
+            "set an entity's status label",
+            (_f("entity", "ref"), _f("status", "label")),
+            {"entity": "Oda Fenn", "status": "injured"},
+        ),
+        EventSpec(
+            "set_attribute",
+            "set one attribute of an entity (value null removes it)",
+            (_f("entity", "ref"), _f("attribute", "label"), _f("value", "scalar?")),
+            {"entity": "Oda Fenn", "attribute": "mood", "value": "suspicious"},
+        ),
+        EventSpec(
+            "set_conditions",
+            "add and/or remove condition labels on an entity",
+            (_f("entity", "ref"), _f("add", "labels", False), _f("remove", "labels", False)),
+            {"entity": "player", "add": ["poisoned"]},
+            need_one_of=("add", "remove"),
+            need_nonempty=True,
+        ),
+        EventSpec(
+            "set_location",
+            "move an entity into a place (null: nowhere known)",
+            (_f("entity", "ref"), _f("location", "ref?")),
+            {"entity": "player", "location": "Greywater Docks"},
+        ),
+        EventSpec(
+            "set_possession",
+            "give an item to a holder (it leaves any previous holder)",
+            (_f("item", "ref"), _f("holder", "ref")),
+            {"item": "rusty key", "holder": "player"},
+        ),
+        EventSpec(
+            "clear_possession",
+            "an item is no longer held by anyone",
+            (_f("item", "ref"),),
+            {"item": "rusty key"},
+        ),
+        EventSpec(
+            "add_fact",
+            "establish a fact: subject, predicate, object — or, with no subject, "
+            "a fact about the world as one sentence in object",
+            (
+                _f("subject", "ref", False),
+                _f("predicate", "label", False),
+                _f("object", "text", False),
+                _f("value", "scalar", False),
+            ),
+            {"subject": "Oda Fenn", "predicate": "owes", "object": "the player a favour"},
+            need_one_of=("predicate", "object"),
+        ),
+        EventSpec(
+            "withdraw_fact",
+            "a fact (by its id) is no longer true",
+            (_f("fact", "key"), _f("reason", "text", False)),
+            {"fact": "f3", "reason": "the debt was paid"},
+        ),
+        EventSpec(
+            "add_relationship",
+            "one entity now stands in a relation to another",
+            (
+                _f("source", "ref"),
+                _f("kind", "label"),
+                _f("target", "ref"),
+                _f("note", "text", False),
+            ),
+            {"source": "Gwen", "kind": "ally of", "target": "player"},
+        ),
+        EventSpec(
+            "end_relationship",
+            "a relationship (by its id) has ended",
+            (_f("relationship", "key"),),
+            {"relationship": "r1"},
+        ),
+        EventSpec(
+            "open_thread",
+            "open a story thread or quest",
+            (
+                _f("title", "name"),
+                _f("id", "id", False),
+                _f("kind", "thread_kind", False),
+                _f("objectives", "texts", False),
+            ),
+            {
+                "title": "Find the missing ledger",
+                "kind": "quest",
+                "objectives": ["Ask Oda who took it"],
+            },
+        ),
+        EventSpec(
+            "complete_objective",
+            "mark one objective of a thread done",
+            (_f("thread", "key"), _f("objective", "key")),
+            {"thread": "find_the_ledger", "objective": "o1"},
+        ),
+        EventSpec(
+            "resolve_thread",
+            "close a thread as resolved or failed",
+            (_f("thread", "key"), _f("outcome", "outcome"), _f("note", "text", False)),
+            {"thread": "find_the_ledger", "outcome": "resolved"},
+        ),
+        EventSpec(
+            "set_scene",
+            "change the scene: location, who is present, time, summary",
+            (
+                _f("location", "ref?", False),
+                _f("present", "refs", False),
+                _f("time", "label", False),
+                _f("summary", "text", False),
+            ),
+            {"location": "Greywater Docks", "present": ["Oda Fenn"], "time": "dawn"},
+            need_one_of=("location", "present", "time", "summary"),
+        ),
+        EventSpec(
+            "set_stat",
+            "set a stat to an absolute value",
+            (_f("stat", "stat"), _f("value", "stat_value")),
+            {"stat": "world.day", "value": 4},
+        ),
+        EventSpec(
+            "change_stat",
+            "move a numeric stat by a signed amount",
+            (_f("stat", "stat"), _f("by", "number")),
+            {"stat": "player.hp", "by": -15},
+        ),
+        EventSpec(
+            "set_flag",
+            "turn a declared flag on or off",
+            (_f("flag", "key"), _f("value", "bool")),
+            {"flag": "alarm_raised", "value": True},
+        ),
+        EventSpec(
+            "reach_milestone",
+            "mark a declared milestone reached (it stays reached)",
+            (_f("milestone", "key"),),
+            {"milestone": "rescue_gwen"},
+        ),
+        EventSpec(
+            "note_event",
+            "add a terse line to the recent events",
+            (_f("text", "text"),),
+            {"text": "The bridge collapsed behind the player."},
+        ),
+        EventSpec(
+            "record_moment",
+            "remember a memorable moment, weighted 1–10",
+            (_f("text", "text"), _f("weight", "weight")),
+            {"text": "The player fell into the harbour in front of the whole dock.", "weight": 6},
+        ),
     )
 }
 
@@ -187,7 +315,11 @@ def _check_value(shape: str, value: Any) -> str | None:
     if shape == "bool":
         return None if isinstance(value, bool) else "must be true or false"
     if shape == "weight":
-        if isinstance(value, bool) or not isinstance(value, int | float) or not float(value).is_integer():
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not float(value).is_integer()
+        ):
             return "must be a whole number from 1 to 10"
         return None if 1 <= value <= 10 else "must be from 1 to 10"
     if shape in ("outcome", "thread_kind"):
@@ -212,12 +344,19 @@ def _check_value(shape: str, value: Any) -> str | None:
             return f"has too many entries (at most {schema['maxItems']})"
         item = schema["items"]
         for entry in value:
-            problem = _string_problem(entry, item["minLength"], item["maxLength"], single_line=shape != "texts")
+            problem = _string_problem(
+                entry, item["minLength"], item["maxLength"], single_line=shape != "texts"
+            )
             if problem:
                 return f"entries {problem}"
         return None
-    return _string_problem(value, schema.get("minLength", 1), schema.get("maxLength", 300),
-                           single_line=shape not in ("text",), pattern=schema.get("pattern"))
+    return _string_problem(
+        value,
+        schema.get("minLength", 1),
+        schema.get("maxLength", 300),
+        single_line=shape not in ("text",),
+        pattern=schema.get("pattern"),
+    )
 
 
 def _number_problem(value: Any) -> str | None:
@@ -230,7 +369,9 @@ def _number_problem(value: Any) -> str | None:
     return None
 
 
-def _string_problem(value: Any, lo: int, hi: int, single_line: bool = True, pattern: str | None = None) -> str | None:
+def _string_problem(
+    value: Any, lo: int, hi: int, single_line: bool = True, pattern: str | None = None
+) -> str | None:
     if not isinstance(value, str):
         return "must be text"
     stripped = value.strip()
@@ -289,7 +430,8 @@ def check_shape(event: dict[str, Any]) -> dict[str, Any] | ShapeError:
             )
         clean[field.name] = _clean(event[field.name])
     if spec.need_one_of and not any(
-        name in clean and not (spec.need_nonempty and clean[name] == []) for name in spec.need_one_of
+        name in clean and not (spec.need_nonempty and clean[name] == [])
+        for name in spec.need_one_of
     ):
         return ShapeError(
             f"{spec.type} changes nothing",

@@ -130,7 +130,11 @@ def _as_proposal(value: Any) -> dict[str, Any] | None:
     a list of event objects, or one event object."""
     if isinstance(value, dict) and isinstance(value.get("events"), list):
         return value
-    if isinstance(value, list) and value and all(isinstance(v, dict) and isinstance(v.get("type"), str) for v in value):
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, dict) and isinstance(v.get("type"), str) for v in value)
+    ):
         return {"events": value}
     if isinstance(value, dict) and value.get("type") in EVENTS:
         return {"events": [value]}
@@ -174,26 +178,51 @@ def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
     blocks: list[_Block] = []
     pos = 0
     while pos < len(text):
-        after_block = _AFTER_BLOCK_OBJECT.match(text, pos) if blocks and blocks[-1].end == pos else None
-        candidates = [m for m in (_STATE_OPEN.search(text, pos), _FENCE_OPEN.search(text, pos),
-                                  _LINE_OBJECT.search(text, pos), after_block) if m]
+        after_block = (
+            _AFTER_BLOCK_OBJECT.match(text, pos) if blocks and blocks[-1].end == pos else None
+        )
+        candidates = [
+            m
+            for m in (
+                _STATE_OPEN.search(text, pos),
+                _FENCE_OPEN.search(text, pos),
+                _LINE_OBJECT.search(text, pos),
+                after_block,
+            )
+            if m
+        ]
         if not candidates:
             break
-        m = min(candidates, key=lambda x: (x.start(1) if x.re is _FENCE_OPEN else x.start(),
-                                           x.re is not _STATE_OPEN))
+        m = min(
+            candidates,
+            key=lambda x: (
+                x.start(1) if x.re is _FENCE_OPEN else x.start(),
+                x.re is not _STATE_OPEN,
+            ),
+        )
         if m.re is _STATE_OPEN:
             close = _closing_fence(text, m.end(), len(m.group(1)))
             end = close.end() if close else len(text)
-            blocks.append(_Block(m.start(), end, text[m.end(): close.start() if close else len(text)],
-                                 close is not None))
+            blocks.append(
+                _Block(
+                    m.start(),
+                    end,
+                    text[m.end() : close.start() if close else len(text)],
+                    close is not None,
+                )
+            )
             pos = end
         elif m.re is _FENCE_OPEN:
             ticks, info = len(m.group(1)), m.group(2).strip().casefold()
             body_start = m.end() + 1
             # while streaming, a closing fence counts only once its line is complete
             closing = rf"^[ \t]{{0,3}}`{{{ticks},}}[ \t]*" + (r"\n" if streaming else "$")
-            close = re.compile(closing, re.MULTILINE).search(text, body_start) if body_start <= len(text) else None
-            content = text[body_start: close.start()] if close else text[body_start:]
+            close = (
+                re.compile(closing, re.MULTILINE).search(text, body_start)
+                if body_start <= len(text)
+                else None
+            )
+            content = text[body_start : close.start()] if close else text[body_start:]
             end = close.end() if close else len(text)
             if close is None and streaming:
                 return blocks, m.start(1)
@@ -201,7 +230,11 @@ def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
             if looks:
                 blocks.append(_Block(m.start(1), end, content, close is not None))
                 pos = end
-            elif close is None or _STATE_OPEN.search(text, m.end(), end) or _INNER_FENCE.search(content):
+            elif (
+                close is None
+                or _STATE_OPEN.search(text, m.end(), end)
+                or _INNER_FENCE.search(content)
+            ):
                 # A story's own block stays, but what it may hide is read: a state fence
                 # inside it, or — when it is never closed, or holds another fence's opening
                 # line, so its "closing" line belonged to that one — a block after it.
@@ -214,7 +247,7 @@ def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
                 pos = m.end()
                 continue
             end = _balanced_end(text, brace)
-            content = text[brace: end if end else len(text)]
+            content = text[brace : end if end else len(text)]
             if end is None:
                 if streaming:
                     return blocks, brace
@@ -239,8 +272,10 @@ def _could_be_events(text: str, final: bool) -> bool:
     if final:
         return False
     rest = text[1:].lstrip()
-    return any(key.startswith(rest) or (rest.startswith(key) and not rest[len(key):].strip())
-               for key in _EVENT_KEYS)
+    return any(
+        key.startswith(rest) or (rest.startswith(key) and not rest[len(key) :].strip())
+        for key in _EVENT_KEYS
+    )
 
 
 def _proposal_like(content: str, closed: bool) -> bool:
@@ -380,7 +415,7 @@ def extract_reply(text: str) -> Extraction:
     pieces: list[str] = []
     pos = 0
     for block in blocks:
-        piece = text[pos: block.start]
+        piece = text[pos : block.start]
         if pos:  # after a removed block
             piece = _drop_fence_line(piece, at_end=False)
         pieces.append(_drop_fence_line(_drop_label_line(piece), at_end=True))
@@ -396,7 +431,9 @@ def extract_reply(text: str) -> Extraction:
         piece = _drop_echoes(piece)
         if not piece.strip():
             continue
-        if not prose:  # the reply's own opening is kept as written; a piece after a block is trimmed
+        if (
+            not prose
+        ):  # the reply's own opening is kept as written; a piece after a block is trimmed
             prose = piece if i == 0 else piece.lstrip()
             continue
         inline = not prose.rstrip(" \t").endswith("\n") and not piece.lstrip(" \t").startswith("\n")
@@ -404,7 +441,7 @@ def extract_reply(text: str) -> Extraction:
     prose = _drop_stray_fences(prose) if blocks else prose.rstrip()
     if not blocks:
         return Extraction(prose, None, None, None)
-    raw = "\n".join(text[b.start: b.end] for b in blocks)
+    raw = "\n".join(text[b.start : b.end] for b in blocks)
     read = [_read_block(block) for block in blocks]
     errors = [error for _, error in read if error]
     parsed = [proposal for proposal, _ in read if proposal is not None]
@@ -427,7 +464,9 @@ def visible_prefix(streaming_text: str) -> str:
     """
     text = streaming_text
     blocks, undecided = _scan(text, streaming=True)
-    cut = min([b.start for b in blocks] + ([undecided] if undecided is not None else []) + [len(text)])
+    cut = min(
+        [b.start for b in blocks] + ([undecided] if undecided is not None else []) + [len(text)]
+    )
     shown, _ = _before_player_line(text[:cut])
     body = shown.rstrip()
     last_start = body.rfind("\n") + 1
@@ -440,14 +479,20 @@ def visible_prefix(streaming_text: str) -> str:
             break
         offset += len(line) + 1
     tail = _opening_tail(shown)
-    if tail is not None:  # backticks at the very end (runs of them, spaced) may be opening a state fence
+    if (
+        tail is not None
+    ):  # backticks at the very end (runs of them, spaced) may be opening a state fence
         shown = shown[:tail]
     body = shown.rstrip()
-    if _LABEL_LINE.match(body[body.rfind("\n") + 1:]):  # a label line may introduce a block
+    if _LABEL_LINE.match(body[body.rfind("\n") + 1 :]):  # a label line may introduce a block
         shown = shown[: body.rfind("\n") + 1]
     start = shown.rfind("\n") + 1
     last = shown[start:]
-    if not last.strip(_MARKUP) or _label_prefix(last) or any(r.startswith(_norm_line(last)) for r in _REMINDER_LINES):
+    if (
+        not last.strip(_MARKUP)
+        or _label_prefix(last)
+        or any(r.startswith(_norm_line(last)) for r in _REMINDER_LINES)
+    ):
         shown = shown[:start]  # the unfinished last line may still become a label or an echo
     return shown
 
@@ -493,4 +538,6 @@ def _label_prefix(line: str) -> bool:
     if not stripped:
         return False
     labels = ("state block:", "state update:", "state changes:", "changes:", "events:", "json:")
-    return any(label.startswith(stripped) or stripped.rstrip(":") == label.rstrip(":") for label in labels)
+    return any(
+        label.startswith(stripped) or stripped.rstrip(":") == label.rstrip(":") for label in labels
+    )

@@ -43,7 +43,9 @@ def initial_document(rules: Rules) -> Document:
     """The state before the first turn (turn 0), with scenario facts as `canon`."""
     raw = rules.raw
     player = raw.get("player", {})
-    me = player_entity(player.get("name", "You"), player.get("description", ""), player.get("aliases", []))
+    me = player_entity(
+        player.get("name", "You"), player.get("description", ""), player.get("aliases", [])
+    )
     me.status = player.get("status", "")
     me.location = player.get("location")
     me.conditions = list(player.get("conditions", []))
@@ -51,23 +53,47 @@ def initial_document(rules: Rules) -> Document:
     entities = {PLAYER_ID: me}
     for e in raw.get("entities", []):
         entities[e["id"]] = Entity(
-            id=e["id"], name=e["name"], type=e.get("type", "thing"), aliases=list(e.get("aliases", [])),
-            description=e.get("description", ""), status=e.get("status", ""), location=e.get("location"),
-            conditions=list(e.get("conditions", [])), attributes=dict(e.get("attributes", {})),
+            id=e["id"],
+            name=e["name"],
+            type=e.get("type", "thing"),
+            aliases=list(e.get("aliases", [])),
+            description=e.get("description", ""),
+            status=e.get("status", ""),
+            location=e.get("location"),
+            conditions=list(e.get("conditions", [])),
+            attributes=dict(e.get("attributes", {})),
         )
     facts = [
-        Fact(id=f"f{i}", subject=f.get("subject", ""), predicate=f.get("predicate", ""), object=f.get("object", ""),
-             value=f.get("value"), authority="canon", turn=0)
+        Fact(
+            id=f"f{i}",
+            subject=f.get("subject", ""),
+            predicate=f.get("predicate", ""),
+            object=f.get("object", ""),
+            value=f.get("value"),
+            authority="canon",
+            turn=0,
+        )
         for i, f in enumerate(raw.get("facts", []), 1)
     ]
     relationships = [
-        Relationship(id=f"r{i}", source=r["source"], kind=r["kind"], target=r["target"], note=r.get("note", ""),
-                     authority="canon", turn=0)
+        Relationship(
+            id=f"r{i}",
+            source=r["source"],
+            kind=r["kind"],
+            target=r["target"],
+            note=r.get("note", ""),
+            authority="canon",
+            turn=0,
+        )
         for i, r in enumerate(raw.get("relationships", []), 1)
     ]
     threads = {
-        t["id"]: Thread(id=t["id"], title=t["title"], kind=t.get("kind", "quest" if t.get("objectives") else "thread"),
-                        objectives=[Objective(id=o["id"], text=o["text"]) for o in t.get("objectives", [])])
+        t["id"]: Thread(
+            id=t["id"],
+            title=t["title"],
+            kind=t.get("kind", "quest" if t.get("objectives") else "thread"),
+            objectives=[Objective(id=o["id"], text=o["text"]) for o in t.get("objectives", [])],
+        )
         for t in raw.get("threads", [])
     }
     return Document(

@@ -51,7 +51,9 @@ def normalise(raw: Any, rules: Rules | None = None) -> tuple[Document, list[str]
     version = raw.get("version")
     if version != VERSION:
         if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
-            repairs.append(f"version {version} is newer than this engine reads ({VERSION}); read section by section")
+            repairs.append(
+                f"version {version} is newer than this engine reads ({VERSION}); read section by section"
+            )
         else:
             repairs.append(f"version {version!r} is not {VERSION}; read section by section")
     for key in raw:
@@ -104,7 +106,9 @@ def _check_references(doc: Document, defaults: Document, repairs: list[str]) -> 
     known = doc.entities
     for entity in known.values():
         if entity.location is not None and entity.location not in known:
-            repairs.append(f"entities.{entity.id}.location: '{entity.location}' does not exist; cleared")
+            repairs.append(
+                f"entities.{entity.id}.location: '{entity.location}' does not exist; cleared"
+            )
             entity.location = None
     for item, holder in list(doc.possessions.items()):
         if item not in known or holder not in known or item == holder or item == PLAYER_ID:
@@ -129,7 +133,10 @@ def _check_declarations(doc: Document, rules: Rules, repairs: list[str]) -> None
         if mid not in doc.milestones:
             doc.milestones[mid] = None
             repairs.append(f"milestones.{mid}: missing; set as not reached")
-    blocks = [("world", rules.stats.world, doc.stats.world), ("player", rules.stats.player, doc.stats.player)]
+    blocks = [
+        ("world", rules.stats.world, doc.stats.world),
+        ("player", rules.stats.player, doc.stats.player),
+    ]
     for npc, block in rules.stats.npcs.items():
         blocks.append((f"npc.{npc}", block, doc.stats.npcs.setdefault(npc, {})))
     for owner, declared, live in blocks:
@@ -137,7 +144,9 @@ def _check_declarations(doc: Document, rules: Rules, repairs: list[str]) -> None
             _check_stat(f"stats.{owner}.{name}", rule, live, name, repairs)
 
 
-def _check_stat(path: str, rule: StatRule, live: dict[str, StatValue], name: str, repairs: list[str]) -> None:
+def _check_stat(
+    path: str, rule: StatRule, live: dict[str, StatValue], name: str, repairs: list[str]
+) -> None:
     current = live.get(name)
     if current is None:
         live[name] = StatValue(value=rule.initial)
@@ -147,12 +156,16 @@ def _check_stat(path: str, rule: StatRule, live: dict[str, StatValue], name: str
     fits_kind = isinstance(value, str) == (rule.kind == "text")
     if not fits_kind or (rule.integer and rule.numeric and not float(value).is_integer()):
         live[name] = StatValue(value=rule.initial, changed=current.changed)
-        repairs.append(f"{path}: {value!r} does not fit a {rule.kind} stat; reset to its initial value")
+        repairs.append(
+            f"{path}: {value!r} does not fit a {rule.kind} stat; reset to its initial value"
+        )
         return
     if isinstance(value, str):
         if len(value) > rule.max_length:
             live[name] = StatValue(value=rule.initial, changed=current.changed)
-            repairs.append(f"{path}: longer than {rule.max_length} characters; reset to its initial value")
+            repairs.append(
+                f"{path}: longer than {rule.max_length} characters; reset to its initial value"
+            )
         return
     held = value
     if rule.max is not None and held > rule.max:

@@ -31,7 +31,7 @@ from .stats import band_label, num
 def vocabulary_prompt() -> str:
     """The event vocabulary, generated from the allowlist itself so the two cannot drift."""
     lines = [
-        "State events — the only changes you may propose. Each is a JSON object with a \"type\"; "
+        'State events — the only changes you may propose. Each is a JSON object with a "type"; '
         "fields marked ? are optional. Entities are named by name or id.",
     ]
     for spec in EVENTS.values():
@@ -45,7 +45,15 @@ def vocabulary_prompt() -> str:
     return "\n".join(lines)
 
 
-CORE_EVENTS = ("create_entity", "set_location", "set_possession", "set_status", "add_fact", "open_thread", "note_event")
+CORE_EVENTS = (
+    "create_entity",
+    "set_location",
+    "set_possession",
+    "set_status",
+    "add_fact",
+    "open_thread",
+    "note_event",
+)
 SHORT_EXAMPLES: dict[str, dict[str, object]] = {
     "create_entity": {"name": "Oda Fenn", "kind": "person"},
     "open_thread": {"title": "Find the ledger"},
@@ -61,8 +69,14 @@ def compact_vocabulary(rules: Rules, document: Document) -> str:
     A fraction of `vocabulary_prompt()`: in inline mode it is sent every turn, and on a
     player's own server the full vocabulary cost more than the story itself."""
     doc = document
-    examples: dict[str, dict[str, object]] = {t: dict(SHORT_EXAMPLES.get(t, EVENTS[t].example)) for t in CORE_EVENTS}
-    people = [e.name for i, e in doc.entities.items() if i != PLAYER_ID and e.type in ("person", "npc", "character")]
+    examples: dict[str, dict[str, object]] = {
+        t: dict(SHORT_EXAMPLES.get(t, EVENTS[t].example)) for t in CORE_EVENTS
+    }
+    people = [
+        e.name
+        for i, e in doc.entities.items()
+        if i != PLAYER_ID and e.type in ("person", "npc", "character")
+    ]
     things = [e.name for e in doc.entities.values() if e.type in ("item", "thing", "object")]
     places = [e.name for e in doc.entities.values() if e.type in ("place", "location")]
     if people:
@@ -82,7 +96,10 @@ def compact_vocabulary(rules: Rules, document: Document) -> str:
         examples["set_stat"] = {"stat": texts[0][0], "value": "a few words"}
     elif numeric:
         path, rule = numeric[-1]
-        examples["set_stat"] = {"stat": path, "value": rule.initial if rule.initial is not None else rule.min or 0}
+        examples["set_stat"] = {
+            "stat": path,
+            "value": rule.initial if rule.initial is not None else rule.min or 0,
+        }
     if rules.flags:
         examples["set_flag"] = {"flag": next(iter(rules.flags)), "value": True}
     pending = [m for m in rules.milestones if doc.milestones.get(m) is None]
@@ -137,7 +154,11 @@ def _guide_line(rule: StatRule) -> str:
     if rule.kind == "text":
         parts.append(f"text, at most {rule.max_length} characters; set it with set_stat")
     elif rule.hidden:
-        parts.append("from low to high: " + " < ".join(b.label for b in rule.bands) + " (its number is hidden)")
+        parts.append(
+            "from low to high: "
+            + " < ".join(b.label for b in rule.bands)
+            + " (its number is hidden)"
+        )
     else:
         if rule.min is not None and rule.max is not None:
             parts.append(f"{num(rule.min)} to {num(rule.max)}")
@@ -161,8 +182,10 @@ def _guide_line(rule: StatRule) -> str:
 def canon_prompt(rules: Rules) -> str:
     """The scenario's canon: its rules in words and the status changes it forbids."""
     lines = [f"- {rule}" for rule in rules.canon.rules]
-    lines += [f"- Nothing goes from {_status(c.from_)} to {_status(c.to)}."
-              for c in rules.canon.forbidden_status_changes]
+    lines += [
+        f"- Nothing goes from {_status(c.from_)} to {_status(c.to)}."
+        for c in rules.canon.forbidden_status_changes
+    ]
     return "Canon:\n" + "\n".join(lines) if lines else ""
 
 
@@ -187,7 +210,11 @@ def _value(rule: StatRule | None, value: float | int | str) -> str:
 
 def _stats_line(doc: Document, rules: Rules, owner: str, npc: str | None = None) -> str:
     if owner == "npc":
-        declared, live, prefix = rules.stats.npcs.get(npc or "", {}), doc.stats.npcs.get(npc or "", {}), f"npc.{npc}"
+        declared, live, prefix = (
+            rules.stats.npcs.get(npc or "", {}),
+            doc.stats.npcs.get(npc or "", {}),
+            f"npc.{npc}",
+        )
     else:
         declared, live, prefix = getattr(rules.stats, owner), getattr(doc.stats, owner), owner
     parts = []
@@ -214,7 +241,9 @@ def _entity_line(doc: Document, eid: str) -> str:
     return " — ".join(bits)
 
 
-def state_for_prompt(document: Document, rules: Rules, in_scene_ids: list[str] | None = None) -> str:
+def state_for_prompt(
+    document: Document, rules: Rules, in_scene_ids: list[str] | None = None
+) -> str:
     """The current state as compact text for the prompt.
 
     `in_scene_ids` are the NPCs in scene this turn (default: the scene's `present`), as
@@ -228,7 +257,9 @@ def state_for_prompt(document: Document, rules: Rules, in_scene_ids: list[str] |
     in_scene = [i for i in dict.fromkeys([*present, *(in_scene_ids or [])]) if i in doc.entities]
     lines: list[str] = []
     scene = doc.scene
-    where = document_name(doc, scene.location) + f" ({scene.location})" if scene.location else "unknown"
+    where = (
+        document_name(doc, scene.location) + f" ({scene.location})" if scene.location else "unknown"
+    )
     head = f"Scene: {where}" + (f", {scene.time}" if scene.time else "")
     if present:
         head += ". Present: " + ", ".join(f"{document_name(doc, i)} ({i})" for i in present)
@@ -251,35 +282,57 @@ def state_for_prompt(document: Document, rules: Rules, in_scene_ids: list[str] |
     if elsewhere:
         lines.append("Elsewhere: " + ", ".join(_brief(doc, i) for i in elsewhere))
     if rules.flags:
-        lines.append("Flags: " + ", ".join(f"{n} {'on' if doc.flags.get(n, f.initial) else 'off'}"
-                                           for n, f in rules.flags.items()))
+        lines.append(
+            "Flags: "
+            + ", ".join(
+                f"{n} {'on' if doc.flags.get(n, f.initial) else 'off'}"
+                for n, f in rules.flags.items()
+            )
+        )
     pending = [m for m in rules.milestones if doc.milestones.get(m) is None]
     reached = [m for m in rules.milestones if doc.milestones.get(m) is not None]
     if pending:
-        lines.append("Goals (mark with reach_milestone): "
-                     + "; ".join(f"{m} — {rules.milestones[m].desc}" for m in pending))
+        lines.append(
+            "Goals (mark with reach_milestone): "
+            + "; ".join(f"{m} — {rules.milestones[m].desc}" for m in pending)
+        )
     if reached:
         lines.append("Achieved: " + "; ".join(f"{m} — {rules.milestones[m].desc}" for m in reached))
     open_threads = [t for t in doc.threads.values() if t.status == "open"]
     if open_threads:
         lines.append("Open threads:")
         for t in open_threads:
-            objectives = "; ".join(f"{o.id} {'[done] ' if o.done else ''}{o.text}" for o in t.objectives)
-            lines.append(f"- {t.id} ({t.kind}): {t.title}" + (f" — {objectives}" if objectives else ""))
+            objectives = "; ".join(
+                f"{o.id} {'[done] ' if o.done else ''}{o.text}" for o in t.objectives
+            )
+            lines.append(
+                f"- {t.id} ({t.kind}): {t.title}" + (f" — {objectives}" if objectives else "")
+            )
     active = [f for f in doc.facts if f.status == "active"]
     if active:
         lines.append("Facts:")
-        lines += [f"- {f.id}: {_fact_text(doc, f)}" + (" [set by the player; it stands]" if f.authority == "player"
-                                                        else "") for f in active]
+        lines += [
+            f"- {f.id}: {_fact_text(doc, f)}"
+            + (" [set by the player; it stands]" if f.authority == "player" else "")
+            for f in active
+        ]
     withdrawn = [f for f in doc.facts if f.status == "withdrawn"]
     if withdrawn:
         lines.append("No longer true:")
-        lines += [f"- {f.id}: {_fact_text(doc, f)}" + (f" ({f.withdrawn_reason})" if f.withdrawn_reason else "")
-                  for f in withdrawn]
+        lines += [
+            f"- {f.id}: {_fact_text(doc, f)}"
+            + (f" ({f.withdrawn_reason})" if f.withdrawn_reason else "")
+            for f in withdrawn
+        ]
     rels = [r for r in doc.relationships if r.status == "active"]
     if rels:
-        lines.append("Relationships: " + "; ".join(
-            f"{r.id}: {document_name(doc, r.source)} {r.kind} {document_name(doc, r.target)}" for r in rels))
+        lines.append(
+            "Relationships: "
+            + "; ".join(
+                f"{r.id}: {document_name(doc, r.source)} {r.kind} {document_name(doc, r.target)}"
+                for r in rels
+            )
+        )
     if doc.recent_events:
         lines.append("Recently: " + " / ".join(e.text for e in doc.recent_events))
     turn = max([0, *(e.turn for e in doc.recent_events), *(m.turn for m in doc.moments)])
@@ -303,7 +356,11 @@ def _in_view(doc: Document, present: list[str]) -> list[str]:
     ids += present
     holders = {PLAYER_ID, *present}
     ids += [item for item, holder in doc.possessions.items() if holder in holders]
-    ids += [i for i, e in doc.entities.items() if doc.scene.location and e.location == doc.scene.location]
+    ids += [
+        i
+        for i, e in doc.entities.items()
+        if doc.scene.location and e.location == doc.scene.location
+    ]
     return [i for i in dict.fromkeys(ids) if i in doc.entities and i != PLAYER_ID]
 
 
@@ -331,8 +388,10 @@ def refusals_for_prompt(report: Report | None, unreadable: str | None = None) ->
         return ""
     lines = ["Last turn these proposed changes did NOT happen (the state above is what is true):"]
     if unreadable:
-        lines.append(f"- the state block: {unreadable}; what could not be read was not applied. "
-                     "Send one ```state block holding valid JSON, and only complete events.")
+        lines.append(
+            f"- the state block: {unreadable}; what could not be read was not applied. "
+            "Send one ```state block holding valid JSON, and only complete events."
+        )
     for o in lost:
         what = _event_text(o.event) if o.index is not None else "the state block"
         verdict = "no change — at its limit" if o.status == "unchanged" else "refused"

@@ -36,11 +36,15 @@ class Outcome(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    index: int | None = Field(description="position in the proposal's events; None for the envelope")
+    index: int | None = Field(
+        description="position in the proposal's events; None for the envelope"
+    )
     type: str | None = None
     status: Status
     layer: Layer | None = None
-    target: str | None = Field(None, description="what it changed, e.g. 'player.hp' or 'gwen.status'")
+    target: str | None = Field(
+        None, description="what it changed, e.g. 'player.hp' or 'gwen.status'"
+    )
     before: Any = None
     after: Any = None
     reason: str = ""

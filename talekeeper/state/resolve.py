@@ -53,7 +53,8 @@ def matches(document: Document, ref: str) -> list[str]:
         if not wanted:
             continue
         found = [
-            eid for eid, entity in document.entities.items()
+            eid
+            for eid, entity in document.entities.items()
             if wanted in {key(eid), key(entity.name), *(key(a) for a in entity.aliases)}
         ]
         if found:
@@ -109,8 +110,13 @@ def resolve_stat(document: Document, rules: Rules, path: str) -> StatRef | RefPr
         if not npc_ref.strip():
             return _bad_path(rules, path)
         npc = resolve_entity(document, npc_ref.strip(), "NPC")
-        with_stats = ", ".join(f"{document.entities[i].name if i in document.entities else i} ({i})"
-                               for i in rules.stats.npcs) or "none"
+        with_stats = (
+            ", ".join(
+                f"{document.entities[i].name if i in document.entities else i} ({i})"
+                for i in rules.stats.npcs
+            )
+            or "none"
+        )
         if isinstance(npc, RefProblem) or npc not in rules.stats.npcs:
             return RefProblem(
                 f"no NPC '{npc_ref.strip()}' has stats",
@@ -118,7 +124,9 @@ def resolve_stat(document: Document, rules: Rules, path: str) -> StatRef | RefPr
             )
         if name not in rules.stats.npcs[npc]:
             names = ", ".join(f"npc.{npc}.{n}" for n in rules.stats.npcs[npc])
-            return RefProblem(f"{npc} has no stat '{name}'", f"{document_name(document, npc)}'s stats: {names}.")
+            return RefProblem(
+                f"{npc} has no stat '{name}'", f"{document_name(document, npc)}'s stats: {names}."
+            )
         return StatRef("npc", name, npc)
     if owner in ("world", "player", "you"):
         owner = "player" if owner == "you" else owner
@@ -126,7 +134,9 @@ def resolve_stat(document: Document, rules: Rules, path: str) -> StatRef | RefPr
         block = getattr(rules.stats, owner)
         if name not in block:
             names = ", ".join(f"{owner}.{n}" for n in block) or "none"
-            return RefProblem(f"{owner} has no stat '{name}'", f"{owner.capitalize()} stats: {names}.")
+            return RefProblem(
+                f"{owner} has no stat '{name}'", f"{owner.capitalize()} stats: {names}."
+            )
         return StatRef(owner, name)
     return _bad_path(rules, path)
 

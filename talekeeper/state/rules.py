@@ -175,9 +175,15 @@ def _schema_messages(error: jsonschema.ValidationError) -> list[str]:
             out.append(f"{_join(path, str(key))}: unknown field{suffix}")
         return out
     if "propertyNames" in error.relative_schema_path:
-        return [f"{_join(path, str(error.instance))}: not a valid name — {schema.get('description', 'see the schema')}"]
+        return [
+            f"{_join(path, str(error.instance))}: not a valid name — {schema.get('description', 'see the schema')}"
+        ]
     if validator == "pattern":
-        return [f"{path}: {error.instance!r} is not a valid id — {schema.get('description', '')}".rstrip(" —")]
+        return [
+            f"{path}: {error.instance!r} is not a valid id — {schema.get('description', '')}".rstrip(
+                " —"
+            )
+        ]
     if validator == "type":
         wanted = schema["type"]
         wanted = " or ".join(wanted) if isinstance(wanted, list) else wanted
@@ -187,10 +193,14 @@ def _schema_messages(error: jsonschema.ValidationError) -> list[str]:
     if validator == "const":
         return [f"{path}: must be {schema['const']!r}"]
     if validator in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-        sign = {"minimum": "≥", "maximum": "≤", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}[validator]
+        sign = {"minimum": "≥", "maximum": "≤", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}[
+            validator
+        ]
         return [f"{path}: must be {sign} {schema[validator]}"]
     if validator in ("minLength", "maxLength"):
-        return [f"{path}: must be {'at least' if validator == 'minLength' else 'at most'} {schema[validator]} characters"]
+        return [
+            f"{path}: must be {'at least' if validator == 'minLength' else 'at most'} {schema[validator]} characters"
+        ]
     if validator in ("minItems", "maxItems", "maxProperties"):
         limit = "at least" if validator == "minItems" else "at most"
         return [f"{path}: must have {limit} {schema[validator]} entries"]
@@ -200,8 +210,14 @@ def _schema_messages(error: jsonschema.ValidationError) -> list[str]:
 
 
 def _article(kind: str) -> str:
-    words = {"object": "an object", "array": "a list", "integer": "a whole number",
-             "number": "a number", "string": "a string", "boolean": "true or false"}
+    words = {
+        "object": "an object",
+        "array": "a list",
+        "integer": "a whole number",
+        "number": "a number",
+        "string": "a string",
+        "boolean": "true or false",
+    }
     return words.get(kind, f"a {kind}")
 
 
@@ -232,7 +248,9 @@ def _semantic_errors(raw: dict[str, Any]) -> list[str]:
         if not isinstance(eid, str):
             continue
         if eid == PLAYER_ID:
-            errors.append(f"{where}.id: 'player' is reserved for the player; describe them under `player`")
+            errors.append(
+                f"{where}.id: 'player' is reserved for the player; describe them under `player`"
+            )
         elif eid in ids:
             errors.append(f"{where}.id: '{eid}' is already used by {ids[eid]}")
         else:
@@ -241,7 +259,9 @@ def _semantic_errors(raw: dict[str, Any]) -> list[str]:
             continue
         key = entity["name"].casefold()
         if key in names:
-            errors.append(f"{where}.name: '{entity['name']}' is also the name at {names[key]}; names must be distinct")
+            errors.append(
+                f"{where}.name: '{entity['name']}' is also the name at {names[key]}; names must be distinct"
+            )
         else:
             names[key] = f"{where}.name"
     for i, entity in enumerate(entities):
@@ -250,7 +270,9 @@ def _semantic_errors(raw: dict[str, Any]) -> list[str]:
                 continue
             owner = names.get(alias.casefold())
             if owner and owner != f"entities[{i}].name":
-                errors.append(f"entities[{i}].aliases[{j}]: '{alias}' is the name at {owner}; an alias cannot be another entity's name")
+                errors.append(
+                    f"entities[{i}].aliases[{j}]: '{alias}' is the name at {owner}; an alias cannot be another entity's name"
+                )
     known = set(ids) | {PLAYER_ID}
 
     def ref(where: str, value: Any) -> None:
@@ -273,7 +295,9 @@ def _semantic_errors(raw: dict[str, Any]) -> list[str]:
         if "subject" in fact and not fact.get("predicate"):
             errors.append(f"facts[{i}].predicate: required with a subject")
         if "subject" not in fact and not fact.get("object"):
-            errors.append(f"facts[{i}].object: a fact about the world (no subject) is one sentence in object")
+            errors.append(
+                f"facts[{i}].object: a fact about the world (no subject) is one sentence in object"
+            )
     for i, rel in enumerate(_list(raw.get("relationships"))):
         rel = _dict(rel)
         ref(f"relationships[{i}].source", rel.get("source"))
@@ -292,7 +316,9 @@ def _semantic_errors(raw: dict[str, Any]) -> list[str]:
             if not isinstance(objective.get("id"), str):
                 continue
             if objective["id"] in seen:
-                errors.append(f"threads[{i}].objectives[{j}].id: '{objective['id']}' is used twice in this thread")
+                errors.append(
+                    f"threads[{i}].objectives[{j}].id: '{objective['id']}' is used twice in this thread"
+                )
             seen.add(objective["id"])
     scene = _dict(raw.get("scene"))
     ref("scene.location", scene.get("location"))
@@ -303,7 +329,9 @@ def _semantic_errors(raw: dict[str, Any]) -> list[str]:
         for j, objective in enumerate(_list(_dict(quest).get("objectives"))):
             oid = _dict(objective).get("id")
             if oid in seen_objectives:
-                errors.append(f"quests.{qid}.objectives[{j}].id: '{oid}' is used twice in this quest")
+                errors.append(
+                    f"quests.{qid}.objectives[{j}].id: '{oid}' is used twice in this quest"
+                )
             seen_objectives.add(oid)
     errors += _character_errors(raw)
     stats = _dict(raw.get("stats"))
@@ -314,7 +342,9 @@ def _semantic_errors(raw: dict[str, Any]) -> list[str]:
         if npc == PLAYER_ID:
             errors.append("stats.npcs.player: the player's stats go under stats.player")
         elif npc not in ids:
-            errors.append(f"stats.npcs.{npc}: unknown entity id '{npc}' (known: {_some(sorted(ids))})")
+            errors.append(
+                f"stats.npcs.{npc}: unknown entity id '{npc}' (known: {_some(sorted(ids))})"
+            )
         for name, stat in _dict(block).items():
             errors.extend(_stat_errors(f"stats.npcs.{npc}.{name}", stat))
     return errors
@@ -335,10 +365,16 @@ def _character_errors(raw: dict[str, Any]) -> list[str]:
     for i, name in enumerate(_list(character.get("stats"))):
         stat = player_stats.get(name)
         if not isinstance(stat, dict):
-            errors.append(f"character.stats[{i}]: '{name}' is not a player stat (declare it under stats.player)")
+            errors.append(
+                f"character.stats[{i}]: '{name}' is not a player stat (declare it under stats.player)"
+            )
         elif stat.get("kind", "number") == "text" or stat.get("hidden"):
-            errors.append(f"character.stats[{i}]: '{name}' must be a visible number to be rolled or bought")
-        elif character.get("method") == "point_buy" and (stat.get("min") is None or stat.get("max") is None):
+            errors.append(
+                f"character.stats[{i}]: '{name}' must be a visible number to be rolled or bought"
+            )
+        elif character.get("method") == "point_buy" and (
+            stat.get("min") is None or stat.get("max") is None
+        ):
             errors.append(f"character.stats[{i}]: '{name}' needs min and max for point-buy")
     if character.get("stats") and "method" not in character:
         errors.append("character.method: say how stats are made: 'roll' or 'point_buy'")
@@ -348,7 +384,9 @@ def _character_errors(raw: dict[str, Any]) -> list[str]:
         name = _dict(entry).get("stat")
         stat = player_stats.get(name)
         if not isinstance(stat, dict):
-            errors.append(f"character.hidden[{i}].stat: '{name}' is not a player stat (declare it under stats.player)")
+            errors.append(
+                f"character.hidden[{i}].stat: '{name}' is not a player stat (declare it under stats.player)"
+            )
         elif not stat.get("hidden"):
             errors.append(f"character.hidden[{i}].stat: '{name}' must be declared hidden: true")
     return errors
@@ -356,7 +394,11 @@ def _character_errors(raw: dict[str, Any]) -> list[str]:
 
 def _some(items: list[str], limit: int = 12) -> str:
     shown = ", ".join(items[:limit])
-    return shown + (f", … ({len(items) - limit} more)" if len(items) > limit else "") if items else "none"
+    return (
+        shown + (f", … ({len(items) - limit} more)" if len(items) > limit else "")
+        if items
+        else "none"
+    )
 
 
 def _stat_errors(where: str, stat: Any) -> list[str]:
@@ -381,7 +423,9 @@ def _stat_rule_errors(where: str, stat: dict[str, Any]) -> list[str]:
         if not isinstance(initial, str):
             errors.append(f"{where}.initial: a text stat starts as text")
         elif len(initial) > stat.get("max_length", DEFAULT_TEXT_LENGTH):
-            errors.append(f"{where}.initial: longer than max_length ({stat.get('max_length', DEFAULT_TEXT_LENGTH)})")
+            errors.append(
+                f"{where}.initial: longer than max_length ({stat.get('max_length', DEFAULT_TEXT_LENGTH)})"
+            )
         return errors
     if "max_length" in stat:
         errors.append(f"{where}.max_length: only text stats have a max_length")
@@ -419,15 +463,25 @@ def _stat_rule_errors(where: str, stat: dict[str, Any]) -> list[str]:
         if hi is not None and b_hi > hi:
             errors.append(f"{at}: ends at {_num(b_hi)}, above max ({_num(hi)})")
         if previous_hi is not None and b_lo < previous_hi:
-            errors.append(f"{at}: overlaps the band before it (which ends at {_num(previous_hi)}); list bands low to high")
+            errors.append(
+                f"{at}: overlaps the band before it (which ends at {_num(previous_hi)}); list bands low to high"
+            )
         previous_hi = b_hi
     if stat.get("hidden"):
         if not bands:
-            errors.append(f"{where}.bands: a hidden stat needs bands — the model sees only their label")
+            errors.append(
+                f"{where}.bands: a hidden stat needs bands — the model sees only their label"
+            )
         elif stat.get("min") is None or stat.get("max") is None:
-            errors.append(f"{where}: a hidden stat needs min and max so its bands can cover the range")
-        elif lo is not None and hi is not None and not _covers(bands, lo, hi):  # None: range reported
-            errors.append(f"{where}.bands: a hidden stat's bands must cover {_num(lo)}–{_num(hi)} without gaps")
+            errors.append(
+                f"{where}: a hidden stat needs min and max so its bands can cover the range"
+            )
+        elif (
+            lo is not None and hi is not None and not _covers(bands, lo, hi)
+        ):  # None: range reported
+            errors.append(
+                f"{where}.bands: a hidden stat's bands must cover {_num(lo)}–{_num(hi)} without gaps"
+            )
     return errors
 
 
@@ -449,7 +503,9 @@ def check_rules(raw: Any) -> list[str]:
     """Every mistake in a rules declaration, each starting with its path; [] when valid."""
     if not isinstance(raw, dict):
         return ["(rules): must be an object"]
-    schema_errors = sorted(_validator().iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path])
+    schema_errors = sorted(
+        _validator().iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path]
+    )
     messages = [m for e in schema_errors for m in _schema_messages(e)]
     # Reference and range mistakes are reported in the same pass as shape mistakes, so
     # an author fixes everything at once instead of one layer per attempt.
@@ -466,20 +522,28 @@ def load_rules(raw: Any) -> Rules:
         stats=StatRules(
             world={k: _stat_rule(v) for k, v in stats.get("world", {}).items()},
             player={k: _stat_rule(v) for k, v in stats.get("player", {}).items()},
-            npcs={npc: {k: _stat_rule(v) for k, v in block.items()} for npc, block in stats.get("npcs", {}).items()},
+            npcs={
+                npc: {k: _stat_rule(v) for k, v in block.items()}
+                for npc, block in stats.get("npcs", {}).items()
+            },
         ),
         flags={k: FlagRule(**v) for k, v in raw.get("flags", {}).items()},
         milestones={k: MilestoneRule(**v) for k, v in raw.get("milestones", {}).items()},
         canon=Canon(
             rules=tuple(raw.get("canon", {}).get("rules", [])),
             forbidden_status_changes=tuple(
-                StatusChange.model_validate(c) for c in raw.get("canon", {}).get("forbidden_status_changes", [])
+                StatusChange.model_validate(c)
+                for c in raw.get("canon", {}).get("forbidden_status_changes", [])
             ),
         ),
         cast={
             e["id"]: CastMember(
-                id=e["id"], name=e["name"], description=e.get("description", ""), persona=e.get("persona", ""),
-                knowledge=tuple(e.get("knowledge", [])), moves=tuple(e.get("moves", [])),
+                id=e["id"],
+                name=e["name"],
+                description=e.get("description", ""),
+                persona=e.get("persona", ""),
+                knowledge=tuple(e.get("knowledge", [])),
+                moves=tuple(e.get("moves", [])),
                 companion=bool(e.get("companion", False)),
             )
             for e in raw.get("entities", [])
@@ -494,7 +558,9 @@ def _stat_rule(stat: dict[str, Any]) -> StatRule:
     fields = {k: v for k, v in stat.items() if k != "bands"}
     fields["bands"] = tuple(Band(lo=b[0], hi=b[1], label=b[2]) for b in stat.get("bands", []))
     if "initial" not in stat:
-        fields["initial"] = "" if kind == "text" else default_initial(stat.get("min"), stat.get("max"))
+        fields["initial"] = (
+            "" if kind == "text" else default_initial(stat.get("min"), stat.get("max"))
+        )
     elif kind != "text" and stat.get("integer", True):
         fields["initial"] = int(stat["initial"])
     return StatRule(**fields)
@@ -518,6 +584,19 @@ def empty_rules() -> Rules:
 
 
 __all__ = [
-    "Band", "Canon", "CastMember", "FlagRule", "MilestoneRule", "Rules", "RulesError", "Scalar", "StatRule",
-    "StatusChange", "check_rules", "default_initial", "empty_rules", "load_rules", "rules_schema",
+    "Band",
+    "Canon",
+    "CastMember",
+    "FlagRule",
+    "MilestoneRule",
+    "Rules",
+    "RulesError",
+    "Scalar",
+    "StatRule",
+    "StatusChange",
+    "check_rules",
+    "default_initial",
+    "empty_rules",
+    "load_rules",
+    "rules_schema",
 ]

@@ -33,7 +33,11 @@ SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 def document_schema() -> dict[str, Any]:
     """The JSON Schema of a stored state document."""
     schema = Document.model_json_schema()
-    return {"$schema": SCHEMA_DIALECT, "$id": "https://talekeeper.local/schemas/document.schema.json", **schema}
+    return {
+        "$schema": SCHEMA_DIALECT,
+        "$id": "https://talekeeper.local/schemas/document.schema.json",
+        **schema,
+    }
 
 
 def _enums(document: Document, rules: Rules) -> dict[tuple[str, str], list[str]]:
@@ -44,21 +48,35 @@ def _enums(document: Document, rules: Rules) -> dict[tuple[str, str], list[str]]
         ("set_stat", "stat"): stat_paths(rules),
         ("change_stat", "stat"): numeric,
         ("set_flag", "flag"): list(rules.flags),
-        ("reach_milestone", "milestone"): [m for m in rules.milestones if document.milestones.get(m) is None],
+        ("reach_milestone", "milestone"): [
+            m for m in rules.milestones if document.milestones.get(m) is None
+        ],
         ("withdraw_fact", "fact"): [f.id for f in document.facts if f.status == "active"],
-        ("end_relationship", "relationship"): [r.id for r in document.relationships if r.status == "active"],
-        ("complete_objective", "thread"): [t.id for t in threads if any(not o.done for o in t.objectives)],
-        ("complete_objective", "objective"): sorted({o.id for t in threads for o in t.objectives if not o.done}),
+        ("end_relationship", "relationship"): [
+            r.id for r in document.relationships if r.status == "active"
+        ],
+        ("complete_objective", "thread"): [
+            t.id for t in threads if any(not o.done for o in t.objectives)
+        ],
+        ("complete_objective", "objective"): sorted(
+            {o.id for t in threads for o in t.objectives if not o.done}
+        ),
         ("resolve_thread", "thread"): [t.id for t in threads],
     }
 
 
 def _rule_for(rules: Rules, path: str):  # type: ignore[no-untyped-def]
     parts = path.split(".")
-    return rules.stat_rule("npc", parts[2], parts[1]) if parts[0] == "npc" else rules.stat_rule(parts[0], parts[1])
+    return (
+        rules.stat_rule("npc", parts[2], parts[1])
+        if parts[0] == "npc"
+        else rules.stat_rule(parts[0], parts[1])
+    )
 
 
-def _event_schema(spec: EventSpec, enums: dict[tuple[str, str], list[str]] | None) -> dict[str, Any] | None:
+def _event_schema(
+    spec: EventSpec, enums: dict[tuple[str, str], list[str]] | None
+) -> dict[str, Any] | None:
     properties: dict[str, Any] = {"type": {"const": spec.type}}
     for field in spec.fields:
         schema = dict(SHAPES[field.shape].json_schema)
@@ -70,18 +88,32 @@ def _event_schema(spec: EventSpec, enums: dict[tuple[str, str], list[str]] | Non
                 if not allowed and field.required:
                     return None  # nothing it could name: leave the event out
                 if field.shape == "refs":
-                    schema = {"type": "array", "maxItems": schema["maxItems"], "items": {"enum": allowed}}
+                    schema = {
+                        "type": "array",
+                        "maxItems": schema["maxItems"],
+                        "items": {"enum": allowed},
+                    }
                 elif field.shape == "ref?":
-                    schema = {"anyOf": [{"enum": allowed}, {"type": "null"}]} if allowed else {"type": "null"}
+                    schema = (
+                        {"anyOf": [{"enum": allowed}, {"type": "null"}]}
+                        if allowed
+                        else {"type": "null"}
+                    )
                 elif allowed:
                     schema = {"enum": allowed}
         properties[field.name] = schema
     required = ["type", *(f.name for f in spec.fields if f.required)]
-    return {"type": "object", "additionalProperties": False, "required": required, "properties": properties}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": required,
+        "properties": properties,
+    }
 
 
-def proposal_schema(document: Document | None = None, rules: Rules | None = None,
-                    max_events: int = MAX_EVENTS) -> dict[str, Any]:
+def proposal_schema(
+    document: Document | None = None, rules: Rules | None = None, max_events: int = MAX_EVENTS
+) -> dict[str, Any]:
     """The JSON Schema of a proposal; narrowed to existing ids when given a document and
     its rules."""
     enums = _enums(document, rules) if document is not None and rules is not None else None
@@ -94,13 +126,17 @@ def proposal_schema(document: Document | None = None, rules: Rules | None = None
         "type": "object",
         "additionalProperties": False,
         "required": ["events"],
-        "properties": {"events": {"type": "array", "maxItems": max_events, "items": {"anyOf": events}}},
+        "properties": {
+            "events": {"type": "array", "maxItems": max_events, "items": {"anyOf": events}}
+        },
     }
 
 
 @cache
 def _packaged(name: str) -> dict[str, Any]:
-    return json.loads(resources.files(__package__).joinpath(f"schemas/{name}.schema.json").read_text("utf-8"))
+    return json.loads(
+        resources.files(__package__).joinpath(f"schemas/{name}.schema.json").read_text("utf-8")
+    )
 
 
 def scenario_schema() -> dict[str, Any]:
@@ -139,5 +175,12 @@ def schema_errors(schema: dict[str, Any], value: Any, prefix: str = "") -> list[
     return list(dict.fromkeys(out))
 
 
-__all__ = ["canon_log_schema", "document_schema", "origin_schema", "proposal_schema", "rules_schema",
-           "scenario_schema", "schema_errors"]
+__all__ = [
+    "canon_log_schema",
+    "document_schema",
+    "origin_schema",
+    "proposal_schema",
+    "rules_schema",
+    "scenario_schema",
+    "schema_errors",
+]

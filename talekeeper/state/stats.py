@@ -104,8 +104,11 @@ def plan_stat(
     if rule.kind == "text":
         return _plan_text(rule, path, current, set_to, change_by, turn, last_changed, paced)
     if isinstance(set_to, str):
-        return _reject(current, f"{path} is a number, not text",
-                       f"Send a number for {path} ({limits_text(rule)}), e.g. change_stat with a signed amount.")
+        return _reject(
+            current,
+            f"{path} is a number, not text",
+            f"Send a number for {path} ({limits_text(rule)}), e.g. change_stat with a signed amount.",
+        )
     asked = set_to if change_by is None else None
     amount = change_by if change_by is not None else None
     value = asked if asked is not None else amount
@@ -148,20 +151,36 @@ def plan_stat(
     if new != target:
         why = []
         if capped and rule.max_change_per_turn is not None:
-            why.append("per-turn limit" if rule.hidden else f"at most {num(rule.max_change_per_turn)} per turn")
+            why.append(
+                "per-turn limit"
+                if rule.hidden
+                else f"at most {num(rule.max_change_per_turn)} per turn"
+            )
         if held:
             why.append(f"held at its {held}" if rule.hidden else f"held at its {held} {num(new)}")
-        asked_text = "" if rule.hidden else f" (asked {_signed(target - current)}, moved {_signed(new - current)})"
-        return StatPlan("limited", new, f"{path} moved less than asked{asked_text}: {'; '.join(why)}",
-                        moved=new - current)
-    return StatPlan("applied", new, f"{path} {shown(rule, current)} → {shown(rule, new)}", moved=new - current)
+        asked_text = (
+            ""
+            if rule.hidden
+            else f" (asked {_signed(target - current)}, moved {_signed(new - current)})"
+        )
+        return StatPlan(
+            "limited",
+            new,
+            f"{path} moved less than asked{asked_text}: {'; '.join(why)}",
+            moved=new - current,
+        )
+    return StatPlan(
+        "applied", new, f"{path} {shown(rule, current)} → {shown(rule, new)}", moved=new - current
+    )
 
 
 def _signed(value: float | int) -> str:
     return ("+" if value > 0 else "") + num(value)
 
 
-def _unchanged(rule: StatRule, path: str, current: float | int, held: str | None, rising: bool) -> StatPlan:
+def _unchanged(
+    rule: StatRule, path: str, current: float | int, held: str | None, rising: bool
+) -> StatPlan:
     if held is None:  # the cap is spent for this turn
         reason = f"{path} already moved as far as it may this turn"
         if not rule.hidden and rule.max_change_per_turn is not None:
@@ -170,19 +189,25 @@ def _unchanged(rule: StatRule, path: str, current: float | int, held: str | None
     direction = "raise" if rising else "lower"
     if rule.hidden:
         edge = "highest" if held == "maximum" else "lowest"
-        return StatPlan("unchanged", current, f"{path} is already at its {edge} ({shown(rule, current)})",
-                        f"{path} cannot go {'higher' if rising else 'lower'}; don't {direction} it.")
+        return StatPlan(
+            "unchanged",
+            current,
+            f"{path} is already at its {edge} ({shown(rule, current)})",
+            f"{path} cannot go {'higher' if rising else 'lower'}; don't {direction} it.",
+        )
     limit = rule.max if held == "maximum" else rule.min
     assert limit is not None
     return StatPlan(
-        "unchanged", current,
+        "unchanged",
+        current,
         f"{path} is already at its {held} ({num(limit)})",
         f"{path} is {shown(rule, current)}, its {held} ({limits_text(rule)}); don't {direction} it further.",
     )
 
 
-def _cooldown(rule: StatRule, path: str, current: float | int | str, turn: int, last: int | None,
-              paced: bool) -> StatPlan | None:
+def _cooldown(
+    rule: StatRule, path: str, current: float | int | str, turn: int, last: int | None, paced: bool
+) -> StatPlan | None:
     if not paced or not rule.cooldown or last is None:
         return None
     # `cooldown: n` means n whole turns of rest after a move: changed on turn t, the stat
@@ -198,16 +223,34 @@ def _cooldown(rule: StatRule, path: str, current: float | int | str, turn: int, 
     return None
 
 
-def _plan_text(rule: StatRule, path: str, current: float | int | str, set_to: float | int | str | None,
-               change_by: float | int | None, turn: int, last: int | None, paced: bool) -> StatPlan:
+def _plan_text(
+    rule: StatRule,
+    path: str,
+    current: float | int | str,
+    set_to: float | int | str | None,
+    change_by: float | int | None,
+    turn: int,
+    last: int | None,
+    paced: bool,
+) -> StatPlan:
     if change_by is not None:
-        return _reject(current, f"{path} is a text stat; change_stat only moves numbers",
-                       f"Use set_stat with text for {path} (at most {rule.max_length} characters).")
+        return _reject(
+            current,
+            f"{path} is a text stat; change_stat only moves numbers",
+            f"Use set_stat with text for {path} (at most {rule.max_length} characters).",
+        )
     if not isinstance(set_to, str):
-        return _reject(current, f"{path} is a text stat", f"Send text for {path} (at most {rule.max_length} characters).")
+        return _reject(
+            current,
+            f"{path} is a text stat",
+            f"Send text for {path} (at most {rule.max_length} characters).",
+        )
     if len(set_to) > rule.max_length:
-        return _reject(current, f"{path} takes at most {rule.max_length} characters ({len(set_to)} sent)",
-                       f"Send a shorter value for {path}: at most {rule.max_length} characters.")
+        return _reject(
+            current,
+            f"{path} takes at most {rule.max_length} characters ({len(set_to)} sent)",
+            f"Send a shorter value for {path}: at most {rule.max_length} characters.",
+        )
     if set_to == current:
         return StatPlan("applied", current, f"{path} is already {set_to!r}")
     cooldown = _cooldown(rule, path, current, turn, last, paced)

@@ -47,8 +47,17 @@ def open_envelope(proposal: Any) -> Envelope:
     except (TypeError, ValueError, RecursionError):
         return Envelope([], [reject("envelope", "the state block is not plain JSON", fix)])
     if size > MAX_PROPOSAL_CHARS:
-        return Envelope([], [reject("envelope", f"the state block is too large ({size} characters; at most "
-                                    f"{MAX_PROPOSAL_CHARS})", "Send only what changed this turn.")])
+        return Envelope(
+            [],
+            [
+                reject(
+                    "envelope",
+                    f"the state block is too large ({size} characters; at most "
+                    f"{MAX_PROPOSAL_CHARS})",
+                    "Send only what changed this turn.",
+                )
+            ],
+        )
     events = proposal.get("events")
     if not isinstance(events, list):
         return Envelope([], [reject("envelope", 'the state block has no "events" list', fix)])
@@ -56,11 +65,21 @@ def open_envelope(proposal: Any) -> Envelope:
     extra = [k for k in proposal if k != "events"]
     if extra:
         names = ", ".join(repr(k)[:40] for k in extra[:5])
-        notes.append(reject("envelope", f"ignored unknown key(s) {names} beside \"events\"",
-                            'Put every change inside "events"; the block holds nothing else.'))
+        notes.append(
+            reject(
+                "envelope",
+                f'ignored unknown key(s) {names} beside "events"',
+                'Put every change inside "events"; the block holds nothing else.',
+            )
+        )
     if len(events) > MAX_EVENTS:
-        notes.append(reject("envelope", f"only the first {MAX_EVENTS} of {len(events)} events were read",
-                            f"Send at most {MAX_EVENTS} events, only for what changed this turn."))
+        notes.append(
+            reject(
+                "envelope",
+                f"only the first {MAX_EVENTS} of {len(events)} events were read",
+                f"Send at most {MAX_EVENTS} events, only for what changed this turn.",
+            )
+        )
         events = events[:MAX_EVENTS]
     return Envelope(events, notes)
 
@@ -69,7 +88,11 @@ def check_allowlist(event: Any) -> str | Verdict:
     """Layer 2: the event's type, read before any other field."""
     listing = f"Event types: {', '.join(EVENT_TYPES)}."
     if not isinstance(event, dict):
-        return reject("allowlist", "an event is not a JSON object", 'Each event is an object: {"type": ..., ...}. ' + listing)
+        return reject(
+            "allowlist",
+            "an event is not a JSON object",
+            'Each event is an object: {"type": ..., ...}. ' + listing,
+        )
     kind = event.get("type")
     if not isinstance(kind, str):
         return reject("allowlist", 'an event has no "type"', listing)

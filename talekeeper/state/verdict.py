@@ -42,7 +42,9 @@ class Context:
         return self.authority == "story"
 
 
-def reject(layer: Layer, reason: str, correction: str, target: str | None = None, hidden: bool = False) -> Verdict:
+def reject(
+    layer: Layer, reason: str, correction: str, target: str | None = None, hidden: bool = False
+) -> Verdict:
     return Verdict("rejected", reason, target, correction=correction, layer=layer, hidden=hidden)
 
 

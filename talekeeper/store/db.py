@@ -210,7 +210,9 @@ def migrate(engine: Engine, script_location: Path = MIGRATIONS) -> None:
             command.upgrade(config, "head")
             broken = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
             if broken:
-                raise MigrationFailed(f"the upgrade would leave rows pointing at nothing: {broken[:5]}")
+                raise MigrationFailed(
+                    f"the upgrade would leave rows pointing at nothing: {broken[:5]}"
+                )
     except Exception as exc:
         raise MigrationFailed(
             f"Upgrading the database from schema {current or '(empty)'} to {head} failed: "
@@ -234,7 +236,9 @@ def _check_known(script: ScriptDirectory, current: str | None, head: str | None)
         ) from exc
 
 
-def _migrate_postgresql(engine: Engine, config: Config, script: ScriptDirectory, head: str | None) -> None:
+def _migrate_postgresql(
+    engine: Engine, config: Config, script: ScriptDirectory, head: str | None
+) -> None:
     """The same migrations, all or nothing, on PostgreSQL.
 
     PostgreSQL's DDL is transactional and its foreign keys are always enforced, so the

@@ -177,10 +177,14 @@ class Invitation(Base):
 
     token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
     role: Mapped[str] = mapped_column(String(16), default="player")
-    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    created_by: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    used_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    used_by: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
 
 
 class PasswordReset(Base):
@@ -191,7 +195,9 @@ class PasswordReset(Base):
 
     token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    created_by: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
@@ -238,7 +244,9 @@ class InsightJSON(TypeDecorator):
     def process_bind_param(self, value: Any, dialect: Any) -> bytes | None:
         if value is None:
             return None
-        compressor = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, _INSIGHT_ZDICT)
+        compressor = zlib.compressobj(
+            9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, _INSIGHT_ZDICT
+        )
         raw = json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
         return b"\x01" + compressor.compress(raw) + compressor.flush()
 
@@ -262,7 +270,9 @@ class TurnInsight(Base):
 
     __tablename__ = "turn_insights"
 
-    node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id", ondelete="CASCADE"), primary_key=True)
+    node_id: Mapped[int] = mapped_column(
+        ForeignKey("nodes.id", ondelete="CASCADE"), primary_key=True
+    )
     adventure_id: Mapped[int] = mapped_column(
         ForeignKey("adventures.id", ondelete="CASCADE"), index=True
     )

@@ -66,7 +66,7 @@ def _second_person(text: str) -> str:
     """Turn the player's first person into the story's second person, outside quoted speech."""
     out: list[str] = []
     for part in _QUOTED.split(text):
-        if part[:1] in "\"“":
+        if part[:1] in '"“':
             out.append(part)  # quoted speech is the player's own words
             continue
         pieces: list[str] = []
@@ -113,7 +113,9 @@ def normalise_action(kind: str, text: str) -> tuple[str, str]:
     if "\x00" in text:  # never meant, and PostgreSQL cannot store it
         raise ActionError("The action contains a NUL character (\\x00); remove it and try again.")
     if len(text) > MAX_ACTION_CHARS:
-        raise ActionError(f"The action is too long ({len(text)} characters; at most {MAX_ACTION_CHARS}).")
+        raise ActionError(
+            f"The action is too long ({len(text)} characters; at most {MAX_ACTION_CHARS})."
+        )
     if kind == "continue":
         return kind, ""
     if not text:
@@ -121,7 +123,9 @@ def normalise_action(kind: str, text: str) -> tuple[str, str]:
     if kind == "talk":
         who, _, words = text.partition(":")
         if not who.strip() or not words.strip():
-            raise ActionError("A 'talk' action names who you talk to and what you say: \"Tobin: what about the key?\"")
+            raise ActionError(
+                "A 'talk' action names who you talk to and what you say: \"Tobin: what about the key?\""
+            )
         text = f"{who.strip()}: {words.strip()}"
     return kind, text
 

@@ -63,7 +63,11 @@ class _Skeleton:
         rows = list(
             session.connection().execute(
                 select(
-                    nodes.id, nodes.parent_id, nodes.depth, nodes.active_child_id, nodes.branch_name.is_not(None)
+                    nodes.id,
+                    nodes.parent_id,
+                    nodes.depth,
+                    nodes.active_child_id,
+                    nodes.branch_name.is_not(None),
                 ).where(nodes.adventure_id == adventure.id)
             )
         )
@@ -83,7 +87,11 @@ class _Skeleton:
                 self.children.setdefault(parent, []).append(node_id)
         order = [r[0] for r in rows]
         # Actions only where a turn has several takes and one is bare: all _is_line_end reads.
-        forks = [p for p, kids in self.children.items() if len(kids) > 1 and any(k not in self.children for k in kids)]
+        forks = [
+            p
+            for p, kids in self.children.items()
+            if len(kids) > 1 and any(k not in self.children for k in kids)
+        ]
         self.action: dict[int, tuple[str, str]] = {}
         for i in range(0, len(forks), _CHUNK):
             query = select(nodes.id, nodes.action_kind, nodes.action_text).where(
@@ -98,7 +106,10 @@ class _Skeleton:
             kids = [k for k in self.children.get(node_id, []) if self.leaf_count[k]]
             if node_id not in self.children:
                 seen = node_id in self.visible
-                self.leaf_count[node_id], self.only_leaf[node_id] = int(seen), node_id if seen else None
+                self.leaf_count[node_id], self.only_leaf[node_id] = (
+                    int(seen),
+                    node_id if seen else None,
+                )
             else:
                 self.leaf_count[node_id] = sum(self.leaf_count[k] for k in kids)
                 self.only_leaf[node_id] = self.only_leaf[kids[0]] if len(kids) == 1 else None
@@ -178,7 +189,9 @@ class _Skeleton:
         takes = [
             k
             for k in siblings
-            if k != top and not self.leaf_count[k] and self.action.get(k) == self.action.get(top, ("", None))
+            if k != top
+            and not self.leaf_count[k]
+            and self.action.get(k) == self.action.get(top, ("", None))
         ]
         return ids + hanging + takes
 
@@ -212,7 +225,12 @@ def list_lines(session: Session, adventure: Adventure) -> list[Line]:
         r.id: r
         for r in session.execute(
             select(
-                Node.id, Node.action_kind, Node.action_text, Node.narration, Node.branch_name, Node.created_at
+                Node.id,
+                Node.action_kind,
+                Node.action_text,
+                Node.narration,
+                Node.branch_name,
+                Node.created_at,
             ).where(Node.id.in_(leaves))
         )
     }

@@ -58,7 +58,9 @@ def sibling_ids(session: Session, node: Node) -> list[int]:
     if node.parent_id is None or node.action_kind == CORRECTION:
         return [node.id]
     query = select(Node.id).where(
-        Node.adventure_id == node.adventure_id, Node.parent_id == node.parent_id, Node.action_kind != CORRECTION
+        Node.adventure_id == node.adventure_id,
+        Node.parent_id == node.parent_id,
+        Node.action_kind != CORRECTION,
     )
     return sorted(session.scalars(query))
 
@@ -78,8 +80,7 @@ def takes_of(session: Session, node: Node) -> list[Take]:
                     Node.model,
                     Node.created_at,
                     Node.active_child_id,
-                )
-                .where(
+                ).where(
                     Node.adventure_id == node.adventure_id,
                     Node.parent_id == node.parent_id,
                     Node.action_kind != CORRECTION,

@@ -36,7 +36,9 @@ class NewTurn:
     model: str = ""
 
 
-def create_root(session: Session, adventure: Adventure, opening: str, state: dict[str, Any]) -> Node:
+def create_root(
+    session: Session, adventure: Adventure, opening: str, state: dict[str, Any]
+) -> Node:
     root = Node(
         adventure_id=adventure.id,
         parent_id=None,
@@ -63,7 +65,9 @@ def rewrite_opening(session: Session, adventure: Adventure, root: Node, narratio
     loses nothing. Once a turn follows it, later turns were told from it, and it is refused.
     """
     if root.parent_id is not None or root.adventure_id != adventure.id:
-        raise TreeError("Only the opening is rewritten in place; a later turn's edit is a new take.")
+        raise TreeError(
+            "Only the opening is rewritten in place; a later turn's edit is a new take."
+        )
     if root.active_child_id is not None:
         raise TreeError(
             "The opening can be edited until the first turn is played; the story after it was told from it. "

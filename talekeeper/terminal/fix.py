@@ -40,7 +40,9 @@ def _one(word: str, candidates: dict[str, str], what: str) -> str:
     if word in candidates:
         return word
     folded = word.casefold().replace(" ", "_")
-    found = sorted({key for key, name in candidates.items() if name.casefold().replace(" ", "_") == folded})
+    found = sorted(
+        {key for key, name in candidates.items() if name.casefold().replace(" ", "_") == folded}
+    )
     if not found:
         found = sorted(key for key in candidates if key.casefold().endswith("." + folded))
     if len(found) == 1:
@@ -84,17 +86,41 @@ def events_from_words(line: str, state: dict[str, Any]) -> list[Any]:
         if verb == "set":
             return [{"type": "set_stat", "stat": stat, "value": _number(words[-1])}]
         return [{"type": "change_stat", "stat": stat, "by": _number(words[-1])}]
-    if verb == "flag" and len(words) >= 2 and words[-1].lower() in ("on", "off", "true", "false", "yes", "no"):
+    if (
+        verb == "flag"
+        and len(words) >= 2
+        and words[-1].lower() in ("on", "off", "true", "false", "yes", "no")
+    ):
         flag = _one(" ".join(words[:-1]), flags, "flag")
-        return [{"type": "set_flag", "flag": flag, "value": words[-1].lower() in ("on", "true", "yes")}]
+        return [
+            {"type": "set_flag", "flag": flag, "value": words[-1].lower() in ("on", "true", "yes")}
+        ]
     if verb == "milestone" and words:
         return [{"type": "reach_milestone", "milestone": " ".join(words)}]
     if verb == "give" and words:
         item, holder = _split_to(words, "give")
-        return [{"type": "set_possession", "item": _one(item, entities, "item"), "holder": _one(holder, entities, "holder")}]
+        return [
+            {
+                "type": "set_possession",
+                "item": _one(item, entities, "item"),
+                "holder": _one(holder, entities, "holder"),
+            }
+        ]
     if verb == "move" and words:
         who, place = _split_to(words, "move")
-        return [{"type": "set_location", "entity": _one(who, entities, "character or thing"), "location": _one(place, places, "place")}]
+        return [
+            {
+                "type": "set_location",
+                "entity": _one(who, entities, "character or thing"),
+                "location": _one(place, places, "place"),
+            }
+        ]
     if verb == "status" and len(words) >= 2:
-        return [{"type": "set_status", "entity": _one(" ".join(words[:-1]), entities, "character"), "status": words[-1]}]
+        return [
+            {
+                "type": "set_status",
+                "entity": _one(" ".join(words[:-1]), entities, "character"),
+                "status": words[-1],
+            }
+        ]
     raise FixInvalid("I could not read that correction. " + USAGE)

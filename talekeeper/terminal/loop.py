@@ -36,7 +36,13 @@ HELP = (
 )
 QUIT = ("/quit", "/q", "/exit")
 # The chip colours of the web page, in Rich's words (see web/templates/_chips.html).
-CHIP_STYLE = {"applied": "green", "limited": "yellow", "unchanged": "dim", "rejected": "red", "milestone": "bold green"}
+CHIP_STYLE = {
+    "applied": "green",
+    "limited": "yellow",
+    "unchanged": "dim",
+    "rejected": "red",
+    "milestone": "bold green",
+}
 
 
 def warm_up(tk: Talekeeper) -> None:
@@ -94,11 +100,15 @@ def _choose_adventure(tk: Talekeeper, scenario_id: str | None, adventure_id: int
     data = scenarios.read(tk, scenario_id)["data"]
     origin_id = _ask_origin(data)
     answers = {
-        p["key"]: Prompt.ask(p.get("question", p["key"]), default=p.get("default") or None, console=console)
+        p["key"]: Prompt.ask(
+            p.get("question", p["key"]), default=p.get("default") or None, console=console
+        )
         for p in data.get("placeholders", [])
     }
     character = terminal_character.ask_character(console, data, origin_id)
-    return adventures.start(tk, scenario_id, answers, origin_id=origin_id, character=character)["id"]
+    return adventures.start(tk, scenario_id, answers, origin_id=origin_id, character=character)[
+        "id"
+    ]
 
 
 def _ask_origin(data: dict[str, Any]) -> str | None:
@@ -157,14 +167,19 @@ async def _show_stream(events: AsyncIterator[TurnEvent], echo_action: bool = Tru
             console.print("\n")
             stored = str((event.data.get("turn") or {}).get("narration") or "")
             if len(stored) < len(printed.strip()):  # (context/endings: cut off mid-sentence)
-                console.print("[dim](The reply was cut off mid-sentence; the story keeps it up to its last whole sentence.)[/]\n")
+                console.print(
+                    "[dim](The reply was cut off mid-sentence; the story keeps it up to its last whole sentence.)[/]\n"
+                )
             show_changes(event.data.get("changes") or [])
 
 
 def _chip(change: dict[str, Any]) -> tuple[str, str]:
     """(kind, words) for one outcome: the web's chip (`web/present.chip`) in short — the
     terminal may not import the web layer. A hidden stat shows no number here either."""
-    status, target = change.get("status", "applied"), str(change.get("target") or change.get("type") or "change")
+    status, target = (
+        change.get("status", "applied"),
+        str(change.get("target") or change.get("type") or "change"),
+    )
     reason = str(change.get("reason") or "")
     if change.get("type") in ("note_event", "kept_changes") and status in ("applied", "note"):
         return "note", str(change.get("after") if change.get("type") == "note_event" else reason)
@@ -173,13 +188,24 @@ def _chip(change: dict[str, Any]) -> tuple[str, str]:
     if status == "unchanged":
         return "unchanged", f"no change — {target} at its limit"
     before, after = change.get("before"), change.get("after")
-    if change.get("type") in ("set_stat", "change_stat") and status == "applied" and before is not None and before == after:
+    if (
+        change.get("type") in ("set_stat", "change_stat")
+        and status == "applied"
+        and before is not None
+        and before == after
+    ):
         return "unchanged", f"{target} already {after}"  # set to what it was: no change
     if change.get("type") == "reach_milestone":
         return "milestone", f"✓ Milestone reached: {reason.split(':', 1)[-1].strip() or target}"
-    if change.get("type") in ("set_stat", "change_stat") and not change.get("hidden") and after is not None:
+    if (
+        change.get("type") in ("set_stat", "change_stat")
+        and not change.get("hidden")
+        and after is not None
+    ):
         owner, _, name = target.partition(".")
-        label = name.replace("_", " ").capitalize() if owner in ("world", "player") and name else target
+        label = (
+            name.replace("_", " ").capitalize() if owner in ("world", "player") and name else target
+        )
         text = f"{label} {before} → {after}"
     else:
         text = reason or target
@@ -237,7 +263,9 @@ def play(tk: Talekeeper, scenario_id: str | None = None, adventure_id: int | Non
             continue
         if line.startswith("/") and not (terminal_tree.handles(line) or line == "/continue"):
             command = line.split(" ", 1)[0]
-            console.print(f"[red]There is no command {escape(command)}.[/] Type [bold]/help[/] for the list; nothing was sent to the story.")
+            console.print(
+                f"[red]There is no command {escape(command)}.[/] Type [bold]/help[/] for the list; nothing was sent to the story."
+            )
             continue
         try:
             if terminal_tree.handles(line):

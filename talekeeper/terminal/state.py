@@ -25,14 +25,30 @@ def show_state(tk: Talekeeper, adventure_id: int, console: Console) -> None:
         table = Table("Stat", "Value", "", box=None)
         for stat in view["stats"]:
             owner = "" if stat["owner"] in ("world", "player") else f"{stat['owner']}'s "
-            span = f" / {_num(stat['max'])}" if stat["max"] is not None and stat["kind"] != "text" else ""
-            table.add_row(escape(f"{owner}{stat['name']}".replace("_", " ")), escape(f"{_num(stat['value'])}{span}"), escape(stat["band"] or ""))
+            span = (
+                f" / {_num(stat['max'])}"
+                if stat["max"] is not None and stat["kind"] != "text"
+                else ""
+            )
+            table.add_row(
+                escape(f"{owner}{stat['name']}".replace("_", " ")),
+                escape(f"{_num(stat['value'])}{span}"),
+                escape(stat["band"] or ""),
+            )
         console.print(table)
     for flag in view["flags"]:
-        console.print(f"  {'☑' if flag['value'] else '☐'} {escape(flag['desc'] or flag['name'])}", highlight=False)
+        console.print(
+            f"  {'☑' if flag['value'] else '☐'} {escape(flag['desc'] or flag['name'])}",
+            highlight=False,
+        )
     for milestone in view["milestones"]:
         reached = milestone["reached_at"]
         mark, when = ("✓", f" (turn {reached})") if reached is not None else ("☐", "")
-        console.print(f"  {mark} {escape(milestone['desc'] or milestone['id'])}{when}", highlight=False)
+        console.print(
+            f"  {mark} {escape(milestone['desc'] or milestone['id'])}{when}", highlight=False
+        )
     for thread in view["threads"]:
-        console.print(f"  • {escape(str(thread.get('title') or thread.get('id')))} — {escape(str(thread.get('status') or ''))}", highlight=False)
+        console.print(
+            f"  • {escape(str(thread.get('title') or thread.get('id')))} — {escape(str(thread.get('status') or ''))}",
+            highlight=False,
+        )

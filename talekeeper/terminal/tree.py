@@ -67,7 +67,9 @@ def _number(arg: str, what: str) -> tuple[int, str]:
 
 def _pick(items: list[dict], n: int, what: str) -> dict:
     if n > len(items):
-        raise TreeError(f"There is no {what} {n}; there {'is' if len(items) == 1 else 'are'} {len(items)}.")
+        raise TreeError(
+            f"There is no {what} {n}; there {'is' if len(items) == 1 else 'are'} {len(items)}."
+        )
     return items[n - 1]
 
 
@@ -84,7 +86,10 @@ LOOP_COMMANDS: dict[str, str] = {
     "/fix …": "correct the state (Undo takes it back): set <stat> <n> · add <stat> <±n> · flag <flag> on|off · "
     "milestone <id> · give <item> to <holder> · move <who> to <place> · status <who> <status> · or events as JSON",
 }
-LAST_COMMANDS: dict[str, str] = {"/help": "list these commands", "/quit": "leave (the story is saved as you go)"}
+LAST_COMMANDS: dict[str, str] = {
+    "/help": "list these commands",
+    "/quit": "leave (the story is saved as you go)",
+}
 
 
 def _help(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
@@ -113,7 +118,9 @@ def _takes(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
     listing = tree_ops.list_takes(tk, aid)
     table = Table("#", "", "Take", box=None)
     for take in listing["takes"]:
-        table.add_row(str(take["index"]), "▶" if take["on_line"] else "", _preview(take["narration"]))
+        table.add_row(
+            str(take["index"]), "▶" if take["on_line"] else "", _preview(take["narration"])
+        )
     console.print(table)
     return Outcome()
 
@@ -143,11 +150,24 @@ def _edit_action(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcom
 def _lines(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
     table = Table("#", "", "Line", "Turns", "Left its parent line", "Ends with", box=None)
     for i, line in enumerate(tree_ops.list_lines(tk, aid)["lines"], start=1):
-        fork = "—" if line["fork_depth"] is None else f"after turn {line['fork_depth']}" if line["fork_depth"] else "after the opening"
+        fork = (
+            "—"
+            if line["fork_depth"] is None
+            else f"after turn {line['fork_depth']}"
+            if line["fork_depth"]
+            else "after the opening"
+        )
         name = line["name"] or "(unnamed)"
         if line["save_points"]:
             name += f" ⚑{len(line['save_points'])}"
-        table.add_row(str(i), "▶" if line["has_head"] else "", name, str(line["length"]), fork, _preview(line["last_narration"], 50))
+        table.add_row(
+            str(i),
+            "▶" if line["has_head"] else "",
+            name,
+            str(line["length"]),
+            fork,
+            _preview(line["last_narration"], 50),
+        )
     console.print(table)
     console.print("[dim]▶ the line you are reading · ⚑ Save Points kept on it[/]")
     return Outcome()
@@ -178,7 +198,13 @@ def _saves(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
         return Outcome()
     table = Table("#", "Save Point", "Turn", "Where", box=None)
     for i, sp in enumerate(points, start=1):
-        where = "you are here" if sp["at_head"] else "on this line" if sp["on_line"] else "on a line you left"
+        where = (
+            "you are here"
+            if sp["at_head"]
+            else "on this line"
+            if sp["on_line"]
+            else "on a line you left"
+        )
         table.add_row(str(i), sp["name"], str(sp["turn"]), where)
     console.print(table)
     return Outcome()

@@ -40,11 +40,19 @@ class NewAdventure(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     scenario_id: str = Field(max_length=80)
-    answers: dict[str, str] = Field(default_factory=dict, description="Answers to the scenario's ${placeholders}.")
+    answers: dict[str, str] = Field(
+        default_factory=dict, description="Answers to the scenario's ${placeholders}."
+    )
     title: str | None = Field(None, max_length=200)
-    origin_id: str | None = Field(None, max_length=80, description="Where to start, when the scenario has several origins.")
-    persona: Persona | None = Field(None, description="The player's character; blank fields keep the scenario's.")
-    character: CharacterChoice | None = Field(None, description="Character creation, for scenarios that declare it.")
+    origin_id: str | None = Field(
+        None, max_length=80, description="Where to start, when the scenario has several origins."
+    )
+    persona: Persona | None = Field(
+        None, description="The player's character; blank fields keep the scenario's."
+    )
+    character: CharacterChoice | None = Field(
+        None, description="Character creation, for scenarios that declare it."
+    )
 
 
 class TurnRequest(BaseModel):
@@ -52,7 +60,11 @@ class TurnRequest(BaseModel):
 
     kind: Literal["do", "say", "story", "continue", "talk"]
     text: str = Field("", max_length=4000)
-    to: str | None = Field(None, max_length=80, description="Talk: the character spoken to (name or id); they answer in their own call.")
+    to: str | None = Field(
+        None,
+        max_length=80,
+        description="Talk: the character spoken to (name or id); they answer in their own call.",
+    )
 
 
 @router.get("/adventures", response_model=list[views.AdventureSummary])
@@ -64,7 +76,9 @@ def list_adventures(tk: Talekeeper = Depends(get_tk)) -> list[dict[str, Any]]:
 def start_adventure(body: NewAdventure, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     persona = body.persona.model_dump() if body.persona else None
     character = body.character.model_dump(by_alias=True) if body.character else None
-    return adventures.start(tk, body.scenario_id, body.answers, body.title, body.origin_id, persona, character)
+    return adventures.start(
+        tk, body.scenario_id, body.answers, body.title, body.origin_id, persona, character
+    )
 
 
 @router.get("/adventures/{adventure_id}", response_model=views.Story)
@@ -92,8 +106,12 @@ def redo(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     return tree_ops.redo(tk, adventure_id)
 
 
-@router.post("/adventures/{adventure_id}/turns", response_model=views.TurnResult, responses=TURN_STREAM)
-async def post_turn(adventure_id: int, body: TurnRequest, request: Request, tk: Talekeeper = Depends(get_tk)):
+@router.post(
+    "/adventures/{adventure_id}/turns", response_model=views.TurnResult, responses=TURN_STREAM
+)
+async def post_turn(
+    adventure_id: int, body: TurnRequest, request: Request, tk: Talekeeper = Depends(get_tk)
+):
     """Play a turn. Ask for `text/event-stream` to receive it as it is written.
 
     SSE events: `accepted`, `text`, `reasoning`, `status`, `done` (the written turn), `error`.

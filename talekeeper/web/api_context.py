@@ -1,17 +1,17 @@
 """The JSON API for context and memory: Insights, plot components, story cards, memories.
 
-    GET    /api/adventures/{id}/turns/{node_id}/insights   what was sent for that turn, and why
-    GET    /api/adventures/{id}/insights/next              dry run: what would be sent now
-    GET    /api/adventures/{id}/plot                       plot components (summary in force)
-    PUT    /api/adventures/{id}/plot                       edit any of them
-    GET    /api/adventures/{id}/story-cards                the adventure's cards
-    POST   /api/adventures/{id}/story-cards                add one
-    PUT    /api/adventures/{id}/story-cards/{index}        replace one
-    DELETE /api/adventures/{id}/story-cards/{index}        delete one
-    GET    /api/adventures/{id}/memories                   the memory panel
-    PATCH  /api/adventures/{id}/memories/{memory_id}       edit text, pin, forget / restore
-    DELETE /api/adventures/{id}/memories/{memory_id}       delete
-    GET    /api/context/settings, PUT /api/context/settings
+GET    /api/adventures/{id}/turns/{node_id}/insights   what was sent for that turn, and why
+GET    /api/adventures/{id}/insights/next              dry run: what would be sent now
+GET    /api/adventures/{id}/plot                       plot components (summary in force)
+PUT    /api/adventures/{id}/plot                       edit any of them
+GET    /api/adventures/{id}/story-cards                the adventure's cards
+POST   /api/adventures/{id}/story-cards                add one
+PUT    /api/adventures/{id}/story-cards/{index}        replace one
+DELETE /api/adventures/{id}/story-cards/{index}        delete one
+GET    /api/adventures/{id}/memories                   the memory panel
+PATCH  /api/adventures/{id}/memories/{memory_id}       edit text, pin, forget / restore
+DELETE /api/adventures/{id}/memories/{memory_id}       delete
+GET    /api/context/settings, PUT /api/context/settings
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ router = APIRouter(prefix="/api", tags=["context and memory"], responses=ERRORS)
 
 
 @router.get("/adventures/{adventure_id}/turns/{node_id}/insights", response_model=views.Insights)
-def get_turn_insights(adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def get_turn_insights(
+    adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
     """Every section sent for this turn: source, text, token cost and why it was included
     (which trigger fired, which memories with what score, how much history fit), and the
     exact prompt, rebuilt and checked against the digest stored when it was sent."""
@@ -57,7 +59,9 @@ def get_plot(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, A
 
 
 @router.put("/adventures/{adventure_id}/plot", response_model=views.Plot)
-def put_plot(adventure_id: int, body: plot_service.PlotUpdate, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def put_plot(
+    adventure_id: int, body: plot_service.PlotUpdate, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
     """Edit plot components mid-story. A story summary edit is kept at the current turn and
     is the base of the next automatic update."""
     return plot_service.edit_plot(tk, adventure_id, body)
@@ -68,8 +72,12 @@ def list_cards(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> list[dict
     return plot_service.cards_of(tk, adventure_id)
 
 
-@router.post("/adventures/{adventure_id}/story-cards", status_code=201, response_model=views.StoryCardView)
-def add_card(adventure_id: int, body: plot_service.StoryCard, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+@router.post(
+    "/adventures/{adventure_id}/story-cards", status_code=201, response_model=views.StoryCardView
+)
+def add_card(
+    adventure_id: int, body: plot_service.StoryCard, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
     return plot_service.add_card_to(tk, adventure_id, body)
 
 

@@ -74,7 +74,12 @@ def import_spooled(tk: Talekeeper, spooled: Any) -> bundles.ImportResult:
 @router.get(
     "/adventures/{adventure_id}/export",
     response_class=StreamingResponse,
-    responses={200: {"content": {MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}}, "description": "The bundle."}},
+    responses={
+        200: {
+            "content": {MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}},
+            "description": "The bundle.",
+        }
+    },
 )
 def export_adventure(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> StreamingResponse:
     """Every node, take and line, Save Points, state snapshots, the audit trail, Insights,
@@ -82,7 +87,9 @@ def export_adventure(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> Str
     return export_response(tk, adventure_id)
 
 
-@router.post("/adventures/import", status_code=201, response_model=AdventureImported, responses=REFUSED)
+@router.post(
+    "/adventures/import", status_code=201, response_model=AdventureImported, responses=REFUSED
+)
 async def import_adventure(request: Request, tk: Talekeeper = Depends(get_tk)) -> Any:
     """The body is a bundle written by export. It becomes a new adventure."""
     spooled = await spool(request)
@@ -147,7 +154,12 @@ def card_json(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> JSONRespons
 @router.get(
     "/scenarios/{scenario_id}/card.png",
     response_class=Response,
-    responses={200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}}, "description": "The card inside a PNG."}},
+    responses={
+        200: {
+            "content": {"image/png": {"schema": {"type": "string", "format": "binary"}}},
+            "description": "The card inside a PNG.",
+        }
+    },
 )
 def card_png(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> Response:
     data, row_id = imports.card_png(tk, scenario_id)

@@ -38,7 +38,10 @@ def list_scenarios(tk: Talekeeper = Depends(get_tk)) -> list[dict[str, Any]]:
 
 
 @router.post("", status_code=201, response_model=views.Scenario)
-def create(data: dict[str, Any] = Body(..., description="A scenario document."), tk: Talekeeper = Depends(get_tk)) -> Any:
+def create(
+    data: dict[str, Any] = Body(..., description="A scenario document."),
+    tk: Talekeeper = Depends(get_tk),
+) -> Any:
     return scenarios.create(tk, data)
 
 
@@ -62,7 +65,9 @@ def get_scenario(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> dict[str
 
 
 @router.put("/{scenario_id}", response_model=views.Scenario)
-def update(scenario_id: str, data: dict[str, Any] = Body(...), tk: Talekeeper = Depends(get_tk)) -> Any:
+def update(
+    scenario_id: str, data: dict[str, Any] = Body(...), tk: Talekeeper = Depends(get_tk)
+) -> Any:
     return scenarios.update(tk, scenario_id, data)
 
 
@@ -80,4 +85,6 @@ def duplicate(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> Any:
 @router.get("/{scenario_id}/export", response_model=views.ScenarioFile)
 def export(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> Any:
     document, filename = scenarios.export(tk, scenario_id)
-    return JSONResponse(document, headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+    return JSONResponse(
+        document, headers={"Content-Disposition": f'attachment; filename="{filename}"'}
+    )

@@ -27,7 +27,9 @@ def get_settings(tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
 
 
 @router.put("/settings", response_model=views.SettingsView)
-def put_settings(body: settings_service.SettingsUpdate, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def put_settings(
+    body: settings_service.SettingsUpdate, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
     settings_service.save(tk, body)
     return settings_service.settings_view(tk)
 

@@ -19,8 +19,12 @@ from talekeeper.web.errors import ERRORS
 
 router = APIRouter(prefix="/api", tags=["state"], responses=ERRORS)
 SCHEMAS = {
-    "rules": rules_schema, "document": document_schema, "proposal": proposal_schema,
-    "scenario": scenario_schema, "origin": origin_schema, "canon-log": canon_log_schema,
+    "rules": rules_schema,
+    "document": document_schema,
+    "proposal": proposal_schema,
+    "scenario": scenario_schema,
+    "origin": origin_schema,
+    "canon-log": canon_log_schema,
 }
 
 
@@ -31,7 +35,10 @@ class SchemaNotFound(NotFound):
 class Correction(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    events: list[Any] = Field(max_length=corrections.MAX_EVENTS, description="Events from the same vocabulary the model uses.")
+    events: list[Any] = Field(
+        max_length=corrections.MAX_EVENTS,
+        description="Events from the same vocabulary the model uses.",
+    )
 
 
 @router.get("/adventures/{adventure_id}/state", response_model=views.StateAtHead)
@@ -42,7 +49,9 @@ def get_state(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, 
 
 
 @router.post("/adventures/{adventure_id}/state/corrections", response_model=views.Corrected)
-def post_correction(adventure_id: int, body: Correction, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def post_correction(
+    adventure_id: int, body: Correction, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
     """Correct the state by hand. Corrections pass the same validator as the model's
     proposals, are recorded as the player's (they outrank the story), and become a step of
     the story of their own, so Undo takes one back. If nothing would change, nothing is

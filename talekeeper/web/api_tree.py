@@ -29,7 +29,9 @@ class Strict(BaseModel):
 
 
 class RetryRequest(Strict):
-    node_id: int | None = Field(None, description="The turn to retry; by default the one being read.")
+    node_id: int | None = Field(
+        None, description="The turn to retry; by default the one being read."
+    )
 
 
 class EditRequest(Strict):
@@ -45,7 +47,9 @@ class EditRequest(Strict):
         if (self.narration is None) == (self.kind is None):
             raise ValueError("Send either `narration`, or `kind` and `text` for a new action.")
         if self.narration is not None and not self.narration.strip():
-            raise ValueError("The edited narration is empty. Write something, or keep the original.")
+            raise ValueError(
+                "The edited narration is empty. Write something, or keep the original."
+            )
         return self
 
 
@@ -54,7 +58,9 @@ class StepRequest(Strict):
 
 
 class LineUpdate(Strict):
-    name: str | None = Field(None, max_length=branches.MAX_NAME, description="Blank or null clears it.")
+    name: str | None = Field(
+        None, max_length=branches.MAX_NAME, description="Blank or null clears it."
+    )
 
 
 def _named(value: str | None) -> str | None:
@@ -92,7 +98,9 @@ def turn_takes(adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)
 
 
 @router.post("/turns/{node_id}/choose", response_model=views.Story)
-def choose_take(adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def choose_take(
+    adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
     """Read this take: the story (and its state) is now this take's."""
     return tree_ops.choose_take(tk, adventure_id, node_id)
 
@@ -107,7 +115,10 @@ def step_take(
 
 @router.post("/retry", response_model=views.TurnResult, responses=TURN_STREAM)
 async def retry(
-    adventure_id: int, request: Request, body: RetryRequest | None = None, tk: Talekeeper = Depends(get_tk)
+    adventure_id: int,
+    request: Request,
+    body: RetryRequest | None = None,
+    tk: Talekeeper = Depends(get_tk),
 ):
     """A new take of the turn being read: the same action, narrated again. The old take
     stays (step back to it with the takes). Streams like `POST /turns`."""
@@ -115,9 +126,15 @@ async def retry(
     return await turn_response(events, request)
 
 
-@router.post("/turns/{node_id}/edit", response_model=views.Story | views.TurnResult, responses=TURN_STREAM)
+@router.post(
+    "/turns/{node_id}/edit", response_model=views.Story | views.TurnResult, responses=TURN_STREAM
+)
 async def edit_turn(
-    adventure_id: int, node_id: int, body: EditRequest, request: Request, tk: Talekeeper = Depends(get_tk)
+    adventure_id: int,
+    node_id: int,
+    body: EditRequest,
+    request: Request,
+    tk: Talekeeper = Depends(get_tk),
 ):
     """Edit a turn. The original and everything after it are kept; the edit is a new take."""
     if body.narration is not None:
@@ -137,18 +154,24 @@ def list_lines(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str,
 
 
 @router.patch("/lines/{leaf_id}", response_model=views.LineRenamed)
-def rename_line(adventure_id: int, leaf_id: int, body: LineUpdate, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def rename_line(
+    adventure_id: int, leaf_id: int, body: LineUpdate, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
     return tree_ops.rename_line(tk, adventure_id, leaf_id, body.name)
 
 
 @router.post("/lines/{leaf_id}/switch", response_model=views.Story)
-def switch_line(adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def switch_line(
+    adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
     """Read this line from its last turn."""
     return tree_ops.switch_line(tk, adventure_id, leaf_id)
 
 
 @router.delete("/lines/{leaf_id}", response_model=views.LineDeleted)
-def delete_line(adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def delete_line(
+    adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
     """Delete the turns only this line has. Refused (409) while it holds the moment being
     read or a Save Point."""
     return tree_ops.delete_line(tk, adventure_id, leaf_id)
@@ -166,15 +189,27 @@ def list_branches(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[s
 
 
 router.add_api_route(
-    "/branches/{leaf_id}", rename_line, methods=["PATCH"], deprecated=True, name="rename_branch",
+    "/branches/{leaf_id}",
+    rename_line,
+    methods=["PATCH"],
+    deprecated=True,
+    name="rename_branch",
     response_model=views.LineRenamed,
 )
 router.add_api_route(
-    "/branches/{leaf_id}/switch", switch_line, methods=["POST"], deprecated=True, name="switch_branch",
+    "/branches/{leaf_id}/switch",
+    switch_line,
+    methods=["POST"],
+    deprecated=True,
+    name="switch_branch",
     response_model=views.Story,
 )
 router.add_api_route(
-    "/branches/{leaf_id}", delete_line, methods=["DELETE"], deprecated=True, name="delete_branch",
+    "/branches/{leaf_id}",
+    delete_line,
+    methods=["DELETE"],
+    deprecated=True,
+    name="delete_branch",
     response_model=views.LineDeleted,
 )
 
@@ -205,7 +240,9 @@ def update_save_point(
 
 
 @router.delete("/save-points/{save_point_id}", status_code=204)
-def delete_save_point(adventure_id: int, save_point_id: int, tk: Talekeeper = Depends(get_tk)) -> None:
+def delete_save_point(
+    adventure_id: int, save_point_id: int, tk: Talekeeper = Depends(get_tk)
+) -> None:
     """Forget the Save Point; none of the story is deleted."""
     tree_ops.delete_save_point(tk, adventure_id, save_point_id)
 

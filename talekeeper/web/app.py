@@ -58,7 +58,9 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
         app.include_router(accounts.router)
         app.include_router(accounts.api_router)
     app.include_router(api.router)
-    app.include_router(api_interop.router)  # before api_state: /api/schemas/bundle is more specific than /api/schemas/{name}
+    app.include_router(
+        api_interop.router
+    )  # before api_state: /api/schemas/bundle is more specific than /api/schemas/{name}
     app.include_router(api_settings.router)
     app.include_router(api_scenarios.router)
     app.include_router(api_tree.router)

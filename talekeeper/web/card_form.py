@@ -9,9 +9,37 @@ from __future__ import annotations
 
 from typing import Any
 
-TEXT = ("type", "name", "entry", "triggers", "notes", "secondary_triggers", "logic", "position", "group")
-FLAGS = ("whole_words", "case_sensitive", "constant", "group_override", "exclude_recursion", "prevent_recursion", "delay_until_recursion")
-NUMBERS = ("scan_depth", "depth", "order", "probability", "group_weight", "sticky", "cooldown", "delay", "max_tokens")
+TEXT = (
+    "type",
+    "name",
+    "entry",
+    "triggers",
+    "notes",
+    "secondary_triggers",
+    "logic",
+    "position",
+    "group",
+)
+FLAGS = (
+    "whole_words",
+    "case_sensitive",
+    "constant",
+    "group_override",
+    "exclude_recursion",
+    "prevent_recursion",
+    "delay_until_recursion",
+)
+NUMBERS = (
+    "scan_depth",
+    "depth",
+    "order",
+    "probability",
+    "group_weight",
+    "sticky",
+    "cooldown",
+    "delay",
+    "max_tokens",
+)
 GATE_FIELDS = ("kind", "id", "is", "who", "band", "min", "max")
 MAX_GATE_ROWS = 20
 
@@ -35,7 +63,9 @@ def card_from_form(form: Any, prefix: str = "") -> dict[str, Any]:
     for name in NUMBERS:
         value = get(name).strip()
         if value:
-            card[name] = value  # pydantic turns "3" into 3 and refuses "three" with the field's path
+            card[name] = (
+                value  # pydantic turns "3" into 3 and refuses "three" with the field's path
+            )
     gates = []
     for i in range(MAX_GATE_ROWS + 1):
         row = {f: get(f"gate-{i}-{f}").strip() for f in GATE_FIELDS}

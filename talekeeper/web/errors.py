@@ -29,22 +29,31 @@ class ErrorBody(BaseModel):
     """The body of every error answer."""
 
     detail: str = Field(description="What went wrong, in words fit to show the player.")
-    error: str = Field(description="The refusal's name, e.g. `AdventureNotFound`, `AdventureBusy`, `RequestInvalid`.")
-    errors: list[Any] = Field(default_factory=list, description="Itemised mistakes, when there are several.")
+    error: str = Field(
+        description="The refusal's name, e.g. `AdventureNotFound`, `AdventureBusy`, `RequestInvalid`."
+    )
+    errors: list[Any] = Field(
+        default_factory=list, description="Itemised mistakes, when there are several."
+    )
 
 
 def error_body(detail: str, error: str, errors: list[Any] | None = None) -> dict[str, Any]:
     return {"detail": detail, "error": error, "errors": errors or []}
 
 
-def error_response(status: int, detail: str, error: str, errors: list[Any] | None = None, **kw: Any) -> JSONResponse:
+def error_response(
+    status: int, detail: str, error: str, errors: list[Any] | None = None, **kw: Any
+) -> JSONResponse:
     return JSONResponse(error_body(detail, error, errors), status_code=status, **kw)
 
 
 # For routes' `responses=`: OpenAPI documents the error body once, under every status used.
 ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorBody, "description": "Something named in the path does not exist."},
-    409: {"model": ErrorBody, "description": "Not now: busy, or the story cannot do that from here."},
+    409: {
+        "model": ErrorBody,
+        "description": "Not now: busy, or the story cannot do that from here.",
+    },
     422: {"model": ErrorBody, "description": "The request is not valid; nothing was changed."},
 }
 
@@ -71,7 +80,9 @@ async def http_error(request: Request, exc: Exception) -> JSONResponse:
     # Starlette's own refusals (unknown path, wrong method) and the body-size guard.
     assert isinstance(exc, HTTPException)
     detail = exc.detail if isinstance(exc.detail, str) else "The request was refused."
-    name = getattr(exc, "error", None) or {404: "NotFound", 405: "MethodNotAllowed"}.get(exc.status_code, "HTTPError")
+    name = getattr(exc, "error", None) or {404: "NotFound", 405: "MethodNotAllowed"}.get(
+        exc.status_code, "HTTPError"
+    )
     return error_response(exc.status_code, detail, name, headers=getattr(exc, "headers", None))
 
 
@@ -81,8 +92,14 @@ async def invalid_request(request: Request, exc: RequestValidationError) -> JSON
     errors = _json_safe(jsonable_encoder(exc.errors()))
     first = errors[0] if errors else {}
     where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-    message = f"{where}: {first.get('msg', '')}" if where else str(first.get("msg", "The request is not valid."))
-    return error_response(422, f"The request is not valid ({message}). Nothing was changed.", "RequestInvalid", errors)
+    message = (
+        f"{where}: {first.get('msg', '')}"
+        if where
+        else str(first.get("msg", "The request is not valid."))
+    )
+    return error_response(
+        422, f"The request is not valid ({message}). Nothing was changed.", "RequestInvalid", errors
+    )
 
 
 def _json_safe(value):

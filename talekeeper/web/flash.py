@@ -19,7 +19,9 @@ def redirect(url: str, message: str | None = None) -> RedirectResponse:
     """See-other to `url`, with `message` shown once on the page it leads to."""
     response = RedirectResponse(url, status_code=303)
     if message:
-        response.set_cookie(COOKIE, quote(message), max_age=60, httponly=True, samesite="strict", path="/")
+        response.set_cookie(
+            COOKIE, quote(message), max_age=60, httponly=True, samesite="strict", path="/"
+        )
     return response
 
 

@@ -58,8 +58,10 @@ async def start(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
     """Start an adventure: the scenario's placeholders answered, the persona optionally set."""
     form = await request.form()
     scenario_id = str(form.get("scenario_id", ""))
-    answers = {k[len("answer_"):]: str(v) for k, v in form.items() if k.startswith("answer_")}
-    persona = {k: str(form.get(f"persona_{k}", "")).strip() for k in ("name", "pronouns", "description")}
+    answers = {k[len("answer_") :]: str(v) for k, v in form.items() if k.startswith("answer_")}
+    persona = {
+        k: str(form.get(f"persona_{k}", "")).strip() for k in ("name", "pronouns", "description")
+    }
     character = character_from_form(form)
     try:
         origin_id = str(form.get("origin_id") or "") or None
@@ -70,7 +72,9 @@ async def start(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
     except (Invalid, NotFound) as exc:  # a scenario's mistakes, an unknown scenario or origin
         return _home(request, tk, status_code=422, start_error=str(exc), start_scenario=scenario_id)
     except ValidationError as exc:
-        return _home(request, tk, status_code=422, start_error=_first_error(exc), start_scenario=scenario_id)
+        return _home(
+            request, tk, status_code=422, start_error=_first_error(exc), start_scenario=scenario_id
+        )
     return RedirectResponse(f"/adventures/{adventure_id}", status_code=303)
 
 
@@ -81,9 +85,9 @@ def character_from_form(form: Any) -> dict[str, Any] | None:
     for key, value in form.items():
         if key.startswith("stat_") and str(value).strip():
             try:
-                stats[key[len("stat_"):]] = int(str(value))
+                stats[key[len("stat_") :]] = int(str(value))
             except ValueError:
-                stats[key[len("stat_"):]] = str(value)  # refused by creation, by name
+                stats[key[len("stat_") :]] = str(value)  # refused by creation, by name
     choice: dict[str, Any] = {"name": str(form.get("character_name", "")).strip()}
     if form.get("character_class"):
         choice["class"] = str(form["character_class"])
@@ -119,7 +123,11 @@ def play(
     view, voices = adventures.play_view(tk, adventure_id)  # voices: whom the player can Talk to
     background.add_task(warm_next_turn, tk, adventure_id)  # while the player reads and types
     return render(
-        request, "play.html", story=Story.model_validate(view), model=tk.model_description(), panel=panel if panel in PANELS else None,
+        request,
+        "play.html",
+        story=Story.model_validate(view),
+        model=tk.model_description(),
+        panel=panel if panel in PANELS else None,
         voices=voices,
     )
 
@@ -136,7 +144,9 @@ def story_fragment(
 def _move(request: Request, adventure_id: int, move, tk: Talekeeper) -> HTMLResponse:
     """Undo or redo (the services' own), then the story; a refusal is shown above it."""
     try:
-        return render(request, "_story.html", story=Story.model_validate(move(tk, adventure_id)), message=None)
+        return render(
+            request, "_story.html", story=Story.model_validate(move(tk, adventure_id)), message=None
+        )
     except Conflict as exc:  # nothing to undo / redo, or busy
         story = Story.model_validate(adventures.story(tk, adventure_id))
         return render(request, "_story.html", story=story, message=str(exc))
@@ -182,13 +192,30 @@ STATE_UPDATE_CHOICES = {
     "structured": "Structured: a second short request under a JSON Schema",
     "off": "Off: a plain narrative, no state changes",
 }
-MEMORY_FIELDS = ("memory_enabled", "memory_every", "memory_start", "summary_every", "memory_top_k",
-                 "memory_capacity", "memory_max_words", "embedding_model")
-CONTEXT_FIELDS = ("author_note_depth", "card_share", "card_budget", "card_recursion_depth", "memory_share",
-                  "trigger_window_turns", "history_step")
+MEMORY_FIELDS = (
+    "memory_enabled",
+    "memory_every",
+    "memory_start",
+    "summary_every",
+    "memory_top_k",
+    "memory_capacity",
+    "memory_max_words",
+    "embedding_model",
+)
+CONTEXT_FIELDS = (
+    "author_note_depth",
+    "card_share",
+    "card_budget",
+    "card_recursion_depth",
+    "memory_share",
+    "trigger_window_turns",
+    "history_step",
+)
 
 
-def form_fields(model: type[BaseModel], values: BaseModel, names: tuple[str, ...], errors: dict[str, str]) -> list[dict[str, Any]]:
+def form_fields(
+    model: type[BaseModel], values: BaseModel, names: tuple[str, ...], errors: dict[str, str]
+) -> list[dict[str, Any]]:
     """A settings model's fields as form inputs: label, help text, kind, bounds, value."""
     rows = []
     for name in names:
@@ -225,14 +252,24 @@ def form_fields(model: type[BaseModel], values: BaseModel, names: tuple[str, ...
     return rows
 
 
-def _settings_context(tk: Talekeeper, errors: dict[str, str] | None = None, form: dict[str, Any] | None = None) -> dict[str, Any]:
+def _settings_context(
+    tk: Talekeeper, errors: dict[str, str] | None = None, form: dict[str, Any] | None = None
+) -> dict[str, Any]:
     errors = errors or {}
     stored = settings_service.stored(tk)
     context = settings_service.context_settings_of(tk)
     generation = tk.generation()
     if form:  # a refused form shows what was typed, not what is stored
-        stored = {**stored, "model": {**stored["model"], **{k: v for k, v in form.get("model", {}).items() if k != "api_key"}}}
-        generation = generation.model_construct(**{**generation.model_dump(), **form.get("generation", {})})
+        stored = {
+            **stored,
+            "model": {
+                **stored["model"],
+                **{k: v for k, v in form.get("model", {}).items() if k != "api_key"},
+            },
+        }
+        generation = generation.model_construct(
+            **{**generation.model_dump(), **form.get("generation", {})}
+        )
         context = context.model_construct(**{**context.model_dump(), **form.get("context", {})})
     generation_names = tuple(settings_service.GenerationSettings.model_fields)
     try:  # samplers set that the active model does not take: said, not silently dropped
@@ -247,8 +284,13 @@ def _settings_context(tk: Talekeeper, errors: dict[str, str] | None = None, form
         "effective": tk.model_settings(),
         "overridden": settings_service.overridden_fields(tk.model_overrides),
         "model": tk.model_description(),
-        "model_help": {name: ModelSettings.model_fields[name].description for name in ("provider", "endpoint", "model", "mode", "api_key")},
-        "generation_fields": form_fields(settings_service.GenerationSettings, generation, generation_names, errors),
+        "model_help": {
+            name: ModelSettings.model_fields[name].description
+            for name in ("provider", "endpoint", "model", "mode", "api_key")
+        },
+        "generation_fields": form_fields(
+            settings_service.GenerationSettings, generation, generation_names, errors
+        ),
         "memory_fields": form_fields(ContextSettings, context, MEMORY_FIELDS, errors),
         "context_fields": form_fields(ContextSettings, context, CONTEXT_FIELDS, errors),
         "errors": errors,
@@ -268,7 +310,9 @@ def _field_errors(exc: ValidationError) -> dict[str, str]:
 async def save_settings(request: Request, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
     """Save the model, generation, memory and context settings together: all or nothing."""
     form = await request.form()
-    model_values: dict[str, Any] = {k: str(form.get(k, "")).strip() for k in ("provider", "endpoint", "model", "mode")}
+    model_values: dict[str, Any] = {
+        k: str(form.get(k, "")).strip() for k in ("provider", "endpoint", "model", "mode")
+    }
     model_values = {k: (v or None) for k, v in model_values.items()}
     model_values["provider"] = model_values["provider"] or "auto"
     model_values["mode"] = model_values["mode"] or "chat"
@@ -276,16 +320,25 @@ async def save_settings(request: Request, tk: Talekeeper = Depends(get_tk)) -> H
         model_values["api_key"] = str(form.get("api_key")).strip()
     if form.get("clear_api_key"):
         model_values["api_key"] = None
-    generation = {k: str(form.get(k, "")) for k in settings_service.GenerationSettings.model_fields if k in form}
+    generation = {
+        k: str(form.get(k, ""))
+        for k in settings_service.GenerationSettings.model_fields
+        if k in form
+    }
     context_names = (*MEMORY_FIELDS, *CONTEXT_FIELDS)
-    context = {k: str(form.get(k, "")) for k in context_names if k in form and k != "memory_enabled"}
+    context = {
+        k: str(form.get(k, "")) for k in context_names if k in form and k != "memory_enabled"
+    }
     context["memory_enabled"] = bool(form.get("memory_enabled"))
     if "embedding_model" in context:
         context["embedding_model"] = context["embedding_model"].strip() or None
     typed = {"model": model_values, "generation": generation, "context": context}
 
     errors: dict[str, str] = {}
-    for model_cls, values in ((settings_service.GenerationSettings, generation), (ContextSettings, context)):
+    for model_cls, values in (
+        (settings_service.GenerationSettings, generation),
+        (ContextSettings, context),
+    ):
         try:
             model_cls(**values)
         except ValidationError as exc:
@@ -305,7 +358,9 @@ async def save_settings(request: Request, tk: Talekeeper = Depends(get_tk)) -> H
         error = "Some values are out of range; nothing was saved. See the fields marked below."
     if error:
         context_data = _settings_context(tk, errors, typed)
-        return render(request, "settings.html", status_code=422, error=error, policy=policy, **context_data)
+        return render(
+            request, "settings.html", status_code=422, error=error, policy=policy, **context_data
+        )
     return render(request, "settings.html", saved=True, **_settings_context(tk))
 
 
@@ -314,5 +369,13 @@ async def test_connection(request: Request, tk: Talekeeper = Depends(get_tk)) ->
     try:
         report = (await tk.provider().check()).as_dict()
     except LLMError as exc:
-        report = {"ok": False, "checks": [{"check": "configuration", "ok": False, "detail": str(exc)}]}
-    return render(request, "_connection.html", report=report, policy=any("not allowed" in str(c.get("detail")) for c in report.get("checks", [])))
+        report = {
+            "ok": False,
+            "checks": [{"check": "configuration", "ok": False, "detail": str(exc)}],
+        }
+    return render(
+        request,
+        "_connection.html",
+        report=report,
+        policy=any("not allowed" in str(c.get("detail")) for c in report.get("checks", [])),
+    )

@@ -49,7 +49,11 @@ async def insights_page(
     (optionally for an action: ?kind=do&text=…)."""
     error = proposal = None
     try:
-        found = insights.of_turn(tk, adventure_id, turn) if turn else await insights.of_next(tk, adventure_id, kind, text)
+        found = (
+            insights.of_turn(tk, adventure_id, turn)
+            if turn
+            else await insights.of_next(tk, adventure_id, kind, text)
+        )
         data = InsightsView.model_validate(found)  # the API's own view
         proposal = corrections.turn_proposal(tk, adventure_id, turn) if turn else None
     except (NotFound, Invalid) as exc:  # no such turn or no stored Insights; a refused action
@@ -72,14 +76,23 @@ async def insights_page(
 
 
 @router.get("/adventures/{adventure_id}/memory", response_class=HTMLResponse)
-def memory_page(request: Request, adventure_id: int, message: str | None = None, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+def memory_page(
+    request: Request,
+    adventure_id: int,
+    message: str | None = None,
+    tk: Talekeeper = Depends(get_tk),
+) -> HTMLResponse:
     data = MemoryPanel.model_validate(memories.panel_of(tk, adventure_id))  # the API's own view
     title = _title(tk, adventure_id)
-    return render(request, "memory.html", adventure_id=adventure_id, title=title, data=data, message=message)
+    return render(
+        request, "memory.html", adventure_id=adventure_id, title=title, data=data, message=message
+    )
 
 
 @router.post("/adventures/{adventure_id}/memory/{memory_id}")
-async def memory_action(request: Request, adventure_id: int, memory_id: int, tk: Talekeeper = Depends(get_tk)) -> Response:
+async def memory_action(
+    request: Request, adventure_id: int, memory_id: int, tk: Talekeeper = Depends(get_tk)
+) -> Response:
     form = await request.form()
     action = str(form.get("action", ""))
     back = f"/adventures/{adventure_id}/memory"
@@ -105,11 +118,24 @@ async def memory_action(request: Request, adventure_id: int, memory_id: int, tk:
 
 
 @router.get("/adventures/{adventure_id}/cards", response_class=HTMLResponse)
-def cards_page(request: Request, adventure_id: int, message: str | None = None, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+def cards_page(
+    request: Request,
+    adventure_id: int,
+    message: str | None = None,
+    tk: Talekeeper = Depends(get_tk),
+) -> HTMLResponse:
     cards = plot_service.cards_of(tk, adventure_id)
     title = _title(tk, adventure_id)
     blank = plot_service.StoryCard().view()
-    return render(request, "cards.html", adventure_id=adventure_id, title=title, cards=cards, message=message, blank_card=blank)
+    return render(
+        request,
+        "cards.html",
+        adventure_id=adventure_id,
+        title=title,
+        cards=cards,
+        message=message,
+        blank_card=blank,
+    )
 
 
 def _card_from(form: Any) -> plot_service.StoryCard:
@@ -117,7 +143,9 @@ def _card_from(form: Any) -> plot_service.StoryCard:
 
 
 @router.post("/adventures/{adventure_id}/cards/{index}")
-async def card_action(request: Request, adventure_id: int, index: str, tk: Talekeeper = Depends(get_tk)) -> Response:
+async def card_action(
+    request: Request, adventure_id: int, index: str, tk: Talekeeper = Depends(get_tk)
+) -> Response:
     """`index` is a card's position, or `new` to add one."""
     form = await request.form()
     back = f"/adventures/{adventure_id}/cards"
@@ -130,25 +158,42 @@ async def card_action(request: Request, adventure_id: int, index: str, tk: Talek
             plot_service.replace_card_in(tk, adventure_id, int(index), _card_from(form))
     except AdventureNotFound:
         raise
-    except (plot_service.CardNotFound, ValidationError, ValueError, Conflict) as exc:  # Invalid is a ValueError
+    except (
+        plot_service.CardNotFound,
+        ValidationError,
+        ValueError,
+        Conflict,
+    ) as exc:  # Invalid is a ValueError
         return _back(back, str(exc).splitlines()[0])
     return _back(back, "Saved.")
 
 
 @router.get("/adventures/{adventure_id}/plot", response_class=HTMLResponse)
-def plot_page(request: Request, adventure_id: int, message: str | None = None, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+def plot_page(
+    request: Request,
+    adventure_id: int,
+    message: str | None = None,
+    tk: Talekeeper = Depends(get_tk),
+) -> HTMLResponse:
     data = Plot.model_validate(plot_service.plot_of(tk, adventure_id))  # the API's own view
     title = _title(tk, adventure_id)
-    return render(request, "plot.html", adventure_id=adventure_id, title=title, plot=data, message=message)
+    return render(
+        request, "plot.html", adventure_id=adventure_id, title=title, plot=data, message=message
+    )
 
 
 @router.post("/adventures/{adventure_id}/plot/save")
-async def plot_save(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> Response:
+async def plot_save(
+    request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
+) -> Response:
     form = await request.form()
     back = f"/adventures/{adventure_id}/plot"
     try:
         update = plot_service.PlotUpdate(
-            **{name: str(form.get(name, "")) for name in (*plot_service.TEXT_FIELDS, "story_summary")},
+            **{
+                name: str(form.get(name, ""))
+                for name in (*plot_service.TEXT_FIELDS, "story_summary")
+            },
             persona=plot_service.Persona(
                 name=str(form.get("persona_name", "")),
                 pronouns=str(form.get("persona_pronouns", "")),

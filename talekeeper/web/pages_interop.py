@@ -81,9 +81,7 @@ async def import_preview(request: Request, tk: Talekeeper = Depends(get_tk)) -> 
     for item in preview["items"]:
         item["json"] = json.dumps(item["scenario"], ensure_ascii=False)
     own = imports.own_scenarios(tk)
-    return render(
-        request, "interop_review.html", section="scenarios", preview=preview, own=own
-    )
+    return render(request, "interop_review.html", section="scenarios", preview=preview, own=own)
 
 
 @router.post("/interop/save")

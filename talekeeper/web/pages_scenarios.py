@@ -44,7 +44,9 @@ STAT_FIELDS = ("kind", "min", "max", "initial", "max_change_per_turn", "cooldown
 # --- reading forms into a document ------------------------------------------------------------
 
 
-def _rows(form: Any, prefix: str, fields: tuple[str, ...], choices: tuple[str, ...] = ()) -> list[dict[str, str]]:
+def _rows(
+    form: Any, prefix: str, fields: tuple[str, ...], choices: tuple[str, ...] = ()
+) -> list[dict[str, str]]:
     """Repeated form rows (`<prefix>_<field>` lists), minus blank ones and those marked removed.
     `choices` are select boxes: always sent, so they do not make a row non-blank."""
     columns = {f: [str(v) for v in form.getlist(f"{prefix}_{f}")] for f in fields}
@@ -90,7 +92,9 @@ def apply_story(data: dict[str, Any], form: Any) -> dict[str, Any]:
     data["title"] = data["title"].strip()
     data["tags"] = _list(str(form.get("tags", "")))
     data["placeholders"] = _rows(form, "ph", ("key", "question", "default"))
-    persona = {k: str(form.get(f"persona_{k}", "")).strip() for k in ("name", "pronouns", "description")}
+    persona = {
+        k: str(form.get(f"persona_{k}", "")).strip() for k in ("name", "pronouns", "description")
+    }
     if any(persona.values()):
         data["persona"] = persona
     else:
@@ -108,7 +112,12 @@ def apply_cards(data: dict[str, Any], form: Any) -> dict[str, Any]:
     cards = []
     for i in range(count):
         card = card_from_form(form, f"card-{i}-")
-        if str(i) in removed or not (card.get("name") or card.get("entry", "").strip() or card.get("triggers") or card.get("gates")):
+        if str(i) in removed or not (
+            card.get("name")
+            or card.get("entry", "").strip()
+            or card.get("triggers")
+            or card.get("gates")
+        ):
             continue
         card["type"] = card.get("type") or "other"
         try:  # stored in its compact form; a card with mistakes is kept as typed so the check names them
@@ -131,12 +140,23 @@ def apply_world(data: dict[str, Any], form: Any) -> dict[str, Any]:
     }
     player = {k: v for k, v in player.items() if v}
     if player:
-        rules["player"] = {**{k: v for k, v in (rules.get("player") or {}).items() if k not in ("name", "aliases", "description", "location")}, **player}
+        rules["player"] = {
+            **{
+                k: v
+                for k, v in (rules.get("player") or {}).items()
+                if k not in ("name", "aliases", "description", "location")
+            },
+            **player,
+        }
     else:
         rules.pop("player", None)
     old = {e.get("id"): e for e in rules.get("entities", []) if isinstance(e, dict)}
     entities, possessions = [], {}
-    for row in _rows(form, "ent", ("id", "name", "type", "aliases", "description", "status", "location", "holder")):
+    for row in _rows(
+        form,
+        "ent",
+        ("id", "name", "type", "aliases", "description", "status", "location", "holder"),
+    ):
         # Fields the form does not show survive a save: an NPC's persona, private knowledge
         # and moves are edited in the JSON tab.
         shown_elsewhere = ("conditions", "attributes", "persona", "knowledge", "moves", "companion")
@@ -151,7 +171,9 @@ def apply_world(data: dict[str, Any], form: Any) -> dict[str, Any]:
             "location": row["location"],
             **kept,
         }
-        entities.append({k: v for k, v in entity.items() if v not in ("", [], None) or k in ("id", "name")})
+        entities.append(
+            {k: v for k, v in entity.items() if v not in ("", [], None) or k in ("id", "name")}
+        )
         if row["holder"]:
             possessions[row["id"]] = row["holder"]
     rules["entities"] = entities
@@ -176,10 +198,16 @@ def apply_rules(data: dict[str, Any], form: Any) -> dict[str, Any]:
     rules = dict(data.get("rules") or {"version": 1})
     old = {row["path"]: row["extra"] for row in stat_rows(rules)}  # fields the form does not show
     stats: dict[str, Any] = {}
-    for row in _rows(form, "stat", ("owner", "name", *STAT_FIELDS, "bands", "hidden"), choices=("kind", "hidden")):
+    for row in _rows(
+        form, "stat", ("owner", "name", *STAT_FIELDS, "bands", "hidden"), choices=("kind", "hidden")
+    ):
         owner = row["owner"] or "world"
         npc = owner.removeprefix("npc:").removeprefix("npc.")
-        path = f"rules.stats.{owner}.{row['name']}" if owner in ("world", "player") else f"rules.stats.npcs.{npc}.{row['name']}"
+        path = (
+            f"rules.stats.{owner}.{row['name']}"
+            if owner in ("world", "player")
+            else f"rules.stats.npcs.{npc}.{row['name']}"
+        )
         stat: dict[str, Any] = dict(old.get(path, {}))
         kind = row["kind"] or "number"
         if kind != "number":
@@ -201,13 +229,20 @@ def apply_rules(data: dict[str, Any], form: Any) -> dict[str, Any]:
             stats.setdefault("npcs", {}).setdefault(npc, {})[row["name"]] = stat
     rules["stats"] = stats
     rules["flags"] = {
-        row["name"]: {"initial": row["initial"] in ("1", "on", "true"), **({"desc": row["desc"]} if row["desc"] else {})}
+        row["name"]: {
+            "initial": row["initial"] in ("1", "on", "true"),
+            **({"desc": row["desc"]} if row["desc"] else {}),
+        }
         for row in _rows(form, "flag", ("name", "desc", "initial"), choices=("initial",))
         if row["name"] or row["desc"]
     }
-    rules["milestones"] = {row["id"]: {"desc": row["desc"]} for row in _rows(form, "ms", ("id", "desc"))}
+    rules["milestones"] = {
+        row["id"]: {"desc": row["desc"]} for row in _rows(form, "ms", ("id", "desc"))
+    }
     canon = dict(rules.get("canon") or {})
-    canon["rules"] = [line.strip() for line in str(form.get("canon_rules", "")).splitlines() if line.strip()]
+    canon["rules"] = [
+        line.strip() for line in str(form.get("canon_rules", "")).splitlines() if line.strip()
+    ]
     rules["canon"] = canon
     data["rules"] = _tidy_rules(rules)
     return data
@@ -218,16 +253,26 @@ def apply_origins(data: dict[str, Any], form: Any) -> tuple[dict[str, Any], list
     data = copy.deepcopy(data)
     origins, problems = [], []
     before = {o.get("id"): o for o in data.get("origins") or [] if isinstance(o, dict)}
-    for i, row in enumerate(_rows(form, "origin", ("id", "title", "description", "opening", "rules"))):
+    for i, row in enumerate(
+        _rows(form, "origin", ("id", "title", "description", "opening", "rules"))
+    ):
         # What the form does not show (quests, items, facts, build, other texts) is kept.
-        kept = {k: v for k, v in before.get(row["id"], {}).items()
-                if k not in ("id", "title", "description", "opening", "rules")}
-        origin: dict[str, Any] = {**{k: row[k] for k in ("id", "title", "description", "opening") if row[k]}, **kept}
+        kept = {
+            k: v
+            for k, v in before.get(row["id"], {}).items()
+            if k not in ("id", "title", "description", "opening", "rules")
+        }
+        origin: dict[str, Any] = {
+            **{k: row[k] for k in ("id", "title", "description", "opening") if row[k]},
+            **kept,
+        }
         if row["rules"]:
             try:
                 origin["rules"] = json.loads(row["rules"])
             except json.JSONDecodeError as exc:
-                problems.append(f"origins[{i}].rules: not valid JSON — line {exc.lineno}, column {exc.colno}: {exc.msg}")
+                problems.append(
+                    f"origins[{i}].rules: not valid JSON — line {exc.lineno}, column {exc.colno}: {exc.msg}"
+                )
                 origin["rules"] = row["rules"]
         origins.append(origin)
     if origins:
@@ -260,11 +305,22 @@ def stat_rows(rules: dict[str, Any]) -> list[dict[str, Any]]:
 
     def add(owner: str, path: str, name: str, stat: Any) -> None:
         stat = stat if isinstance(stat, dict) else {}
-        bands = "\n".join(" ".join(str(x) for x in b) if isinstance(b, list) else str(b) for b in stat.get("bands", []) or [])
+        bands = "\n".join(
+            " ".join(str(x) for x in b) if isinstance(b, list) else str(b)
+            for b in stat.get("bands", []) or []
+        )
         shown = {*STAT_FIELDS, "bands", "hidden"}
-        rows.append({"owner": owner, "path": path, "name": name, "bands": bands, "hidden": bool(stat.get("hidden")),
-                     "extra": {k: v for k, v in stat.items() if k not in shown},
-                     **{f: stat.get(f, "") for f in STAT_FIELDS}})
+        rows.append(
+            {
+                "owner": owner,
+                "path": path,
+                "name": name,
+                "bands": bands,
+                "hidden": bool(stat.get("hidden")),
+                "extra": {k: v for k, v in stat.items() if k not in shown},
+                **{f: stat.get(f, "") for f in STAT_FIELDS},
+            }
+        )
 
     for owner in ("world", "player"):
         for name, stat in (stats.get(owner) or {}).items():
@@ -277,7 +333,9 @@ def stat_rows(rules: dict[str, Any]) -> list[dict[str, Any]]:
 
 def errors_at(errors: list[str], path: str) -> list[str]:
     """The errors about `path` or anything inside it."""
-    return [e for e in errors if e.startswith(path) and e[len(path): len(path) + 1] in (".", "[", ":")]
+    return [
+        e for e in errors if e.startswith(path) and e[len(path) : len(path) + 1] in (".", "[", ":")
+    ]
 
 
 def _card_context(cards: Any) -> dict[str, Any]:
@@ -295,7 +353,9 @@ def _card_context(cards: Any) -> dict[str, Any]:
     return {"card_views": views, "card_words": words, "blank_card": StoryCard().view()}
 
 
-def editor_context(row_id: str, data: dict[str, Any], builtin: bool, section: str, errors: list[str]) -> dict[str, Any]:
+def editor_context(
+    row_id: str, data: dict[str, Any], builtin: bool, section: str, errors: list[str]
+) -> dict[str, Any]:
     rules = data.get("rules") or {}
     entities = [e for e in rules.get("entities", []) if isinstance(e, dict)]
     return {
@@ -316,8 +376,16 @@ def editor_context(row_id: str, data: dict[str, Any], builtin: bool, section: st
         "json_text": json.dumps(data, indent=2, ensure_ascii=False),
         **_card_context(data.get("story_cards")),
         "origins": [
-            {**o, "rules_text": o["rules"] if isinstance(o.get("rules"), str) else json.dumps(o["rules"], indent=2, ensure_ascii=False) if o.get("rules") else ""}
-            for o in (data.get("origins") or []) if isinstance(o, dict)
+            {
+                **o,
+                "rules_text": o["rules"]
+                if isinstance(o.get("rules"), str)
+                else json.dumps(o["rules"], indent=2, ensure_ascii=False)
+                if o.get("rules")
+                else "",
+            }
+            for o in (data.get("origins") or [])
+            if isinstance(o, dict)
         ],
     }
 
@@ -325,13 +393,24 @@ def editor_context(row_id: str, data: dict[str, Any], builtin: bool, section: st
 # --- pages --------------------------------------------------------------------------------------
 
 
-def _list_page(request: Request, tk: Talekeeper, status_code: int = 200, **extra: Any) -> HTMLResponse:
+def _list_page(
+    request: Request, tk: Talekeeper, status_code: int = 200, **extra: Any
+) -> HTMLResponse:
     rows = scenarios.library(tk)
-    return render(request, "scenarios.html", status_code=status_code, section="scenarios", scenarios=rows, **extra)
+    return render(
+        request,
+        "scenarios.html",
+        status_code=status_code,
+        section="scenarios",
+        scenarios=rows,
+        **extra,
+    )
 
 
 @router.get("", response_class=HTMLResponse)
-def list_page(request: Request, message: str | None = None, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+def list_page(
+    request: Request, message: str | None = None, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
     return _list_page(request, tk, message=message)
 
 
@@ -345,7 +424,10 @@ async def create(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response
         scenario_id = scenarios.create_titled(tk, title)["id"]
     except scenarios.ScenarioError as exc:
         return _list_page(request, tk, 422, new_error=str(exc))
-    return flash.redirect(f"/scenarios/{scenario_id}", "Created. Fill in the story, then start an adventure from the home page.")
+    return flash.redirect(
+        f"/scenarios/{scenario_id}",
+        "Created. Fill in the story, then start an adventure from the home page.",
+    )
 
 
 @router.post("/import")
@@ -353,7 +435,9 @@ async def import_file(request: Request, tk: Talekeeper = Depends(get_tk)) -> Res
     form = await request.form()
     upload = form.get("file")
     if upload is None or isinstance(upload, str) or not upload.filename:
-        return _list_page(request, tk, 422, import_error="Choose a scenario file (.json) to import.")
+        return _list_page(
+            request, tk, 422, import_error="Choose a scenario file (.json) to import."
+        )
     raw = await upload.read(scenarios.MAX_SCENARIO_BYTES + 1)
     try:
         imported = scenarios.import_file(tk, raw)
@@ -368,7 +452,11 @@ async def import_file(request: Request, tk: Talekeeper = Depends(get_tk)) -> Res
 
 @router.get("/{scenario_id}", response_class=HTMLResponse)
 def editor(
-    request: Request, scenario_id: str, part: str = "story", message: str | None = None, tk: Talekeeper = Depends(get_tk)
+    request: Request,
+    scenario_id: str,
+    part: str = "story",
+    message: str | None = None,
+    tk: Talekeeper = Depends(get_tk),
 ) -> HTMLResponse:
     part = part if part in SECTIONS else "story"
     try:
@@ -380,7 +468,9 @@ def editor(
 
 
 @router.post("/{scenario_id}/save/{part}", response_class=HTMLResponse)
-async def save(request: Request, scenario_id: str, part: str, tk: Talekeeper = Depends(get_tk)) -> Response:
+async def save(
+    request: Request, scenario_id: str, part: str, tk: Talekeeper = Depends(get_tk)
+) -> Response:
     """Save one part: the whole document is checked; with mistakes nothing is saved."""
     form = await request.form()
     if part not in SECTIONS:
@@ -395,7 +485,13 @@ async def save(request: Request, scenario_id: str, part: str, tk: Talekeeper = D
         try:
             candidate = json.loads(json_text)
         except json.JSONDecodeError as exc:
-            context = editor_context(scenario_id, current, builtin, part, [f"(JSON): not valid JSON — line {exc.lineno}, column {exc.colno}: {exc.msg}"])
+            context = editor_context(
+                scenario_id,
+                current,
+                builtin,
+                part,
+                [f"(JSON): not valid JSON — line {exc.lineno}, column {exc.colno}: {exc.msg}"],
+            )
             context["json_text"] = json_text
             return render(request, "scenario_editor.html", status_code=422, **context)
     elif part == "origins":
@@ -409,7 +505,9 @@ async def save(request: Request, scenario_id: str, part: str, tk: Talekeeper = D
             raise scenarios.ScenarioInvalid(problems)
         scenarios.update(tk, scenario_id, candidate)
     except scenarios.ScenarioError as exc:
-        errors = exc.errors if isinstance(exc, scenarios.ScenarioInvalid) else [f"(scenario): {exc}"]
+        errors = (
+            exc.errors if isinstance(exc, scenarios.ScenarioInvalid) else [f"(scenario): {exc}"]
+        )
         shown = candidate if isinstance(candidate, dict) else current
         context = editor_context(scenario_id, shown, builtin, part, errors)
         if json_text is not None:

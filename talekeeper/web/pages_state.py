@@ -50,7 +50,9 @@ def panel_context(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
             groups.append((kind.replace("_", " ").capitalize(), items))
     stat_groups: dict[str, list[dict[str, Any]]] = {}
     for stat in view["stats"]:
-        owner = {"world": "The world", "player": "You"}.get(stat["owner"], names.get(stat["owner"], stat["owner"]))
+        owner = {"world": "The world", "player": "You"}.get(
+            stat["owner"], names.get(stat["owner"], stat["owner"])
+        )
         stat_groups.setdefault(owner, []).append(stat)
     player = (view["entities"].get("player") or [None])[0]
     scene = view["scene"]
@@ -60,7 +62,9 @@ def panel_context(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
         "view": view,
         "player": player,
         "scene": {
-            "location": names.get(scene["location"], scene["location"]) if scene["location"] else None,
+            "location": names.get(scene["location"], scene["location"])
+            if scene["location"]
+            else None,
             "present": [names.get(p, p) for p in scene["present"]],
             "time": scene["time"],
             "summary": scene["summary"],
@@ -79,19 +83,29 @@ def panel_context(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
             "milestones": [m for m in view["milestones"] if m["reached_at"] is None],
             "things": view["entities"].get("item", []),
             "holders": (view["entities"].get("player", []) + view["entities"].get("person", [])),
-            "movers": (view["entities"].get("player", []) + view["entities"].get("person", []) + view["entities"].get("item", [])),
+            "movers": (
+                view["entities"].get("player", [])
+                + view["entities"].get("person", [])
+                + view["entities"].get("item", [])
+            ),
             "places": view["entities"].get("place", []),
             "entities": [e for kind in view["entities"].values() for e in kind],
         },
     }
 
 
-def _panel(request: Request, tk: Talekeeper, adventure_id: int, status_code: int = 200, **extra: Any) -> HTMLResponse:
-    return render(request, "_state.html", status_code=status_code, **panel_context(tk, adventure_id), **extra)
+def _panel(
+    request: Request, tk: Talekeeper, adventure_id: int, status_code: int = 200, **extra: Any
+) -> HTMLResponse:
+    return render(
+        request, "_state.html", status_code=status_code, **panel_context(tk, adventure_id), **extra
+    )
 
 
 @router.get("/panel", response_class=HTMLResponse)
-def state_panel(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+def state_panel(
+    request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
     return _panel(request, tk, adventure_id)
 
 
@@ -110,39 +124,63 @@ def events_from_form(form: Any) -> list[Any]:
     if kind == "set_possession":
         return [{"type": "set_possession", "item": get("item"), "holder": get("holder")}]
     if kind == "set_location":
-        return [{"type": "set_location", "entity": get("entity"), "location": get("location") or None}]
+        return [
+            {"type": "set_location", "entity": get("entity"), "location": get("location") or None}
+        ]
     if kind == "set_status":
         return [{"type": "set_status", "entity": get("entity"), "status": get("status")}]
     if kind == "add_fact":
-        return [{"type": "add_fact", "subject": get("subject"), "predicate": get("predicate"), "object": get("object")}]
+        return [
+            {
+                "type": "add_fact",
+                "subject": get("subject"),
+                "predicate": get("predicate"),
+                "object": get("object"),
+            }
+        ]
     if kind == "json":
         text = str(form.get("events", ""))
         if len(text) > MAX_JSON_CHARS:
-            raise ValueError(f"That is too long for a correction (at most {MAX_JSON_CHARS:,} characters).")
+            raise ValueError(
+                f"That is too long for a correction (at most {MAX_JSON_CHARS:,} characters)."
+            )
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"That is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from exc
+            raise ValueError(
+                f"That is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})."
+            ) from exc
         if isinstance(data, dict) and "events" in data:
             data = data["events"]
         if isinstance(data, dict):
             data = [data]
         if not isinstance(data, list):
-            raise ValueError('Write a list of events, e.g. [{"type": "set_flag", "flag": "…", "value": true}].')
+            raise ValueError(
+                'Write a list of events, e.g. [{"type": "set_flag", "flag": "…", "value": true}].'
+            )
         return data
     raise ValueError("Choose what to correct.")
 
 
 @router.post("/correct", response_class=HTMLResponse)
-async def correct(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+async def correct(
+    request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
     form = await request.form()
     try:
         answer = corrections.correct(tk, adventure_id, events_from_form(form))
     except corrections.CorrectionRefused as exc:
-        return _panel(request, tk, adventure_id, result={"ok": False, "message": str(exc), "changes": exc.errors})
+        return _panel(
+            request,
+            tk,
+            adventure_id,
+            result={"ok": False, "message": str(exc), "changes": exc.errors},
+        )
     except (ValueError, Conflict) as exc:  # the form, a refused correction (Invalid), busy
         message = str(exc).splitlines()[0]
-        return _panel(request, tk, adventure_id, result={"ok": False, "message": message, "changes": []})
+        return _panel(
+            request, tk, adventure_id, result={"ok": False, "message": message, "changes": []}
+        )
     response = _panel(request, tk, adventure_id, result={"ok": True, "changes": answer["changes"]})
     response.headers["HX-Trigger"] = "story-changed"
     return response

@@ -27,14 +27,21 @@ REFUSALS = (TreeError, AdventureBusy, adventures.AdventureNotFound)
 STORY_CHANGED = {"HX-Trigger": "story-changed"}
 
 
-def _story(request: Request, tk: Talekeeper, adventure_id: int, change: Callable[[], Any]) -> HTMLResponse:
+def _story(
+    request: Request, tk: Talekeeper, adventure_id: int, change: Callable[[], Any]
+) -> HTMLResponse:
     """Make a change that moves the story and answer with the story (or why not)."""
     message = None
     try:
         change()
     except REFUSALS as exc:
         message = str(exc)
-    return render(request, "_story.html", story=Story.model_validate(adventures.story(tk, adventure_id)), message=message)
+    return render(
+        request,
+        "_story.html",
+        story=Story.model_validate(adventures.story(tk, adventure_id)),
+        message=message,
+    )
 
 
 def _panel(
@@ -65,12 +72,18 @@ def _panel(
 
 
 @router.post("/turns/{node_id}/choose", response_class=HTMLResponse)
-def choose_take(request: Request, adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    return _story(request, tk, adventure_id, partial(tree_ops.choose_take, tk, adventure_id, node_id))
+def choose_take(
+    request: Request, adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
+    return _story(
+        request, tk, adventure_id, partial(tree_ops.choose_take, tk, adventure_id, node_id)
+    )
 
 
 @router.get("/turns/{node_id}/edit", response_class=HTMLResponse)
-def edit_form(request: Request, adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+def edit_form(
+    request: Request, adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
     turn = Turn.model_validate(adventures.turn(tk, adventure_id, node_id))
     return render(request, "_edit_turn.html", adventure_id=adventure_id, t=turn)
 
@@ -83,7 +96,12 @@ def edit_narration(
     narration: str = Form(""),
     tk: Talekeeper = Depends(get_tk),
 ) -> HTMLResponse:
-    return _story(request, tk, adventure_id, partial(tree_ops.edit_narration, tk, adventure_id, node_id, narration))
+    return _story(
+        request,
+        tk,
+        adventure_id,
+        partial(tree_ops.edit_narration, tk, adventure_id, node_id, narration),
+    )
 
 
 # --- lines -------------------------------------------------------------------------------------
@@ -95,21 +113,29 @@ def lines(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk))
 
 
 @router.post("/lines/{leaf_id}/switch", response_class=HTMLResponse)
-def switch_line(request: Request, adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+def switch_line(
+    request: Request, adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
     change = partial(tree_ops.switch_line, tk, adventure_id, leaf_id)
     return _panel(request, tk, adventure_id, "_lines.html", change, moves_story=True)
 
 
 @router.post("/lines/{leaf_id}/rename", response_class=HTMLResponse)
 def rename_line(
-    request: Request, adventure_id: int, leaf_id: int, name: str = Form(""), tk: Talekeeper = Depends(get_tk)
+    request: Request,
+    adventure_id: int,
+    leaf_id: int,
+    name: str = Form(""),
+    tk: Talekeeper = Depends(get_tk),
 ) -> HTMLResponse:
     change = partial(tree_ops.rename_line, tk, adventure_id, leaf_id, name)
     return _panel(request, tk, adventure_id, "_lines.html", change, moves_story=True)
 
 
 @router.post("/lines/{leaf_id}/delete", response_class=HTMLResponse)
-def delete_line(request: Request, adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+def delete_line(
+    request: Request, adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
     change = partial(tree_ops.delete_line, tk, adventure_id, leaf_id)
     return _panel(request, tk, adventure_id, "_lines.html", change, moves_story=True)
 
@@ -118,7 +144,9 @@ def delete_line(request: Request, adventure_id: int, leaf_id: int, tk: Talekeepe
 
 
 @router.get("/save-points", response_class=HTMLResponse)
-def save_points(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+def save_points(
+    request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
     return _panel(request, tk, adventure_id, "_save_points.html")
 
 

@@ -61,15 +61,27 @@ def chip(change: Mapping[str, Any] | BaseModel) -> dict[str, str]:
     is_stat = kind_of_event in STAT_TYPES
     label = stat_label(target) if is_stat else (target or kind_of_event or "change")
     if kind_of_event in NOTE_TYPES and status in ("applied", "note"):
-        return {"kind": "note", "text": str(after if kind_of_event == "note_event" else reason), "detail": ""}
+        return {
+            "kind": "note",
+            "text": str(after if kind_of_event == "note_event" else reason),
+            "detail": "",
+        }
     if status == "rejected":
-        return {"kind": "rejected", "text": f"✗ refused: {reason or 'not allowed'}", "detail": str(change.get("correction") or "")}
+        return {
+            "kind": "rejected",
+            "text": f"✗ refused: {reason or 'not allowed'}",
+            "detail": str(change.get("correction") or ""),
+        }
     if status == "unchanged":
         return {"kind": "unchanged", "text": f"no change — {label} at its limit", "detail": reason}
-    if is_stat and status == "applied" and before is not None and before == after:  # set to what it was
+    if (
+        is_stat and status == "applied" and before is not None and before == after
+    ):  # set to what it was
         return {"kind": "unchanged", "text": f"{label} already {_value(after)}", "detail": reason}
     if kind_of_event == "reach_milestone":
-        what = reason.split(":", 1)[1].strip() if ":" in reason else label.removeprefix("milestone ")
+        what = (
+            reason.split(":", 1)[1].strip() if ":" in reason else label.removeprefix("milestone ")
+        )
         return {"kind": "milestone", "text": f"✓ Milestone reached: {what}", "detail": reason}
     if kind_of_event == "set_flag" and isinstance(after, bool):
         text = f"{_words(str(target or '').removeprefix('flag ')).capitalize()}: {_value(after)}"
@@ -121,5 +133,14 @@ def share(part: float, whole: float) -> int:
 
 
 def install(env: Environment) -> None:
-    env.filters.update(chip=chip, notes=notes, real_changes=real_changes, num=num, stat_label=stat_label, when=when, plural=plural, share=share)
+    env.filters.update(
+        chip=chip,
+        notes=notes,
+        real_changes=real_changes,
+        num=num,
+        stat_label=stat_label,
+        when=when,
+        plural=plural,
+        share=share,
+    )
     env.globals.update(plural=plural)

@@ -20,11 +20,20 @@ router = APIRouter()
 
 
 class Rename(BaseModel):
-    title: str = Field(max_length=adventures.MAX_TITLE * 2, description="The new title (spaces are tidied).")
+    title: str = Field(
+        max_length=adventures.MAX_TITLE * 2, description="The new title (spaces are tidied)."
+    )
 
 
-@router.patch("/api/adventures/{adventure_id}", tags=["adventures"], response_model=AdventureSummary, responses=ERRORS)
-def rename_adventure(adventure_id: int, body: Rename, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+@router.patch(
+    "/api/adventures/{adventure_id}",
+    tags=["adventures"],
+    response_model=AdventureSummary,
+    responses=ERRORS,
+)
+def rename_adventure(
+    adventure_id: int, body: Rename, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
     """Rename an adventure. Answers with its summary (as in `GET /api/adventures`)."""
     return adventures.rename(tk, adventure_id, body.title)
 
@@ -41,4 +50,6 @@ def rename_page(
         message = str(exc)
         summary = adventures.summary(tk, adventure_id)
     # 200 either way: htmx swaps the card in, with the refusal written on it.
-    return render(request, "_adventure_card.html", a=AdventureSummary.model_validate(summary), message=message)
+    return render(
+        request, "_adventure_card.html", a=AdventureSummary.model_validate(summary), message=message
+    )

@@ -24,7 +24,10 @@ class AdventureSamplers(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     preset: str | None = Field(None, description="A saved preset's name, or none.")
-    values: samplers.Samplers = Field(default_factory=samplers.Samplers, description="Values of its own; they win over the preset.")
+    values: samplers.Samplers = Field(
+        default_factory=samplers.Samplers,
+        description="Values of its own; they win over the preset.",
+    )
 
 
 @router.get("/sampler-presets", response_model=dict[str, views.SamplerValues])
@@ -34,7 +37,9 @@ def list_presets(tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
 
 
 @router.put("/sampler-presets/{name}", response_model=views.SamplerValues)
-def save_preset(name: str, body: samplers.Samplers, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def save_preset(
+    name: str, body: samplers.Samplers, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
     """Create or replace a preset (min_p, top_k, repetition_penalty, presence_penalty, stop, seed)."""
     return samplers.keep_preset(tk, name, body.model_dump(exclude_none=True))
 
@@ -52,7 +57,9 @@ def adventure_samplers(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> d
 
 
 @router.put("/adventures/{adventure_id}/samplers", response_model=views.SamplerChoice)
-def set_adventure_samplers(adventure_id: int, body: AdventureSamplers, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def set_adventure_samplers(
+    adventure_id: int, body: AdventureSamplers, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
     return samplers.choose(tk, adventure_id, body.preset, body.values.model_dump(exclude_none=True))
 
 
@@ -62,11 +69,19 @@ page_router = APIRouter()
 
 
 @page_router.get("/adventures/{adventure_id}/samplers", response_class=HTMLResponse)
-def samplers_page(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+def samplers_page(
+    request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
     return _page(request, tk, adventure_id)
 
 
-def _page(request: Request, tk: Talekeeper, adventure_id: int, message: str | None = None, status_code: int = 200) -> HTMLResponse:
+def _page(
+    request: Request,
+    tk: Talekeeper,
+    adventure_id: int,
+    message: str | None = None,
+    status_code: int = 200,
+) -> HTMLResponse:
     view = samplers.of_adventure(tk, adventure_id)
     choice = {"preset": view["preset"], "values": view["values"]}
     try:
@@ -74,21 +89,38 @@ def _page(request: Request, tk: Talekeeper, adventure_id: int, message: str | No
     except LLMError:
         ignored = []
     return render(
-        request, "samplers.html", status_code=status_code, adventure_id=adventure_id, title=view["title"], choice=choice,
-        presets=view["presets"], effective=view["effective"], ignored=ignored, fields=samplers.FIELDS, message=message,
+        request,
+        "samplers.html",
+        status_code=status_code,
+        adventure_id=adventure_id,
+        title=view["title"],
+        choice=choice,
+        presets=view["presets"],
+        effective=view["effective"],
+        ignored=ignored,
+        fields=samplers.FIELDS,
+        message=message,
     )
 
 
 @page_router.post("/adventures/{adventure_id}/samplers", response_class=HTMLResponse)
-async def samplers_save(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> Response:
+async def samplers_save(
+    request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
+) -> Response:
     """Save this adventure's preset and values; optionally also keep the values as a preset."""
     form = await request.form()
-    values = {name: str(form.get(name, "")).strip() for name in samplers.FIELDS if str(form.get(name, "")).strip()}
+    values = {
+        name: str(form.get(name, "")).strip()
+        for name in samplers.FIELDS
+        if str(form.get(name, "")).strip()
+    }
     preset = str(form.get("preset", "")).strip() or None
     new_preset = str(form.get("save_as", "")).strip()
     try:
         samplers.choose(tk, adventure_id, preset, values, keep_as=new_preset)
     except samplers.SamplersInvalid as exc:
         return _page(request, tk, adventure_id, message=str(exc), status_code=422)
-    saved = "Saved." + (f" The values are also kept as the preset “{new_preset}”." if new_preset else "")
+    saved = "Saved." + (
+        f" The values are also kept as the preset “{new_preset}”." if new_preset else ""
+    )
     return flash.redirect(f"/adventures/{adventure_id}/samplers", saved)

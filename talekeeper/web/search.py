@@ -17,7 +17,12 @@ from talekeeper.web.render import render
 router = APIRouter()
 
 
-@router.get("/api/adventures/{adventure_id}/search", tags=["adventures"], response_model=SearchResult, responses=ERRORS)
+@router.get(
+    "/api/adventures/{adventure_id}/search",
+    tags=["adventures"],
+    response_model=SearchResult,
+    responses=ERRORS,
+)
 def search(adventure_id: int, q: str = "", tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
     """The turns on the line being read whose action or narration holds `q` (case-insensitive),
     oldest first, each with an excerpt around the hit (`before`, `match`, `after`)."""
@@ -25,6 +30,8 @@ def search(adventure_id: int, q: str = "", tk: Talekeeper = Depends(get_tk)) -> 
 
 
 @router.get("/adventures/{adventure_id}/search", response_class=HTMLResponse)
-def search_page(request: Request, adventure_id: int, q: str = "", tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+def search_page(
+    request: Request, adventure_id: int, q: str = "", tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
     result = SearchResult.model_validate(search_story(tk, adventure_id, q))
     return render(request, "search.html", adventure_id=adventure_id, **dict(result))

@@ -195,7 +195,9 @@ class LocalOnlyMiddleware:
             return
         send = _with_headers(send)
         if message is not None:
-            await JSONResponse(error_body(message, "RequestRefused"), status_code=403)(scope, receive, send)
+            await JSONResponse(error_body(message, "RequestRefused"), status_code=403)(
+                scope, receive, send
+            )
             return
         await self._limited(scope, receive, send)
 
@@ -211,7 +213,11 @@ class LocalOnlyMiddleware:
         # JSON (and bodies of no declared type: the import reads raw bytes) is refused past
         # a sane nesting depth before anything parses it; form posts are not JSON.
         content_type = Headers(scope=scope).get("content-type", "")
-        depth = None if content_type.startswith(("multipart/", "application/x-www-form-urlencoded")) else DepthScanner()
+        depth = (
+            None
+            if content_type.startswith(("multipart/", "application/x-www-form-urlencoded"))
+            else DepthScanner()
+        )
 
         async def counting_receive() -> Message:
             nonlocal received
@@ -243,7 +249,9 @@ class LocalOnlyMiddleware:
         except BodyTooDeep as exc:
             if started:
                 raise
-            await JSONResponse(error_body(str(exc.detail), "TooDeep"), status_code=422)(scope, receive, send)
+            await JSONResponse(error_body(str(exc.detail), "TooDeep"), status_code=422)(
+                scope, receive, send
+            )
 
 
 def _content_length(scope: Scope) -> int | None:

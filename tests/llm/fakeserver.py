@@ -232,7 +232,10 @@ class _Handler(BaseHTTPRequestHandler):
         if ("GET", self.path.rstrip("/")) in self.state.extra:
             self._json(200, self.state.extra[("GET", self.path.rstrip("/"))])
         elif self.path.rstrip("/") == "/v1/models":
-            data = [{"id": m, "object": "model", "owned_by": "fake", **self.state.model_fields} for m in self.state.models]
+            data = [
+                {"id": m, "object": "model", "owned_by": "fake", **self.state.model_fields}
+                for m in self.state.models
+            ]
             self._json(200, {"object": "list", "data": data})
         else:
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})

@@ -331,7 +331,9 @@ def test_check_marks_what_it_could_not_confirm_as_unchecked_not_passed():
     """A server that lists no models cannot confirm the model: not ✔ (nor a failure)."""
     server = Server(sse(delta("OK", finish="length")), models=[])
     report = run(server.provider("narrator").check())
-    assert ("model known", None) == report.checks[1][:2] and "cannot be confirmed" in report.checks[1][2]
+    assert ("model known", None) == report.checks[1][:2] and "cannot be confirmed" in report.checks[
+        1
+    ][2]
     assert report.ok  # generation works, so the connection does
 
 
@@ -341,7 +343,9 @@ def test_endpoint_refusals_say_it_once_in_sentences():
 
     with pytest.raises(EndpointRefused) as public:
         _judge("8.8.8.8", ["8.8.8.8"], False, "http://8.8.8.8/v1")
-    assert str(public.value).count("8.8.8.8 is") == 1 and "8.8.8.8: 8.8.8.8" not in str(public.value)
+    assert str(public.value).count("8.8.8.8 is") == 1 and "8.8.8.8: 8.8.8.8" not in str(
+        public.value
+    )
     with pytest.raises(EndpointRefused) as metadata:
         _judge("meta.example", ["169.254.169.254"], False, "http://meta.example/v1")
     text = str(metadata.value)

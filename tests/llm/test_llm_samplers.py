@@ -12,12 +12,26 @@ from talekeeper.llm.openai import OpenAIProvider
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service.settings import GenerationSettings
 
-CHOSEN = {"min_p": 0.05, "top_k": 40, "repetition_penalty": 1.1, "presence_penalty": 0.4, "seed": 7, "stop": "\\n> |###"}
+CHOSEN = {
+    "min_p": 0.05,
+    "top_k": 40,
+    "repetition_penalty": 1.1,
+    "presence_penalty": 0.4,
+    "seed": 7,
+    "stop": "\\n> |###",
+}
 
 
 def test_settings_keep_samplers_and_empty_means_the_servers_default() -> None:
     chosen = GenerationSettings(**CHOSEN).samplers()
-    assert chosen == {"min_p": 0.05, "top_k": 40, "repetition_penalty": 1.1, "presence_penalty": 0.4, "seed": 7, "stop": ["\n> ", "###"]}
+    assert chosen == {
+        "min_p": 0.05,
+        "top_k": 40,
+        "repetition_penalty": 1.1,
+        "presence_penalty": 0.4,
+        "seed": 7,
+        "stop": ["\n> ", "###"],
+    }
     assert GenerationSettings(min_p="", top_k="", seed=" ").samplers() == {}
 
 
@@ -25,7 +39,13 @@ def test_openai_compatible_servers_get_every_sampler() -> None:
     server = Server(sse(delta("x", finish="stop")))
     collect_sync(server.provider(), chat(**GenerationSettings(**CHOSEN).samplers()))
     body = server.posted
-    assert (body["min_p"], body["top_k"], body["repeat_penalty"], body["presence_penalty"], body["seed"]) == (0.05, 40, 1.1, 0.4, 7)
+    assert (
+        body["min_p"],
+        body["top_k"],
+        body["repeat_penalty"],
+        body["presence_penalty"],
+        body["seed"],
+    ) == (0.05, 40, 1.1, 0.4, 7)
     assert body["stop"] == ["\n> ", "###"]
     plain = Server(sse(delta("x", finish="stop")))
     collect_sync(plain.provider(), chat())
@@ -33,15 +53,32 @@ def test_openai_compatible_servers_get_every_sampler() -> None:
 
 
 def test_ollama_gets_them_as_options() -> None:
-    server = Ollama(ndjson({"message": {"role": "assistant", "content": "x"}, "done": True, "done_reason": "stop"}))
+    server = Ollama(
+        ndjson(
+            {"message": {"role": "assistant", "content": "x"}, "done": True, "done_reason": "stop"}
+        )
+    )
     collect_sync(server.provider(), chat(**GenerationSettings(**CHOSEN).samplers()))
     _, body = server.posted
     options = body["options"]
-    assert (options["min_p"], options["top_k"], options["repeat_penalty"], options["presence_penalty"], options["seed"]) == (0.05, 40, 1.1, 0.4, 7)
+    assert (
+        options["min_p"],
+        options["top_k"],
+        options["repeat_penalty"],
+        options["presence_penalty"],
+        options["seed"],
+    ) == (0.05, 40, 1.1, 0.4, 7)
 
 
 def test_a_provider_that_does_not_take_them_says_so() -> None:
     chosen = GenerationSettings(**CHOSEN).samplers()
-    assert ScriptedProvider(["x"]).unsupported_samplers(chosen) == ["min_p", "top_k", "repetition_penalty", "presence_penalty", "stop", "seed"]
+    assert ScriptedProvider(["x"]).unsupported_samplers(chosen) == [
+        "min_p",
+        "top_k",
+        "repetition_penalty",
+        "presence_penalty",
+        "stop",
+        "seed",
+    ]
     assert OpenAIProvider("http://127.0.0.1:1/v1", "m").unsupported_samplers(chosen) == []
     assert OllamaProvider("http://127.0.0.1:11434", "m").unsupported_samplers(chosen) == []

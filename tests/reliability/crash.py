@@ -105,7 +105,9 @@ class ServerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"talekeeper serve exited with {self.proc.returncode}:\n{self.tail()}")
+                raise RuntimeError(
+                    f"talekeeper serve exited with {self.proc.returncode}:\n{self.tail()}"
+                )
             try:
                 if httpx.get(f"{self.base_url}/api/health", timeout=1).status_code == 200:
                     return
@@ -158,19 +160,33 @@ def sse_events(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]
 class Ledger:
     """What the server acknowledged to the client, and what was in flight at the kill."""
 
-    nodes: dict[int, tuple[int | None, str, str, str]] = field(default_factory=dict)  # id -> parent, kind, action, narration
+    nodes: dict[int, tuple[int | None, str, str, str]] = field(
+        default_factory=dict
+    )  # id -> parent, kind, action, narration
     heads: dict[int, int] = field(default_factory=dict)  # adventure -> acknowledged head
-    save_points: dict[int, tuple[int, int, str]] = field(default_factory=dict)  # id -> adventure, node, name
+    save_points: dict[int, tuple[int, int, str]] = field(
+        default_factory=dict
+    )  # id -> adventure, node, name
     in_flight: set[int] = field(default_factory=set)  # adventures with an unacknowledged change
     adventure_in_flight: bool = False
 
     def saw_turn(self, adventure_id: int, turn: dict[str, Any]) -> None:
-        self.nodes[turn["id"]] = (turn["parent_id"], turn["kind"], turn["action"], turn["narration"])
+        self.nodes[turn["id"]] = (
+            turn["parent_id"],
+            turn["kind"],
+            turn["action"],
+            turn["narration"],
+        )
         self.heads[adventure_id] = turn["id"]
 
     def saw_story(self, story: dict[str, Any]) -> None:
         for turn in story["turns_shown"]:
-            self.nodes[turn["id"]] = (turn["parent_id"], turn["kind"], turn["action"], turn["narration"])
+            self.nodes[turn["id"]] = (
+                turn["parent_id"],
+                turn["kind"],
+                turn["action"],
+                turn["narration"],
+            )
         self.heads[story["id"]] = story["head_id"]
 
 
@@ -302,11 +318,15 @@ class CrashRun:
 
     # -- player actions (each records only what the server acknowledged) -------------
     def new_adventure(self, http: httpx.Client) -> None:
-        response = http.post("/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}})
+        response = http.post(
+            "/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}}
+        )
         if response.status_code == 201:
             self.ledger.saw_story(response.json())
 
-    def turn(self, http: httpx.Client, adventure: int, kill_after_pieces: int | None = None) -> None:
+    def turn(
+        self, http: httpx.Client, adventure: int, kill_after_pieces: int | None = None
+    ) -> None:
         kind, text = self.rng.choice([("do", "look around"), ("say", "Hello?"), ("continue", "")])
         pieces = 0
         try:
@@ -318,7 +338,9 @@ class CrashRun:
             ) as response:
                 if response.status_code != 200:
                     response.read()
-                    raise AssertionError(f"turn refused: {response.status_code} {response.text}\n{self.server.tail(60)}")
+                    raise AssertionError(
+                        f"turn refused: {response.status_code} {response.text}\n{self.server.tail(60)}"
+                    )
                 for name, data in sse_events(response):
                     if name == "text":
                         pieces += 1
@@ -338,7 +360,9 @@ class CrashRun:
         if response.status_code == 200:
             self.ledger.saw_story(response.json())
         elif response.status_code != 409:  # 409: nothing to undo/redo
-            raise AssertionError(f"{which}: {response.status_code} {response.text}\n{self.server.tail(60)}")
+            raise AssertionError(
+                f"{which}: {response.status_code} {response.text}\n{self.server.tail(60)}"
+            )
 
     def save_point(self, http: httpx.Client, adventure: int) -> None:
         name = f"save {len(self.ledger.save_points) + 1}"
@@ -356,11 +380,16 @@ class CrashRun:
         for node_id, (parent, kind, action, narration) in ledger.nodes.items():
             node = snap.nodes.get(node_id)
             assert node is not None, f"[{moment}] acknowledged turn {node_id} is gone"
-            assert (node.parent_id, node.kind, node.action, node.narration) == (parent, kind, action, narration), (
-                f"[{moment}] acknowledged turn {node_id} changed"
-            )
+            assert (node.parent_id, node.kind, node.action, node.narration) == (
+                parent,
+                kind,
+                action,
+                narration,
+            ), f"[{moment}] acknowledged turn {node_id} changed"
         for sp_id, point in ledger.save_points.items():
-            assert snap.save_points.get(sp_id) == point, f"[{moment}] Save Point {sp_id} lost or moved"
+            assert snap.save_points.get(sp_id) == point, (
+                f"[{moment}] Save Point {sp_id} lost or moved"
+            )
         if self.previous is not None:
             missing = set(self.previous.nodes) - set(snap.nodes)
             assert not missing, f"[{moment}] nodes that were on disk vanished: {missing}"
@@ -373,7 +402,9 @@ class CrashRun:
             assert node.narration in full_replies, (
                 f"[{moment}] node {node_id} holds narration the model never finished: {node.narration!r}"
             )
-            assert node.adventure_id in ledger.in_flight, f"[{moment}] node {node_id} appeared from nowhere"
+            assert node.adventure_id in ledger.in_flight, (
+                f"[{moment}] node {node_id} appeared from nowhere"
+            )
             # A turn commits whole: its node and the head move together, or neither.
             assert snap.heads[node.adventure_id] == node_id, (
                 f"[{moment}] node {node_id} was written but the head did not move to it"
@@ -387,7 +418,9 @@ class CrashRun:
         for adventure, head in ledger.heads.items():
             assert adventure in snap.heads, f"[{moment}] adventure {adventure} is gone"
             if adventure not in ledger.in_flight:
-                assert snap.heads[adventure] == head, f"[{moment}] adventure {adventure}: head moved by itself"
+                assert snap.heads[adventure] == head, (
+                    f"[{moment}] adventure {adventure}: head moved by itself"
+                )
         if ledger.adventure_in_flight and not new_adventures:
             report.lost_in_flight += 1
         for adventure in ledger.in_flight:
@@ -410,7 +443,9 @@ class CrashRun:
         with httpx.Client(base_url=self.server.base_url, timeout=20) as http:
             for adventure, head in self.ledger.heads.items():
                 story = http.get(f"/api/adventures/{adventure}", params={"limit": 3}).json()
-                assert story["head_id"] == head, f"adventure {adventure}: the API shows another head"
+                assert story["head_id"] == head, (
+                    f"adventure {adventure}: the API shows another head"
+                )
                 assert story["turns_shown"][-1]["narration"] == self.ledger.nodes[head][3]
             if self.save_points_available:
                 for adventure in self.ledger.heads:
@@ -419,8 +454,12 @@ class CrashRun:
                         body = listed.json()
                         items = body.get("save_points", body) if isinstance(body, dict) else body
                         ids = {item["id"] for item in items}
-                        expected = {i for i, p in self.ledger.save_points.items() if p[0] == adventure}
-                        assert expected <= ids, f"adventure {adventure}: Save Points missing after restart"
+                        expected = {
+                            i for i, p in self.ledger.save_points.items() if p[0] == adventure
+                        }
+                        assert expected <= ids, (
+                            f"adventure {adventure}: Save Points missing after restart"
+                        )
 
 
 def run(
@@ -437,7 +476,9 @@ def run(
         crash = CrashRun(data_dir, fake, seed, database_url)
         crash.start()
         try:
-            moments = [KILL_MOMENTS[(first_moment + i) % len(KILL_MOMENTS)] for i in range(kill_points)]
+            moments = [
+                KILL_MOMENTS[(first_moment + i) % len(KILL_MOMENTS)] for i in range(kill_points)
+            ]
             crash.rng.shuffle(moments)
             for moment in moments:
                 crash.kill_point(moment)

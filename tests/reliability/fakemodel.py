@@ -33,7 +33,9 @@ SENTENCES = [
 
 
 class FakeModelServer:
-    def __init__(self, *, chunk_delay: float = 0.005, sentences: int = 4, chunk_chars: int = 12) -> None:
+    def __init__(
+        self, *, chunk_delay: float = 0.005, sentences: int = 4, chunk_chars: int = 12
+    ) -> None:
         self.chunk_delay = chunk_delay
         self.sentences = sentences
         self.chunk_chars = chunk_chars
@@ -102,10 +104,18 @@ class FakeModelServer:
                 if fake.on_request is not None:
                     fake.on_request(number, body)
                 if not body.get("stream"):
-                    choice = {"message": {"role": "assistant", "content": reply}} if chat else {"text": reply}
-                    time.sleep(fake.chunk_delay * len(reply) / fake.chunk_chars)  # as long as a stream
+                    choice = (
+                        {"message": {"role": "assistant", "content": reply}}
+                        if chat
+                        else {"text": reply}
+                    )
+                    time.sleep(
+                        fake.chunk_delay * len(reply) / fake.chunk_chars
+                    )  # as long as a stream
                     try:
-                        self._json(200, {"choices": [{"index": 0, **choice, "finish_reason": "stop"}]})
+                        self._json(
+                            200, {"choices": [{"index": 0, **choice, "finish_reason": "stop"}]}
+                        )
                     except (BrokenPipeError, ConnectionResetError):
                         return  # the talekeeper server died while it waited
                     fake._finish(number)

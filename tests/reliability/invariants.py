@@ -33,7 +33,9 @@ class Snapshot:
 
     heads: dict[int, int] = field(default_factory=dict)
     nodes: dict[int, NodeRow] = field(default_factory=dict)
-    save_points: dict[int, tuple[int, int, str]] = field(default_factory=dict)  # id -> (adv, node, name)
+    save_points: dict[int, tuple[int, int, str]] = field(
+        default_factory=dict
+    )  # id -> (adv, node, name)
     memories: int = 0  # memories and summary versions written by the memory bank
 
     def path(self, node_id: int) -> list[NodeRow]:
@@ -80,7 +82,11 @@ def check_database(target: Any) -> Snapshot:
     whole read runs in one (read-only) transaction, so it sees one consistent moment.
     """
     if hasattr(target, "engine"):  # the app's Database handle: only where it points is used
-        target = target.path if target.path is not None else target.url.render_as_string(hide_password=False)
+        target = (
+            target.path
+            if target.path is not None
+            else target.url.render_as_string(hide_password=False)
+        )
     on_sqlite = isinstance(target, Path)
     db = sqlite3.connect(f"file:{target}?mode=ro", uri=True) if on_sqlite else _Postgres(target)
     try:
@@ -102,26 +108,44 @@ def check_database(target: Any) -> Snapshot:
             else:
                 parent = snap.nodes.get(node.parent_id)
                 assert parent is not None, f"node {node.id}: parent missing"
-                assert parent.adventure_id == node.adventure_id, f"node {node.id}: parent in another adventure"
+                assert parent.adventure_id == node.adventure_id, (
+                    f"node {node.id}: parent in another adventure"
+                )
                 assert node.depth == parent.depth + 1, f"node {node.id}: depth"
                 # A state correction is a step of its own with no narration (its text is the
                 # correction summary); any other turn without narration was half-written.
-                written = node.narration.strip() or (node.kind == "correction" and node.action.strip())
+                written = node.narration.strip() or (
+                    node.kind == "correction" and node.action.strip()
+                )
                 assert written, f"node {node.id}: a turn with no narration (half-written)"
             if node.active_child_id is not None:
                 child = snap.nodes.get(node.active_child_id)
-                assert child is not None and child.parent_id == node.id, f"node {node.id}: active child"
+                assert child is not None and child.parent_id == node.id, (
+                    f"node {node.id}: active child"
+                )
         adventures = db.execute(
             "SELECT id, root_node_id, head_node_id, turn_count FROM adventures"
         ).fetchall()
         for adventure_id, root_id, head_id, turn_count in adventures:
             root, head = snap.nodes.get(root_id), snap.nodes.get(head_id)
-            assert root is not None and root.adventure_id == adventure_id, f"adventure {adventure_id}: root"
+            assert root is not None and root.adventure_id == adventure_id, (
+                f"adventure {adventure_id}: root"
+            )
             assert root.parent_id is None, f"adventure {adventure_id}: root has a parent"
-            assert head is not None and head.adventure_id == adventure_id, f"adventure {adventure_id}: head"
-            assert snap.path(head_id)[0].id == root_id, f"adventure {adventure_id}: head not below root"
-            assert turn_count == head.depth, f"adventure {adventure_id}: turn_count {turn_count} != {head.depth}"
-            roots = [n for n in snap.nodes.values() if n.adventure_id == adventure_id and n.parent_id is None]
+            assert head is not None and head.adventure_id == adventure_id, (
+                f"adventure {adventure_id}: head"
+            )
+            assert snap.path(head_id)[0].id == root_id, (
+                f"adventure {adventure_id}: head not below root"
+            )
+            assert turn_count == head.depth, (
+                f"adventure {adventure_id}: turn_count {turn_count} != {head.depth}"
+            )
+            roots = [
+                n
+                for n in snap.nodes.values()
+                if n.adventure_id == adventure_id and n.parent_id is None
+            ]
             assert [n.id for n in roots] == [root_id], f"adventure {adventure_id}: roots {roots}"
             snap.heads[adventure_id] = head_id
         orphans = {n.adventure_id for n in snap.nodes.values()} - set(snap.heads)
@@ -147,7 +171,9 @@ def check_database(target: Any) -> Snapshot:
                 f"SELECT id, adventure_id, node_id, text FROM {table}"
             ):
                 node = snap.nodes.get(node_id)
-                assert node is not None and node.adventure_id == adventure_id, f"{table} {row_id}: node"
+                assert node is not None and node.adventure_id == adventure_id, (
+                    f"{table} {row_id}: node"
+                )
                 assert text.strip(), f"{table} {row_id}: empty (half-written)"
                 snap.memories += 1
         return snap

@@ -52,7 +52,9 @@ def gate() -> ThreadGate:
 
 @pytest.fixture
 def live(isolated_home: Path, gate: ThreadGate) -> Iterator[tuple[str, Talekeeper, Any]]:
-    provider = ScriptedProvider(lambda request: "The river keeps its counsel tonight.", chunk_size=6)
+    provider = ScriptedProvider(
+        lambda request: "The river keeps its counsel tonight.", chunk_size=6
+    )
     # held after "The river keeps its coun": the echo guard shows a line from its first
     # four words, so the turn is streaming (a text event went out) when it stops
     provider.gate, provider.gate_after_chunks = gate, 4
@@ -76,12 +78,15 @@ def turn_in_flight(base: str, adventure: int, gate: ThreadGate) -> Iterator[dict
     outcome: dict[str, Any] = {}
 
     def play() -> None:
-        with httpx.Client(base_url=base, timeout=30) as http, http.stream(
-            "POST",
-            f"/api/adventures/{adventure}/turns",
-            json={"kind": "do", "text": "wait"},
-            headers={"Accept": "text/event-stream"},
-        ) as response:
+        with (
+            httpx.Client(base_url=base, timeout=30) as http,
+            http.stream(
+                "POST",
+                f"/api/adventures/{adventure}/turns",
+                json={"kind": "do", "text": "wait"},
+                headers={"Accept": "text/event-stream"},
+            ) as response,
+        ):
             outcome["status"] = response.status_code
             for line in response.iter_lines():
                 if line.startswith("event: accepted"):
@@ -114,9 +119,14 @@ def minimal(schema: dict[str, Any], components: dict[str, Any]) -> Any:
         return schema["const"]
     kind = schema.get("type")
     if kind == "object":
-        return {name: minimal(schema["properties"][name], components) for name in schema.get("required", [])}
+        return {
+            name: minimal(schema["properties"][name], components)
+            for name in schema.get("required", [])
+        }
     if kind == "array":
-        return [minimal(schema.get("items", {}), components) for _ in range(schema.get("minItems", 0))]
+        return [
+            minimal(schema.get("items", {}), components) for _ in range(schema.get("minItems", 0))
+        ]
     if kind == "string":
         return "x" * max(1, schema.get("minLength", 1))
     if kind in ("integer", "number"):
@@ -140,7 +150,11 @@ def writer_requests(app, ids: dict[str, int]) -> list[tuple[str, str, str, Any]]
                 continue
             body = BODIES.get((method.upper(), path))
             if body is None and "requestBody" in operation:
-                schema = operation["requestBody"]["content"].get("application/json", {}).get("schema", {})
+                schema = (
+                    operation["requestBody"]["content"]
+                    .get("application/json", {})
+                    .get("schema", {})
+                )
                 body = minimal(schema, components)
             url = path
             for parameter in operation.get("parameters", []):
@@ -153,7 +167,9 @@ def writer_requests(app, ids: dict[str, int]) -> list[tuple[str, str, str, Any]]
 
 def send(base: str, method: str, url: str, body: Any) -> httpx.Response:
     with httpx.Client(base_url=base, timeout=30) as http:
-        return http.request(method, url, json=body) if body is not None else http.request(method, url)
+        return (
+            http.request(method, url, json=body) if body is not None else http.request(method, url)
+        )
 
 
 def story_with_a_turn(base: str, gate: ThreadGate) -> dict[str, int]:
@@ -161,7 +177,9 @@ def story_with_a_turn(base: str, gate: ThreadGate) -> dict[str, int]:
     gate.set()
     with httpx.Client(base_url=base, timeout=30) as http:
         adventure = new_adventure(http)["id"]
-        turn = http.post(f"/api/adventures/{adventure}/turns", json={"kind": "continue"}).json()["turn"]
+        turn = http.post(f"/api/adventures/{adventure}/turns", json={"kind": "continue"}).json()[
+            "turn"
+        ]
         point = http.post(f"/api/adventures/{adventure}/save-points", json={"name": "before"})
     gate.clear()
     ids = {"adventure_id": adventure, "node_id": turn["id"], "leaf_id": turn["id"], "index": 0}
@@ -203,7 +221,9 @@ def test_while_a_turn_streams_every_other_writer_gets_409(live, gate: ThreadGate
     assert len([n for n in snap.nodes.values() if n.adventure_id == adventure]) == 3
 
 
-def test_simultaneous_generations_on_one_adventure_exactly_one_proceeds(live, gate: ThreadGate) -> None:
+def test_simultaneous_generations_on_one_adventure_exactly_one_proceeds(
+    live, gate: ThreadGate
+) -> None:
     """Turns, retries and edited actions fired at the same instant: one proceeds (it holds
     the model until every other request has had its answer), all others get 409."""
     base, tk, _app = live
@@ -232,9 +252,14 @@ def test_simultaneous_generations_on_one_adventure_exactly_one_proceeds(live, ga
         gate.set()
         results = [f.result() for f in futures]
     statuses = Counter(status for status, _ in results)
-    assert statuses == {200: 1, 409: CLIENTS - 1}, (statuses, [t[:120] for s, t in results if s not in (200, 409)])
+    assert statuses == {200: 1, 409: CLIENTS - 1}, (
+        statuses,
+        [t[:120] for s, t in results if s not in (200, 409)],
+    )
     snap = check_database(tk.db)
-    assert len([n for n in snap.nodes.values() if n.adventure_id == adventure]) == 3  # root, turn, one more
+    assert (
+        len([n for n in snap.nodes.values() if n.adventure_id == adventure]) == 3
+    )  # root, turn, one more
 
 
 def test_simultaneous_moves_never_lose_an_update(live, gate: ThreadGate) -> None:
@@ -244,13 +269,20 @@ def test_simultaneous_moves_never_lose_an_update(live, gate: ThreadGate) -> None
     with httpx.Client(base_url=base, timeout=30) as http:
         adventure = new_adventure(http)["id"]
         for _ in range(6):
-            assert http.post(f"/api/adventures/{adventure}/turns", json={"kind": "continue"}).status_code == 200
+            assert (
+                http.post(
+                    f"/api/adventures/{adventure}/turns", json={"kind": "continue"}
+                ).status_code
+                == 200
+            )
     start = threading.Barrier(CLIENTS)
 
     def move(i: int) -> int:
         with httpx.Client(base_url=base, timeout=30) as http:
             start.wait()
-            return http.post(f"/api/adventures/{adventure}/{'undo' if i % 3 else 'redo'}").status_code
+            return http.post(
+                f"/api/adventures/{adventure}/{'undo' if i % 3 else 'redo'}"
+            ).status_code
 
     with ThreadPoolExecutor(CLIENTS) as pool:
         statuses = list(pool.map(move, range(CLIENTS)))
@@ -272,12 +304,15 @@ def test_different_adventures_play_at_the_same_time(live, gate: ThreadGate) -> N
     held = threading.Semaphore(0)
 
     def play(adventure: int) -> str:
-        with httpx.Client(base_url=base, timeout=30) as http, http.stream(
-            "POST",
-            f"/api/adventures/{adventure}/turns",
-            json={"kind": "continue"},
-            headers={"Accept": "text/event-stream"},
-        ) as response:
+        with (
+            httpx.Client(base_url=base, timeout=30) as http,
+            http.stream(
+                "POST",
+                f"/api/adventures/{adventure}/turns",
+                json={"kind": "continue"},
+                headers={"Accept": "text/event-stream"},
+            ) as response,
+        ):
             assert response.status_code == 200, response.read()
             last = ""
             for line in response.iter_lines():
@@ -300,7 +335,9 @@ def test_different_adventures_play_at_the_same_time(live, gate: ThreadGate) -> N
     check_database(tk.db)
 
 
-def test_a_player_who_hangs_up_mid_stream_leaves_the_story_as_it_was(live, gate: ThreadGate) -> None:
+def test_a_player_who_hangs_up_mid_stream_leaves_the_story_as_it_was(
+    live, gate: ThreadGate
+) -> None:
     """Stop, a closed tab, a dropped connection: the server cancels the generation, writes
     nothing and frees the adventure."""
     base, tk, _app = live
@@ -328,4 +365,7 @@ def test_a_player_who_hangs_up_mid_stream_leaves_the_story_as_it_was(live, gate:
         assert check_database(tk.db).nodes == before.nodes
         story = http.get(f"/api/adventures/{adventure}").json()
         assert story["turns"] == 0 and len(story["turns_shown"]) == 1
-        assert http.post(f"/api/adventures/{adventure}/turns", json={"kind": "continue"}).status_code == 200
+        assert (
+            http.post(f"/api/adventures/{adventure}/turns", json={"kind": "continue"}).status_code
+            == 200
+        )

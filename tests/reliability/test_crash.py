@@ -34,13 +34,24 @@ def test_sigkill_at_random_moments_loses_nothing_the_player_saw(tmp_path: Path) 
         seed = base_seed + index
         try:
             if server is None:
-                return crash.run(tmp_path / f"run{index}", kill_points=per_run, seed=seed, first_moment=index * per_run)
+                return crash.run(
+                    tmp_path / f"run{index}",
+                    kill_points=per_run,
+                    seed=seed,
+                    first_moment=index * per_run,
+                )
             with pg.fresh_database(server, f"{server.database}_crash{index}") as url:
                 return crash.run(
-                    tmp_path / f"run{index}", kill_points=per_run, seed=seed, first_moment=index * per_run, database_url=url
+                    tmp_path / f"run{index}",
+                    kill_points=per_run,
+                    seed=seed,
+                    first_moment=index * per_run,
+                    database_url=url,
                 )
         except BaseException as exc:
-            raise AssertionError(f"crash run failed; rerun with TALEKEEPER_CRASH_SEED={base_seed}") from exc
+            raise AssertionError(
+                f"crash run failed; rerun with TALEKEEPER_CRASH_SEED={base_seed}"
+            ) from exc
 
     with ThreadPoolExecutor(RUNS) as pool:
         runs = list(pool.map(one, range(RUNS)))
@@ -49,7 +60,9 @@ def test_sigkill_at_random_moments_loses_nothing_the_player_saw(tmp_path: Path) 
     assert len(reports) >= KILL_POINTS
     moments = Counter(report.moment for report in reports)
     assert set(moments) == set(crash.KILL_MOMENTS), moments
-    assert sum(run.summariser_kills for run in runs) >= 1, "no kill landed while the memory bank ran"
+    assert sum(run.summariser_kills for run in runs) >= 1, (
+        "no kill landed while the memory bank ran"
+    )
     # Each run played real stories: several turns per adventure survived the kills.
     for run in runs:
         assert len(run.ledger.nodes) > len(run.ledger.heads) * 2

@@ -17,25 +17,38 @@ def _json_routes(client: TestClient) -> list[tuple[str, str]]:
     found = []
     for path, methods in spec["paths"].items():
         for method, operation in methods.items():
-            if path.startswith("/api/") and ("requestBody" in operation or path.endswith("/import")):
+            if path.startswith("/api/") and (
+                "requestBody" in operation or path.endswith("/import")
+            ):
                 found.append((method.upper(), path))
     return found
 
 
 def test_every_json_route_refuses_a_body_nested_100000_deep(client: TestClient) -> None:
-    story = client.post("/api/adventures", json={"scenario_id": "greywater-lantern", "answers": {"name": "Ada"}}).json()
+    story = client.post(
+        "/api/adventures", json={"scenario_id": "greywater-lantern", "answers": {"name": "Ada"}}
+    ).json()
     before = client.get(f"/api/adventures/{story['id']}").json()
     routes = _json_routes(client)
     assert len(routes) >= 12 and ("POST", "/api/scenarios/import") in routes
     for method, path in routes:
-        url = path.replace("{adventure_id}", str(story["id"])).replace("{node_id}", str(story["head_id"]))
-        url = url.replace("{scenario_id}", "greywater-lantern").replace("{leaf_id}", str(story["head_id"]))
+        url = path.replace("{adventure_id}", str(story["id"])).replace(
+            "{node_id}", str(story["head_id"])
+        )
+        url = url.replace("{scenario_id}", "greywater-lantern").replace(
+            "{leaf_id}", str(story["head_id"])
+        )
         for name in ("{index}", "{memory_id}", "{save_point_id}"):
             url = url.replace(name, "0")
         for content_type in ("application/json", None):
             headers = {"Content-Type": content_type} if content_type else {}
             response = client.request(method, url, content=DEEP, headers=headers)
-            assert 400 <= response.status_code < 500, (method, url, response.status_code, response.text[:200])
+            assert 400 <= response.status_code < 500, (
+                method,
+                url,
+                response.status_code,
+                response.text[:200],
+            )
             assert response.json()["detail"], response.text
     assert client.get(f"/api/adventures/{story['id']}").json() == before
 
@@ -46,10 +59,17 @@ def test_the_scenario_import_page_refuses_a_deep_file(client: TestClient) -> Non
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.recursive(st.none() | st.integers() | st.text(alphabet='[]{}"\\ab', max_size=8),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text('[]{}"\\', max_size=4), inner, max_size=3),
-                    max_leaves=30),
-       st.integers(1, 7))
+@given(
+    st.recursive(
+        st.none() | st.integers() | st.text(alphabet='[]{}"\\ab', max_size=8),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(st.text('[]{}"\\', max_size=4), inner, max_size=3)
+        ),
+        max_leaves=30,
+    ),
+    st.integers(1, 7),
+)
 def test_the_scanner_measures_depth_as_the_parser_nests(value, chunk) -> None:
     """Depth by the scanner (fed in any chunking) equals the parsed value's nesting."""
     import json
@@ -82,7 +102,9 @@ def test_pages_reading_json_from_a_form_field_refuse_deep_nesting(client: TestCl
     """Form fields are not scanned by the body guard (their brackets arrive encoded): the
     pages that read JSON from one (a correction, an import's review, the scenario editor)
     answer a clear 422 for nesting Python's reader cannot follow, never a 500."""
-    story = client.post("/api/adventures", json={"scenario_id": "greywater-lantern", "answers": {"name": "Ada"}}).json()
+    story = client.post(
+        "/api/adventures", json={"scenario_id": "greywater-lantern", "answers": {"name": "Ada"}}
+    ).json()
     own = client.post("/api/scenarios/greywater-lantern/duplicate").json()["id"]
     before = client.get(f"/api/adventures/{story['id']}").json()
     scenario_before = client.get(f"/api/scenarios/{own}").json()
@@ -94,6 +116,9 @@ def test_pages_reading_json_from_a_form_field_refuse_deep_nesting(client: TestCl
     ):
         response = client.post(url, data=data)
         assert response.status_code == 422, (url, response.status_code, response.text[:200])
-        assert response.json()["error"] == "TooDeep" and "nested too deeply" in response.json()["detail"]
+        assert (
+            response.json()["error"] == "TooDeep"
+            and "nested too deeply" in response.json()["detail"]
+        )
     assert client.get(f"/api/adventures/{story['id']}").json() == before
     assert client.get(f"/api/scenarios/{own}").json() == scenario_before

@@ -42,19 +42,29 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[httpx.Request]:
 def edit_database(home: Path, model: dict) -> None:
     """What a hand edit or another tool does: bypass the settings page entirely (plain SQL
     on the store the app uses: the SQLite file, or the PostgreSQL database)."""
-    engine = create_engine(os.environ.get(DATABASE_URL_ENV) or f"sqlite:///{home / 'talekeeper.db'}", poolclass=NullPool)
+    engine = create_engine(
+        os.environ.get(DATABASE_URL_ENV) or f"sqlite:///{home / 'talekeeper.db'}",
+        poolclass=NullPool,
+    )
     try:
         with engine.begin() as db:
             db.execute(text("DELETE FROM settings WHERE key = 'model'"))
-            db.execute(text("INSERT INTO settings(key, value) VALUES ('model', :v)"), {"v": json.dumps(model)})
+            db.execute(
+                text("INSERT INTO settings(key, value) VALUES ('model', :v)"),
+                {"v": json.dumps(model)},
+            )
     finally:
         engine.dispose()
 
 
 def play(tk: Talekeeper) -> httpx.Response:
     with TestClient(create_app(tk), base_url="http://127.0.0.1:8000") as client:
-        adventure = client.post("/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}}).json()["id"]
-        response = client.post(f"/api/adventures/{adventure}/turns", json={"kind": "do", "text": "look"})
+        adventure = client.post(
+            "/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}}
+        ).json()["id"]
+        response = client.post(
+            f"/api/adventures/{adventure}/turns", json={"kind": "do", "text": "look"}
+        )
         assert client.get(f"/api/adventures/{adventure}").json()["turns"] == 0  # nothing written
         return response
 
@@ -112,10 +122,14 @@ def test_metadata_stays_refused_when_the_operator_allows_remote(
     assert sent == []
 
 
-def test_the_connection_test_reports_a_refusal_plainly(isolated_home: Path, sent: list[httpx.Request]) -> None:
+def test_the_connection_test_reports_a_refusal_plainly(
+    isolated_home: Path, sent: list[httpx.Request]
+) -> None:
     Talekeeper(isolated_home).db.dispose()
     edit_database(isolated_home, {"endpoint": PUBLIC, "model": "m"})
-    with TestClient(create_app(Talekeeper(isolated_home)), base_url="http://127.0.0.1:8000") as client:
+    with TestClient(
+        create_app(Talekeeper(isolated_home)), base_url="http://127.0.0.1:8000"
+    ) as client:
         response = client.post("/api/settings/test")
     assert response.status_code in (200, 422), response.text
     assert "not allowed" in response.text

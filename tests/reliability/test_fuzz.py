@@ -47,7 +47,9 @@ FUZZ = settings(
     database=None,  # the suite's runs are independent; a failure prints its reproduction
 )
 # HTTP: examples per route (about 40 routes), so every route is exercised in a short run.
-HTTP_FUZZ = settings(FUZZ, max_examples=max(3, int(os.environ.get("TALEKEEPER_FUZZ_PER_ROUTE", EXAMPLES // 6))))
+HTTP_FUZZ = settings(
+    FUZZ, max_examples=max(3, int(os.environ.get("TALEKEEPER_FUZZ_PER_ROUTE", EXAMPLES // 6)))
+)
 RUNS: Counter[str] = Counter()  # examples run per property (scripts/fuzz_long.py prints it)
 if os.environ.get("TALEKEEPER_FUZZ_COUNTS"):
     atexit.register(lambda: Path(os.environ["TALEKEEPER_FUZZ_COUNTS"]).write_text(json.dumps(RUNS)))
@@ -58,18 +60,37 @@ scalars = (
     | st.integers(-(2**70), 2**70)
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(max_size=30)
-    | st.sampled_from(["", "0", "-1", "null", "do", "continue", "x" * 5000, "\x00", "../../etc/passwd", "<script>"])
+    | st.sampled_from(
+        [
+            "",
+            "0",
+            "-1",
+            "null",
+            "do",
+            "continue",
+            "x" * 5000,
+            "\x00",
+            "../../etc/passwd",
+            "<script>",
+        ]
+    )
 )
 json_values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5)
+    ),
     max_leaves=25,
 )
 # Nesting as deep as a hostile client likes (up to 100,000 levels), as raw bytes: Python's
 # JSON reader recurses per level, so unguarded this was a 500 (RecursionError).
 deep_json = st.builds(
-    lambda depth, kind: {"list": b"[" * depth + b"]" * depth, "object": b'{"a":' * depth + b"1" + b"}" * depth,
-                         "open": b"[" * depth, "in a body": b'{"kind": "do", "text": "x", "a": ' + b"[" * depth + b"]" * depth + b"}"}[kind],
+    lambda depth, kind: {
+        "list": b"[" * depth + b"]" * depth,
+        "object": b'{"a":' * depth + b"1" + b"}" * depth,
+        "open": b"[" * depth,
+        "in a body": b'{"kind": "do", "text": "x", "a": ' + b"[" * depth + b"]" * depth + b"}",
+    }[kind],
     st.integers(1, 100_000) | st.sampled_from([63, 64, 65, 1_000, 100_000]),
     st.sampled_from(["list", "object", "open", "in a body"]),
 )
@@ -117,9 +138,13 @@ class CommitWatch:
 
 
 def _tables(connection) -> list[str]:
-    return connection.exec_driver_sql(
-        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'tk_test_writes'"
-    ).scalars().all()
+    return (
+        connection.exec_driver_sql(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'tk_test_writes'"
+        )
+        .scalars()
+        .all()
+    )
 
 
 def _count_writes(connection) -> None:
@@ -163,15 +188,21 @@ def test_any_request_gets_a_clear_answer_and_a_refusal_changes_nothing(
 ) -> None:
     provider = ScriptedProvider(lambda request: "The lamp burns low.", chunk_size=7)
     tk = Talekeeper(isolated_home, provider_override=provider)
-    client = TestClient(create_app(tk), base_url="http://127.0.0.1:8000", raise_server_exceptions=False)
+    client = TestClient(
+        create_app(tk), base_url="http://127.0.0.1:8000", raise_server_exceptions=False
+    )
     ids: dict[str, Any] = {"scenario_id": DEMO, "index": 0}
 
     def fresh_story() -> None:
         """A new adventure with two turns and a Save Point, so a route's examples never find
         its targets deleted by an earlier route's (DELETE an adventure, a branch …)."""
-        story = client.post("/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}}).json()
+        story = client.post(
+            "/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}}
+        ).json()
         turns = [
-            client.post(f"/api/adventures/{story['id']}/turns", json={"kind": "continue"}).json()["turn"]
+            client.post(f"/api/adventures/{story['id']}/turns", json={"kind": "continue"}).json()[
+                "turn"
+            ]
             for _ in range(2)
         ]
         point = client.post(f"/api/adventures/{story['id']}/save-points", json={"name": "fuzz"})
@@ -183,16 +214,27 @@ def test_any_request_gets_a_clear_answer_and_a_refusal_changes_nothing(
     watch = CommitWatch(tk.db)
 
     def body_for(operation: dict[str, Any]) -> st.SearchStrategy[Any]:
-        schema = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+        schema = (
+            operation.get("requestBody", {})
+            .get("content", {})
+            .get("application/json", {})
+            .get("schema")
+        )
         if schema is None:
             return st.one_of(st.none(), json_values)
         valid = minimal(schema, components)
         mutated = st.none()
         if isinstance(valid, dict):
-            mutated = st.builds(lambda key, value: {**valid, key: value}, st.text(max_size=12) | st.sampled_from(sorted(valid) or ["x"]), json_values)
+            mutated = st.builds(
+                lambda key, value: {**valid, key: value},
+                st.text(max_size=12) | st.sampled_from(sorted(valid) or ["x"]),
+                json_values,
+            )
         return st.one_of(st.just(valid), mutated, json_values)
 
-    def requests(operation: tuple[str, str, dict[str, Any]]) -> st.SearchStrategy[tuple[str, Any, bytes | None]]:
+    def requests(
+        operation: tuple[str, str, dict[str, Any]],
+    ) -> st.SearchStrategy[tuple[str, Any, bytes | None]]:
         method, path, spec = operation
 
         @st.composite
@@ -202,12 +244,22 @@ def test_any_request_gets_a_clear_answer_and_a_refusal_changes_nothing(
                 if parameter["in"] == "path":
                     name = parameter["name"]
                     value = draw(
-                        st.sampled_from([ids.get(name, 1), 0, -1, 2**63, 2**64, "x", "1.5", "%2e%2e"])
+                        st.sampled_from(
+                            [ids.get(name, 1), 0, -1, 2**63, 2**64, "x", "1.5", "%2e%2e"]
+                        )
                         if draw(st.booleans())
                         else st.just(ids.get(name, 1))
                     )
                     url = url.replace("{" + name + "}", str(value))
-            raw = draw(st.one_of(st.none(), st.none(), st.binary(max_size=64), st.just(b'{"kind": "do", "text": '), deep_json))
+            raw = draw(
+                st.one_of(
+                    st.none(),
+                    st.none(),
+                    st.binary(max_size=64),
+                    st.just(b'{"kind": "do", "text": '),
+                    deep_json,
+                )
+            )
             return url, draw(body_for(spec)), raw
 
         return draw_request()
@@ -222,15 +274,27 @@ def test_any_request_gets_a_clear_answer_and_a_refusal_changes_nothing(
             url, body, raw = request
             watch.changed()  # forget what earlier (accepted) requests wrote
             if raw is not None:
-                response = client.request(method, url, content=raw, headers={"Content-Type": "application/json"})
+                response = client.request(
+                    method, url, content=raw, headers={"Content-Type": "application/json"}
+                )
             elif body is None:
                 response = client.request(method, url)
             else:  # as Python writes it: NaN and Infinity included, as a sloppy client might
                 payload = json.dumps(body).encode()
-                response = client.request(method, url, content=payload, headers={"Content-Type": "application/json"})
-            assert response.status_code < 500, (method, url, body, response.status_code, response.text[:300])
+                response = client.request(
+                    method, url, content=payload, headers={"Content-Type": "application/json"}
+                )
+            assert response.status_code < 500, (
+                method,
+                url,
+                body,
+                response.status_code,
+                response.text[:300],
+            )
             if response.status_code >= 400:
-                assert response.headers["content-type"].startswith("application/json"), response.headers
+                assert response.headers["content-type"].startswith("application/json"), (
+                    response.headers
+                )
                 assert response.json().get("detail"), response.text
                 assert not watch.changed(), f"refused {method} {url} wrote to the database"
 
@@ -243,7 +307,9 @@ def test_any_request_gets_a_clear_answer_and_a_refusal_changes_nothing(
     tk.db.dispose()
 
 
-def test_pages_reading_json_from_a_form_refuse_any_depth_without_a_500(isolated_home: Path, quiet_bank: None) -> None:
+def test_pages_reading_json_from_a_form_refuse_any_depth_without_a_500(
+    isolated_home: Path, quiet_bank: None
+) -> None:
     """The HTML pages read JSON from form fields and uploads themselves (the scenario
     editor's JSON, an import's review, a correction, the import forms), past the body
     guard's JSON scan: any nesting, however deep, is a clear answer and never a 500, and
@@ -252,8 +318,12 @@ def test_pages_reading_json_from_a_form_refuse_any_depth_without_a_500(isolated_
 
     provider = ScriptedProvider(lambda request: "The lamp burns low.", chunk_size=7)
     tk = Talekeeper(isolated_home, provider_override=provider)
-    client = TestClient(create_app(tk), base_url="http://127.0.0.1:8000", raise_server_exceptions=False)
-    story = client.post("/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}}).json()
+    client = TestClient(
+        create_app(tk), base_url="http://127.0.0.1:8000", raise_server_exceptions=False
+    )
+    story = client.post(
+        "/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}}
+    ).json()
     own = client.post(f"/api/scenarios/{DEMO}/duplicate")
     scenario_id = own.json()["id"] if own.status_code == 201 else DEMO
     forms = [
@@ -283,7 +353,12 @@ def test_pages_reading_json_from_a_form_refuse_any_depth_without_a_500(isolated_
         else:
             url = uploads[which - len(forms)]
             response = client.post(url, files={"file": ("deep.json", raw, "application/json")})
-        assert response.status_code < 500, (url, len(raw), response.status_code, response.text[:300])
+        assert response.status_code < 500, (
+            url,
+            len(raw),
+            response.status_code,
+            response.text[:300],
+        )
         if depth_of(raw) > MAX_DEPTH:
             assert not watch.changed(), f"{url} wrote a body nested {depth_of(raw)} deep"
 
@@ -294,7 +369,9 @@ def test_pages_reading_json_from_a_form_refuse_any_depth_without_a_500(isolated_
 
 # --- scenarios and their rules -------------------------------------------------------------
 
-GREYWATER = json.loads((Path(__file__).parents[2] / "talekeeper" / "scenarios" / "greywater.json").read_text())
+GREYWATER = json.loads(
+    (Path(__file__).parents[2] / "talekeeper" / "scenarios" / "greywater.json").read_text()
+)
 
 
 def _demo_rules() -> dict[str, Any]:
@@ -339,19 +416,27 @@ def test_any_rules_declaration_is_loaded_or_refused_by_path(raw: Any) -> None:
     assert rules is not None
 
 
-def test_any_scenario_file_is_imported_and_playable_or_refused_whole(isolated_home: Path, quiet_bank: None) -> None:
+def test_any_scenario_file_is_imported_and_playable_or_refused_whole(
+    isolated_home: Path, quiet_bank: None
+) -> None:
     """An import either gives a scenario an adventure can start from and play, or a 422 that
     names the mistakes and writes nothing."""
     provider = ScriptedProvider(lambda request: "The fog lifts a little.", chunk_size=9)
     tk = Talekeeper(isolated_home, provider_override=provider)
-    client = TestClient(create_app(tk), base_url="http://127.0.0.1:8000", raise_server_exceptions=False)
+    client = TestClient(
+        create_app(tk), base_url="http://127.0.0.1:8000", raise_server_exceptions=False
+    )
     watch = CommitWatch(tk.db)
     exported = client.get(f"/api/scenarios/{DEMO}/export").json()
-    files = st.one_of(
-        mutated(GREYWATER),
-        mutated(exported),
-        json_values,
-    ).map(lambda doc: json.dumps(doc).encode()) | st.binary(max_size=200) | deep_json
+    files = (
+        st.one_of(
+            mutated(GREYWATER),
+            mutated(exported),
+            json_values,
+        ).map(lambda doc: json.dumps(doc).encode())
+        | st.binary(max_size=200)
+        | deep_json
+    )
 
     @FUZZ
     @given(files)
@@ -365,11 +450,19 @@ def test_any_scenario_file_is_imported_and_playable_or_refused_whole(isolated_ho
             assert not watch.changed(), "a refused import wrote to the database"
             return
         scenario = response.json()
-        answers = {p["key"]: "Ada" for p in scenario["data"].get("placeholders") or [] if isinstance(p, dict) and "key" in p}
-        started = client.post("/api/adventures", json={"scenario_id": scenario["id"], "answers": answers})
+        answers = {
+            p["key"]: "Ada"
+            for p in scenario["data"].get("placeholders") or []
+            if isinstance(p, dict) and "key" in p
+        }
+        started = client.post(
+            "/api/adventures", json={"scenario_id": scenario["id"], "answers": answers}
+        )
         assert started.status_code in (201, 422), (started.status_code, started.text[:300])
         if started.status_code == 201:
-            played = client.post(f"/api/adventures/{started.json()['id']}/turns", json={"kind": "continue"})
+            played = client.post(
+                f"/api/adventures/{started.json()['id']}/turns", json={"kind": "continue"}
+            )
             assert played.status_code == 200, (played.status_code, played.text[:300])
         else:
             assert started.json()["detail"], started.text
@@ -381,12 +474,25 @@ def test_any_scenario_file_is_imported_and_playable_or_refused_whole(isolated_ho
 
 # --- what the model writes -----------------------------------------------------------------
 
-STATE_FENCE = re.compile(r"`{3,}[ \t]*" + FENCE_INFO + r"(?![\w-])", re.IGNORECASE)  # as the extractor reads one
-PROSE = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=80) | st.sampled_from(
+STATE_FENCE = re.compile(
+    r"`{3,}[ \t]*" + FENCE_INFO + r"(?![\w-])", re.IGNORECASE
+)  # as the extractor reads one
+PROSE = st.text(
+    st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=80
+) | st.sampled_from(
     # What a server's JSON escapes can decode to: halves of a surrogate pair, split or alone.
     ["A lamp \ud83d\udd6f burns.", "Half \ud83d", "\udd6f half", "\ud800"]
 )
-FENCES = st.sampled_from([f"```{FENCE_INFO}\n", "```json\n", "```\n", f"``` {FENCE_INFO}", "~~~\n", "```" + FENCE_INFO.upper() + "\n"])
+FENCES = st.sampled_from(
+    [
+        f"```{FENCE_INFO}\n",
+        "```json\n",
+        "```\n",
+        f"``` {FENCE_INFO}",
+        "~~~\n",
+        "```" + FENCE_INFO.upper() + "\n",
+    ]
+)
 BLOCK_BODIES = st.one_of(
     json_values.map(json.dumps),
     st.just('{"events": [{"type": "change_stat", "stat": "player.hp", "amount": -3}]}'),
@@ -404,7 +510,9 @@ def model_replies(draw) -> str:
         if choice == 0:
             parts.append(draw(PROSE))
         elif choice == 1:
-            parts.append(draw(FENCES) + draw(BLOCK_BODIES) + draw(st.sampled_from(["\n```", "```", ""])))
+            parts.append(
+                draw(FENCES) + draw(BLOCK_BODIES) + draw(st.sampled_from(["\n```", "```", ""]))
+            )
         elif choice == 2:
             parts.append("<think>" + draw(PROSE) + draw(st.sampled_from(["</think>", ""])))
         else:
@@ -412,14 +520,20 @@ def model_replies(draw) -> str:
     return draw(st.sampled_from(["", "\n", " "])).join(parts)
 
 
-def test_whatever_the_model_writes_the_story_stays_whole(isolated_home: Path, quiet_bank: None) -> None:
+def test_whatever_the_model_writes_the_story_stays_whole(
+    isolated_home: Path, quiet_bank: None
+) -> None:
     """A turn over any reply either commits whole, with prose free of the protocol, or is
     refused with a clear error and writes nothing."""
     replies: list[str] = []
     provider = ScriptedProvider(lambda request: replies[-1], chunk_size=5)
     tk = Talekeeper(isolated_home, provider_override=provider)
-    client = TestClient(create_app(tk), base_url="http://127.0.0.1:8000", raise_server_exceptions=False)
-    adventure = client.post("/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}}).json()["id"]
+    client = TestClient(
+        create_app(tk), base_url="http://127.0.0.1:8000", raise_server_exceptions=False
+    )
+    adventure = client.post(
+        "/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}}
+    ).json()["id"]
     watch = CommitWatch(tk.db)
 
     @FUZZ
@@ -434,7 +548,9 @@ def test_whatever_the_model_writes_the_story_stays_whole(isolated_home: Path, qu
             headers={"Accept": "text/event-stream"},
         )
         assert response.status_code == 200, response.text[:300]
-        events = [block for block in response.text.replace("\r\n", "\n").split("\n\n") if block.strip()]
+        events = [
+            block for block in response.text.replace("\r\n", "\n").split("\n\n") if block.strip()
+        ]
         shown = "".join(
             json.loads(line[5:].strip())["text"]
             for block in events
@@ -446,7 +562,9 @@ def test_whatever_the_model_writes_the_story_stays_whole(isolated_home: Path, qu
         last = events[-1]
         if last.startswith("event: error"):
             message = json.loads(last.split("data:", 1)[1])["message"]
-            assert message != INTERNAL_ERROR, f"the turn pipeline crashed on this reply (see the log): {reply!r}"
+            assert message != INTERNAL_ERROR, (
+                f"the turn pipeline crashed on this reply (see the log): {reply!r}"
+            )
             assert not watch.changed(), "a failed turn wrote something"
             return
         assert last.startswith("event: done"), last
@@ -455,7 +573,9 @@ def test_whatever_the_model_writes_the_story_stays_whole(isolated_home: Path, qu
         assert narration.strip()
         assert not STATE_FENCE.search(narration), narration
         again = extract_reply(narration)  # what the extractor itself would still call protocol
-        assert again.raw_block is None, f"protocol left in the stored narration: {again.raw_block!r}"
+        assert again.raw_block is None, (
+            f"protocol left in the stored narration: {again.raw_block!r}"
+        )
         narration.encode("utf-8")  # storable as it was shown: no surrogate halves
         client.post(f"/api/adventures/{adventure}/undo")  # keep the story short
 

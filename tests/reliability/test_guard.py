@@ -50,7 +50,9 @@ def assert_security_headers(response: httpx.Response) -> None:
         {"Sec-Fetch-Site": "same-site", "Origin": "http://127.0.0.1:8000"},
     ],
 )
-def test_changes_from_any_other_origin_are_refused(client: TestClient, headers: dict[str, str]) -> None:
+def test_changes_from_any_other_origin_are_refused(
+    client: TestClient, headers: dict[str, str]
+) -> None:
     before = adventure_count(client)
     response = client.post("/api/adventures", json={"scenario_id": DEMO}, headers=headers)
     assert response.status_code == 403, (headers, response.text)
@@ -76,9 +78,13 @@ def test_changes_from_its_own_pages_pass(client: TestClient, headers: dict[str, 
 
 def test_default_port_origin_matches_a_host_without_port(tk: Talekeeper) -> None:
     with TestClient(create_app(tk, {"story.lan"}), base_url="http://story.lan") as client:
-        ok = client.post("/api/adventures", json={"scenario_id": DEMO}, headers={"Origin": "http://story.lan"})
+        ok = client.post(
+            "/api/adventures", json={"scenario_id": DEMO}, headers={"Origin": "http://story.lan"}
+        )
         assert ok.status_code == 201
-        other = client.post("/api/adventures", json={"scenario_id": DEMO}, headers={"Origin": "http://story.lan:81"})
+        other = client.post(
+            "/api/adventures", json={"scenario_id": DEMO}, headers={"Origin": "http://story.lan:81"}
+        )
         assert other.status_code == 403
 
 
@@ -89,7 +95,9 @@ def test_rebinding_names_are_refused_even_for_reads(client: TestClient) -> None:
         assert_security_headers(response)
 
 
-def test_an_oversized_body_is_refused_with_a_clear_413_and_changes_nothing(client: TestClient) -> None:
+def test_an_oversized_body_is_refused_with_a_clear_413_and_changes_nothing(
+    client: TestClient,
+) -> None:
     before = adventure_count(client)
     body = {"scenario_id": DEMO, "answers": {"name": "x" * (3 * MB)}}
     response = client.post("/api/adventures", json=body)
@@ -109,7 +117,9 @@ def test_a_body_without_content_length_is_counted_as_it_arrives(client: TestClie
             yield b"y" * (MB // 8)
         yield b'"}}'
 
-    response = client.post("/api/adventures", content=chunks(), headers={"Content-Type": "application/json"})
+    response = client.post(
+        "/api/adventures", content=chunks(), headers={"Content-Type": "application/json"}
+    )
     assert response.status_code == 413
     assert "at most 2 MB" in response.json()["detail"]
     assert adventure_count(client) == before
@@ -238,6 +248,8 @@ def test_the_server_listens_on_loopback_unless_told_otherwise(isolated_home, mon
 
     calls: list[dict] = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: calls.append(kwargs))
-    result = CliRunner().invoke(cli, ["serve", "--data-dir", str(isolated_home), "--endpoint", "http://127.0.0.1:9/v1"])
+    result = CliRunner().invoke(
+        cli, ["serve", "--data-dir", str(isolated_home), "--endpoint", "http://127.0.0.1:9/v1"]
+    )
     assert result.exit_code == 0, result.output
     assert calls[0]["host"] == "127.0.0.1"

@@ -35,6 +35,8 @@ def on_sqlite_files(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests are about the SQLite file (its copy before an upgrade, its rebuilt
     tables), in either pass; test_migrations_postgres.py holds PostgreSQL's counterparts."""
     monkeypatch.delenv(store_db.DATABASE_URL_ENV, raising=False)
+
+
 STAMP = "2026-01-02 03:04:05.000000"
 
 
@@ -81,14 +83,27 @@ def old_database(path: Path) -> dict:
         for id_, adv, parent, active, depth, kind, action, narration, state in nodes:
             db.execute(
                 "INSERT INTO nodes VALUES (?,?,?,?,?,?,?,?,'',?,?,NULL,'model-x',?)",
-                (id_, adv, parent, active, depth, kind, action, narration,
-                 packed(state) if state is not None else None,
-                 packed({"raw": "{}"}) if id_ == 4 else None, STAMP),
+                (
+                    id_,
+                    adv,
+                    parent,
+                    active,
+                    depth,
+                    kind,
+                    action,
+                    narration,
+                    packed(state) if state is not None else None,
+                    packed({"raw": "{}"}) if id_ == 4 else None,
+                    STAMP,
+                ),
             )
         db.execute("UPDATE nodes SET branch_name='the quiet line' WHERE id=3")
         db.execute("INSERT INTO save_points VALUES (1,1,3,'Before the ferry','note',?)", (STAMP,))
         db.execute("INSERT INTO save_points VALUES (2,1,4,'On the ferry','',?)", (STAMP,))
-        db.execute("INSERT INTO settings VALUES ('model', ?)", (json.dumps({"endpoint": "http://127.0.0.1:11434"}),))
+        db.execute(
+            "INSERT INTO settings VALUES ('model', ?)",
+            (json.dumps({"endpoint": "http://127.0.0.1:11434"}),),
+        )
     return {"nodes": nodes}
 
 
@@ -127,7 +142,11 @@ def test_an_old_database_is_upgraded_with_every_story_kept(tmp_path: Path) -> No
     # And the app reads and plays it: the story at the head, the snapshots, a new turn.
     with TestClient(create_app(tk), base_url="http://127.0.0.1:8000") as client:
         story = client.get("/api/adventures/1").json()
-        assert [t["narration"] for t in story["turns_shown"]] == ["Rain on the river.", "It catches.", "The ferry sways."]
+        assert [t["narration"] for t in story["turns_shown"]] == [
+            "Rain on the river.",
+            "It catches.",
+            "The ferry sways.",
+        ]
         assert story["can_redo"] is False and story["can_undo"] is True
         assert client.get("/api/adventures/2").json()["turns_shown"][0]["narration"] == "Snow."
         played = client.post("/api/adventures/1/turns", json={"kind": "do", "text": "land"})
@@ -137,7 +156,10 @@ def test_an_old_database_is_upgraded_with_every_story_kept(tmp_path: Path) -> No
     with tk.db.session() as session:
         for id_, *_rest, state in made["nodes"]:
             assert session.get(Node, id_).state == state
-        assert {(s.name, s.node_id) for s in session.query(SavePoint)} == {("Before the ferry", 3), ("On the ferry", 4)}
+        assert {(s.name, s.node_id) for s in session.query(SavePoint)} == {
+            ("Before the ferry", 3),
+            ("On the ferry", 4),
+        }
     tk.db.dispose()
     check_database(path)
 
@@ -205,7 +227,7 @@ def test_a_table_rebuild_does_not_cascade_through_foreign_keys(tmp_path: Path) -
     scripts = migrations_with(tmp_path, "pass")
     text = (scripts / "versions" / "9999_extra.py").read_text()
     for line in (
-        '    op.execute("UPDATE nodes SET narration = \'CLOBBERED\'")\n',
+        "    op.execute(\"UPDATE nodes SET narration = 'CLOBBERED'\")\n",
         '    op.execute("DELETE FROM save_points")\n',
     ):
         text = text.replace(line, "")

@@ -18,24 +18,42 @@ from talekeeper.state import (
 
 
 def played(doc, rules):
-    new, _ = apply_proposal(doc, {"events": [
-        {"type": "change_stat", "stat": "player.hp", "by": -25},
-        {"type": "set_stat", "stat": "player.mood", "value": "grim"},
-        {"type": "create_entity", "name": "Oda Fenn", "kind": "person", "location": "road"},
-        {"type": "set_possession", "item": "key", "holder": "you"},
-        {"type": "add_fact", "subject": "oda fenn", "predicate": "owes", "object": "you", "value": 2.5},
-        {"type": "withdraw_fact", "fact": "f2", "reason": "paid"},
-        {"type": "add_relationship", "source": "gwen", "kind": "ally of", "target": "you"},
-        {"type": "set_attribute", "entity": "gwen", "attribute": "armed", "value": True},
-        {"type": "reach_milestone", "milestone": "rescue_gwen"},
-        {"type": "record_moment", "text": "Slipped", "weight": 4},
-        {"type": "note_event", "text": "The key changed hands."},
-    ]}, rules, 3)
+    new, _ = apply_proposal(
+        doc,
+        {
+            "events": [
+                {"type": "change_stat", "stat": "player.hp", "by": -25},
+                {"type": "set_stat", "stat": "player.mood", "value": "grim"},
+                {"type": "create_entity", "name": "Oda Fenn", "kind": "person", "location": "road"},
+                {"type": "set_possession", "item": "key", "holder": "you"},
+                {
+                    "type": "add_fact",
+                    "subject": "oda fenn",
+                    "predicate": "owes",
+                    "object": "you",
+                    "value": 2.5,
+                },
+                {"type": "withdraw_fact", "fact": "f2", "reason": "paid"},
+                {"type": "add_relationship", "source": "gwen", "kind": "ally of", "target": "you"},
+                {"type": "set_attribute", "entity": "gwen", "attribute": "armed", "value": True},
+                {"type": "reach_milestone", "milestone": "rescue_gwen"},
+                {"type": "record_moment", "text": "Slipped", "weight": 4},
+                {"type": "note_event", "text": "The key changed hands."},
+            ]
+        },
+        rules,
+        3,
+    )
     return new
 
 
 def test_a_valid_document_round_trips_unchanged(doc, rules):
-    cases = [(doc, rules), (played(doc, rules), rules), (played(doc, rules), None), (empty_document(), None)]
+    cases = [
+        (doc, rules),
+        (played(doc, rules), rules),
+        (played(doc, rules), None),
+        (empty_document(), None),
+    ]
     for document, with_rules in cases:
         stored = json.loads(json.dumps(document.to_json()))
         back, repairs = normalise(stored, with_rules)
@@ -55,11 +73,11 @@ def test_a_broken_section_is_reset_and_the_others_kept(doc, rules):
     stored["facts"][0]["authority"] = "god"
     stored["moments"] = "lots"
     back, repairs = normalise(stored, rules)
-    assert back.facts == initial_document(rules).facts          # declared defaults: the canon facts
+    assert back.facts == initial_document(rules).facts  # declared defaults: the canon facts
     assert back.moments == []
     assert any(r.startswith("facts: reset to its default (0.authority") for r in repairs)
     assert any(r.startswith("moments: reset") for r in repairs)
-    assert back.entities == played(doc, rules).entities          # untouched
+    assert back.entities == played(doc, rules).entities  # untouched
     assert back.stats == played(doc, rules).stats
 
 
@@ -72,7 +90,7 @@ def test_without_rules_a_broken_section_is_reset_to_empty(doc, rules):
 
 def test_no_coercion_is_guessed(doc, rules):
     stored = doc.to_json()
-    stored["stats"]["player"]["hp"]["value"] = "55"          # a string where a number was
+    stored["stats"]["player"]["hp"]["value"] = "55"  # a string where a number was
     stored["flags"]["has_key"] = "true"
     back, repairs = normalise(stored, rules)
     assert back.stats.player["hp"].value == 100 and back.flags["has_key"] is False
@@ -98,7 +116,9 @@ def test_a_key_that_differs_from_its_id_resets_the_section(doc, rules):
     stored = doc.to_json()
     stored["entities"]["gwen"]["id"] = "gwendolyn"
     back, repairs = normalise(stored, rules)
-    assert back.entities["gwen"].id == "gwen" and any("key differs from its id" in r for r in repairs)
+    assert back.entities["gwen"].id == "gwen" and any(
+        "key differs from its id" in r for r in repairs
+    )
 
 
 def test_duplicate_ids_reset_the_section(doc, rules):
@@ -125,7 +145,10 @@ def test_the_player_is_always_there(doc, rules):
     stored = doc.to_json()
     del stored["entities"][PLAYER_ID]
     back, repairs = normalise(stored, rules)
-    assert back.entities[PLAYER_ID].name == "Aldric" and "entities.player: missing; restored" in repairs
+    assert (
+        back.entities[PLAYER_ID].name == "Aldric"
+        and "entities.player: missing; restored" in repairs
+    )
 
 
 def test_recent_events_keep_the_newest_five(doc, rules):

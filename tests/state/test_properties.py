@@ -32,19 +32,60 @@ from .demo_scenario import DEMO_RULES
 RULES = load_rules(copy.deepcopy(DEMO_RULES))
 START = initial_document(RULES)
 EXAMPLES = int(os.environ.get("TALEKEEPER_EXAMPLES", "150"))  # raise it for a thorough run
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 # --- strategies ---------------------------------------------------------------------------
 
-scalars = (st.none() | st.booleans() | st.integers(-(10**12), 10**12)
-           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=20))
-json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
-                           | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=20)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**12), 10**12)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=20)
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
 
-NAMES = ["gwen", "Gwen", "the ranger", "guard", "Gate Guard", "Bob", "player", "you", "key", "rusty key",
-         "camp", "North Road", "brannoc", "Oda", "oda", ""]
-STATS = ["player.hp", "player.mana", "player.luck", "player.mood", "player.fainted", "world.day",
-         "npc.gwen.trust", "npc.gwen.health", "npc.brannoc.trust", "npc.Gwen.trust", "npc.bob.trust", "hp", "x"]
+NAMES = [
+    "gwen",
+    "Gwen",
+    "the ranger",
+    "guard",
+    "Gate Guard",
+    "Bob",
+    "player",
+    "you",
+    "key",
+    "rusty key",
+    "camp",
+    "North Road",
+    "brannoc",
+    "Oda",
+    "oda",
+    "",
+]
+STATS = [
+    "player.hp",
+    "player.mana",
+    "player.luck",
+    "player.mood",
+    "player.fainted",
+    "world.day",
+    "npc.gwen.trust",
+    "npc.gwen.health",
+    "npc.brannoc.trust",
+    "npc.Gwen.trust",
+    "npc.bob.trust",
+    "hp",
+    "x",
+]
 KEYS = {
     "flag": ["has_key", "alarm_raised", "nope"],
     "milestone": ["rescue_gwen", "reach_capital", "nope"],
@@ -55,14 +96,18 @@ KEYS = {
     "outcome": ["resolved", "failed", "won"],
     "kind": ["person", "thing", "quest", "thread", "ally of"],
 }
-words = st.sampled_from(["Oda", "Oda Fenn", "sword", "tired", "angry", "a" * 45, "line\nbreak", "  padded "])
+words = st.sampled_from(
+    ["Oda", "Oda Fenn", "sword", "tired", "angry", "a" * 45, "line\nbreak", "  padded "]
+)
 
 
 def value_for(field_name: str, shape: str):
     if field_name in KEYS:
         plausible = st.sampled_from(KEYS[field_name])
     elif shape in ("ref", "ref?"):
-        plausible = st.sampled_from(NAMES) | (st.none() if shape == "ref?" else st.sampled_from(NAMES))
+        plausible = st.sampled_from(NAMES) | (
+            st.none() if shape == "ref?" else st.sampled_from(NAMES)
+        )
     elif shape == "refs":
         plausible = st.lists(st.sampled_from(NAMES), max_size=4)
     elif shape in ("labels", "names", "texts"):
@@ -97,7 +142,9 @@ def events(draw):
 
 
 proposals = st.builds(lambda evs: {"events": evs}, st.lists(events(), max_size=8))
-any_proposal = proposals | json_values | st.builds(lambda v: {"events": v}, st.lists(json_values, max_size=6))
+any_proposal = (
+    proposals | json_values | st.builds(lambda v: {"events": v}, st.lists(json_values, max_size=6))
+)
 
 # --- apply ----------------------------------------------------------------------------------
 
@@ -129,8 +176,11 @@ def test_a_lost_event_changes_nothing_and_the_rest_still_apply(proposal, turn):
     """Dropping every rejected or unchanged event from the proposal yields the same
     document: they changed nothing, and did not stop the others."""
     new, report = apply_proposal(START, proposal, RULES, turn)
-    kept = [proposal["events"][o.index] for o in report.outcomes
-            if o.index is not None and o.status not in ("rejected", "unchanged")]
+    kept = [
+        proposal["events"][o.index]
+        for o in report.outcomes
+        if o.index is not None and o.status not in ("rejected", "unchanged")
+    ]
     again, _ = apply_proposal(START, {"events": kept}, RULES, turn)
     assert again.to_json() == new.to_json()
 
@@ -144,9 +194,11 @@ def test_a_rejected_event_leaves_the_document_as_it_was(event, turn):
 
 
 def _numeric_stats(doc):
-    for owner, declared, live in (("world", RULES.stats.world, doc.stats.world),
-                                  ("player", RULES.stats.player, doc.stats.player),
-                                  *((f"npc.{n}", b, doc.stats.npcs.get(n, {})) for n, b in RULES.stats.npcs.items())):
+    for owner, declared, live in (
+        ("world", RULES.stats.world, doc.stats.world),
+        ("player", RULES.stats.player, doc.stats.player),
+        *((f"npc.{n}", b, doc.stats.npcs.get(n, {})) for n, b in RULES.stats.npcs.items()),
+    ):
         for name, stat_rule in declared.items():
             if stat_rule.numeric and name in live:
                 yield f"{owner}.{name}", stat_rule, live[name].value
@@ -160,12 +212,18 @@ class Campaign(RuleBasedStateMachine):
     def start(self):
         self.doc = START
         self.turn = 0
-        self.counters = {path: value for path, r, value in _numeric_stats(self.doc) if r.kind == "counter"}
+        self.counters = {
+            path: value for path, r, value in _numeric_stats(self.doc) if r.kind == "counter"
+        }
         self.milestones = dict(self.doc.milestones)
         self.moments = []
         self.fact_ids = []
 
-    @rule(proposal=proposals, authority=st.sampled_from(["story", "story", "player"]), advance=st.integers(0, 3))
+    @rule(
+        proposal=proposals,
+        authority=st.sampled_from(["story", "story", "player"]),
+        advance=st.integers(0, 3),
+    )
     def play(self, proposal, authority, advance):
         self.turn += advance
         before = self.doc.to_json()
@@ -173,13 +231,23 @@ class Campaign(RuleBasedStateMachine):
         assert self.doc.to_json() == before, "the input document was mutated"
         self.doc = new
 
-    @rule(event=st.sampled_from([
-        {"type": "change_stat", "stat": "player.hp", "by": -40}, {"type": "change_stat", "stat": "player.hp", "by": 90},
-        {"type": "set_stat", "stat": "npc.gwen.trust", "value": -300}, {"type": "change_stat", "stat": "world.day", "by": 1},
-        {"type": "change_stat", "stat": "world.day", "by": -1}, {"type": "set_stat", "stat": "player.luck", "value": 99},
-        {"type": "reach_milestone", "milestone": "rescue_gwen"}, {"type": "record_moment", "text": "x", "weight": 2},
-        {"type": "add_fact", "subject": "gwen", "predicate": "is", "object": "here"},
-        {"type": "withdraw_fact", "fact": "f1"}, {"type": "note_event", "text": "tick"}]))
+    @rule(
+        event=st.sampled_from(
+            [
+                {"type": "change_stat", "stat": "player.hp", "by": -40},
+                {"type": "change_stat", "stat": "player.hp", "by": 90},
+                {"type": "set_stat", "stat": "npc.gwen.trust", "value": -300},
+                {"type": "change_stat", "stat": "world.day", "by": 1},
+                {"type": "change_stat", "stat": "world.day", "by": -1},
+                {"type": "set_stat", "stat": "player.luck", "value": 99},
+                {"type": "reach_milestone", "milestone": "rescue_gwen"},
+                {"type": "record_moment", "text": "x", "weight": 2},
+                {"type": "add_fact", "subject": "gwen", "predicate": "is", "object": "here"},
+                {"type": "withdraw_fact", "fact": "f1"},
+                {"type": "note_event", "text": "tick"},
+            ]
+        )
+    )
     def push(self, event):
         self.turn += 1
         self.doc, _ = apply_proposal(self.doc, {"events": [event]}, RULES, self.turn)
@@ -224,8 +292,12 @@ class Campaign(RuleBasedStateMachine):
         assert back.to_json() == self.doc.to_json()
 
 
-Campaign.TestCase.settings = settings(max_examples=max(EXAMPLES // 3, 20), stateful_step_count=15, deadline=None,
-                                      suppress_health_check=[HealthCheck.too_slow])
+Campaign.TestCase.settings = settings(
+    max_examples=max(EXAMPLES // 3, 20),
+    stateful_step_count=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 TestCampaign = Campaign.TestCase
 
 
@@ -233,12 +305,37 @@ TestCampaign = Campaign.TestCase
 
 STATE_FENCE = re.compile(r"`{3,}[ \t]*state(?![\w-])", re.IGNORECASE)
 
-fragments = st.sampled_from([
-    "The blade bites.", "\n", "\n\n", "```", "```state", "```json", "```python\nx = 1\n```", "State:", "{", "}",
-    '{"events": [', '{"type": "note_event", "text": "x"}', "]}", "`", "``", " ", "'", '"', "\\",
-    '```state\n{"events": []}\n```', emit_instructions(), "If nothing changed", "{it's}", "~~~",
-])
-replies = st.lists(fragments | st.text(max_size=12), max_size=12).map("".join) | st.text(max_size=200)
+fragments = st.sampled_from(
+    [
+        "The blade bites.",
+        "\n",
+        "\n\n",
+        "```",
+        "```state",
+        "```json",
+        "```python\nx = 1\n```",
+        "State:",
+        "{",
+        "}",
+        '{"events": [',
+        '{"type": "note_event", "text": "x"}',
+        "]}",
+        "`",
+        "``",
+        " ",
+        "'",
+        '"',
+        "\\",
+        '```state\n{"events": []}\n```',
+        emit_instructions(),
+        "If nothing changed",
+        "{it's}",
+        "~~~",
+    ]
+)
+replies = st.lists(fragments | st.text(max_size=12), max_size=12).map("".join) | st.text(
+    max_size=200
+)
 
 
 @SETTINGS
@@ -280,18 +377,25 @@ def _paths(value, prefix=()):
             yield from _paths(inner, (*prefix, i))
 
 
-PLAYED, _ = apply_proposal(START, {"events": [
-    {"type": "change_stat", "stat": "player.hp", "by": -25},
-    {"type": "create_entity", "name": "Oda Fenn", "kind": "person", "location": "road"},
-    {"type": "set_possession", "item": "key", "holder": "oda fenn"},
-    {"type": "add_fact", "subject": "oda fenn", "predicate": "owes", "object": "you"},
-    {"type": "add_relationship", "source": "gwen", "kind": "ally of", "target": "you"},
-    {"type": "open_thread", "title": "Find Oda", "objectives": ["Ask around"]},
-    {"type": "set_scene", "present": ["gwen", "oda fenn"]},
-    {"type": "reach_milestone", "milestone": "rescue_gwen"},
-    {"type": "record_moment", "text": "Slipped", "weight": 4},
-    {"type": "note_event", "text": "The key changed hands."},
-]}, RULES, 3)
+PLAYED, _ = apply_proposal(
+    START,
+    {
+        "events": [
+            {"type": "change_stat", "stat": "player.hp", "by": -25},
+            {"type": "create_entity", "name": "Oda Fenn", "kind": "person", "location": "road"},
+            {"type": "set_possession", "item": "key", "holder": "oda fenn"},
+            {"type": "add_fact", "subject": "oda fenn", "predicate": "owes", "object": "you"},
+            {"type": "add_relationship", "source": "gwen", "kind": "ally of", "target": "you"},
+            {"type": "open_thread", "title": "Find Oda", "objectives": ["Ask around"]},
+            {"type": "set_scene", "present": ["gwen", "oda fenn"]},
+            {"type": "reach_milestone", "milestone": "rescue_gwen"},
+            {"type": "record_moment", "text": "Slipped", "weight": 4},
+            {"type": "note_event", "text": "The key changed hands."},
+        ]
+    },
+    RULES,
+    3,
+)
 PLAYED_JSON = PLAYED.to_json()
 PLAYED_PATHS = list(_paths(PLAYED_JSON))[1:]
 
@@ -325,5 +429,7 @@ def test_normalise_repairs_anything_into_a_stable_document(stored, with_rules):
     # (compared as JSON: a damage that wrote True for a 1 leaves `==` true, but is damage)
     if json.dumps(stored, sort_keys=True) == json.dumps(PLAYED_JSON, sort_keys=True):
         assert repairs == []
-    apply_proposal(doc, {"events": [{"type": "change_stat", "stat": "player.hp", "by": -5}]}, RULES, 4)
+    apply_proposal(
+        doc, {"events": [{"type": "change_stat", "stat": "player.hp", "by": -5}]}, RULES, 4
+    )
     state_for_prompt(doc, RULES)

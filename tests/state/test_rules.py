@@ -36,46 +36,100 @@ MISTAKES = [
     ("stats.player.hp.max", -5, "stats.player.hp.max: must be ≥ min (0)"),
     ("stats.player.hp.initial", 150, "stats.player.hp.initial: 150 is above max (100)"),
     ("stats.player.hp.initial", -1, "stats.player.hp.initial: -1 is below min (0)"),
-    ("stats.player.hp.initial", 2.5, "stats.player.hp.initial: must be a whole number (or set integer: false)"),
-    ("stats.player.hp.bands", [[0, 50, "low"], [50, 120, "high"]], "stats.player.hp.bands[1]: ends at 120, above max (100)"),
-    ("stats.player.hp.bands", [[0, 60, "low"], [50, 100, "high"]], "stats.player.hp.bands[1]: overlaps the band before it"),
-    ("stats.player.hp.bands", [[10, 10, "none"]], "stats.player.hp.bands[0]: hi (10) must be greater than lo (10)"),
+    (
+        "stats.player.hp.initial",
+        2.5,
+        "stats.player.hp.initial: must be a whole number (or set integer: false)",
+    ),
+    (
+        "stats.player.hp.bands",
+        [[0, 50, "low"], [50, 120, "high"]],
+        "stats.player.hp.bands[1]: ends at 120, above max (100)",
+    ),
+    (
+        "stats.player.hp.bands",
+        [[0, 60, "low"], [50, 100, "high"]],
+        "stats.player.hp.bands[1]: overlaps the band before it",
+    ),
+    (
+        "stats.player.hp.bands",
+        [[10, 10, "none"]],
+        "stats.player.hp.bands[0]: hi (10) must be greater than lo (10)",
+    ),
     ("stats.player.hp.bands", [[0, 50]], "stats.player.hp.bands[0]: must have at least 3 entries"),
-    ("stats.player.hp.max_delta_per_turn", 5, "stats.player.hp.max_delta_per_turn: unknown field (did you mean 'max_change_per_turn'?)"),
+    (
+        "stats.player.hp.max_delta_per_turn",
+        5,
+        "stats.player.hp.max_delta_per_turn: unknown field (did you mean 'max_change_per_turn'?)",
+    ),
     ("stats.player.hp.max_change_per_turn", 0, "stats.player.hp.max_change_per_turn: must be > 0"),
     ("stats.player.hp.cooldown", -1, "stats.player.hp.cooldown: must be ≥ 0"),
-    ("stats.player.hp.kind", "gauge", "stats.player.hp.kind: must be one of 'number', 'counter', 'text'"),
+    (
+        "stats.player.hp.kind",
+        "gauge",
+        "stats.player.hp.kind: must be one of 'number', 'counter', 'text'",
+    ),
     ("stats.player.hp.min", "zero", "stats.player.hp.min: must be a number"),
     ("stats.player.luck.bands", [], "stats.player.luck.bands: a hidden stat needs bands"),
-    ("stats.player.luck.bands", [[0, 3, "cursed"], [5, 10, "blessed"]], "stats.player.luck.bands: a hidden stat's bands must cover 0–10 without gaps"),
+    (
+        "stats.player.luck.bands",
+        [[0, 3, "cursed"], [5, 10, "blessed"]],
+        "stats.player.luck.bands: a hidden stat's bands must cover 0–10 without gaps",
+    ),
     ("stats.player.mood.bands", [[0, 1, "x"]], "stats.player.mood.bands: a text stat has no bands"),
-    ("stats.player.mood.initial", "x" * 30, "stats.player.mood.initial: longer than max_length (20)"),
+    (
+        "stats.player.mood.initial",
+        "x" * 30,
+        "stats.player.mood.initial: longer than max_length (20)",
+    ),
     ("stats.player.mood.initial", 3, "stats.player.mood.initial: a text stat starts as text"),
     ("stats.player.Bad Name", {}, "stats.player.Bad Name: not a valid name"),
     ("stats.npcs.bob", {"trust": {}}, "stats.npcs.bob: unknown entity id 'bob'"),
-    ("stats.npcs.player", {"trust": {}}, "stats.npcs.player: the player's stats go under stats.player"),
+    (
+        "stats.npcs.player",
+        {"trust": {}},
+        "stats.npcs.player: the player's stats go under stats.player",
+    ),
     ("entities.2.location", "castle", "entities[2].location: unknown entity id 'castle'"),
     ("entities.2.id", "Gwen", "entities[2].id: 'Gwen' is not a valid id"),
     ("entities.2.id", "camp", "entities[2].id: 'camp' is already used by entities[0]"),
     ("entities.2.id", "player", "entities[2].id: 'player' is reserved for the player"),
-    ("entities.2.name", "North Road", "entities[2].name: 'North Road' is also the name at entities[1].name"),
-    ("entities.2.aliases", ["Bandit Camp"], "entities[2].aliases[0]: 'Bandit Camp' is the name at entities[0].name"),
+    (
+        "entities.2.name",
+        "North Road",
+        "entities[2].name: 'North Road' is also the name at entities[1].name",
+    ),
+    (
+        "entities.2.aliases",
+        ["Bandit Camp"],
+        "entities[2].aliases[0]: 'Bandit Camp' is the name at entities[0].name",
+    ),
     ("entities.2.colour", "red", "entities[2].colour: unknown field"),
     ("possessions.sword", "player", "possessions.sword: unknown entity id 'sword'"),
     ("possessions.key", "key", "possessions.key: an item cannot hold itself"),
     ("facts.0.subject", "nobody", "facts[0].subject: unknown entity id 'nobody'"),
     ("scene.present", ["gwen", "ghost"], "scene.present[1]: unknown entity id 'ghost'"),
     ("player.location", "castle", "player.location: unknown entity id 'castle'"),
-    ("threads.0.objectives", [{"id": "o1", "text": "a"}, {"id": "o1", "text": "b"}], "threads[0].objectives[1].id: 'o1' is used twice in this thread"),
+    (
+        "threads.0.objectives",
+        [{"id": "o1", "text": "a"}, {"id": "o1", "text": "b"}],
+        "threads[0].objectives[1].id: 'o1' is used twice in this thread",
+    ),
     ("milestones.win", {}, "milestones.win.desc: required"),
     ("flags.lit", {"initial": "yes"}, "flags.lit.initial: must be true or false"),
-    ("canon.forbidden_status_changes", [{"from": "dead"}], "canon.forbidden_status_changes[0].to: required"),
+    (
+        "canon.forbidden_status_changes",
+        [{"from": "dead"}],
+        "canon.forbidden_status_changes[0].to: required",
+    ),
     ("recent_events", ["a"] * 6, "recent_events: must have at most 5 entries"),
     ("version", 2, "version: must be 1"),
 ]
 
 
-@pytest.mark.parametrize(("path", "value", "expected"), MISTAKES, ids=[m[0] + "=" + repr(m[1])[:20] for m in MISTAKES])
+@pytest.mark.parametrize(
+    ("path", "value", "expected"), MISTAKES, ids=[m[0] + "=" + repr(m[1])[:20] for m in MISTAKES]
+)
 def test_mistakes_are_reported_by_path(raw_rules, path, value, expected):
     errors = check_rules(_with(raw_rules, path, value))
     assert any(e.startswith(expected) for e in errors), errors
@@ -103,12 +157,16 @@ def test_empty_rules_are_a_plain_narrative_adventure():
 
 
 def test_defaults_are_documented_rules_not_guesses():
-    rules = load_rules({"stats": {
-        "world": {"day": {"kind": "counter", "min": 1}},
-        "player": {"debt": {"max": -10}, "gold": {}, "note": {"kind": "text"}},
-    }})
-    assert rules.stats.world["day"].initial == 1          # its minimum
-    assert rules.stats.player["debt"].initial == -10      # its maximum, when 0 is above it
+    rules = load_rules(
+        {
+            "stats": {
+                "world": {"day": {"kind": "counter", "min": 1}},
+                "player": {"debt": {"max": -10}, "gold": {}, "note": {"kind": "text"}},
+            }
+        }
+    )
+    assert rules.stats.world["day"].initial == 1  # its minimum
+    assert rules.stats.player["debt"].initial == -10  # its maximum, when 0 is above it
     assert rules.stats.player["gold"].initial == 0
     assert rules.stats.player["note"].initial == ""
     assert rules.stats.player["note"].max_length == 60
@@ -143,10 +201,12 @@ def test_shape_and_reference_mistakes_are_reported_in_one_pass(raw_rules):
     import copy
 
     raw = copy.deepcopy(raw_rules)
-    raw["stats"]["player"]["hp"]["max"] = "lots"                     # shape
-    raw["entities"][0]["location"] = "atlantis"                      # reference
+    raw["stats"]["player"]["hp"]["max"] = "lots"  # shape
+    raw["entities"][0]["location"] = "atlantis"  # reference
     raw["possessions"] = {**raw.get("possessions", {}), "nowhere_item": "player"}  # reference
-    raw["entities"].append({"id": 7, "name": ["not", "a", "name"]})  # shape, must not crash the pass
+    raw["entities"].append(
+        {"id": 7, "name": ["not", "a", "name"]}
+    )  # shape, must not crash the pass
     errors = check_rules(raw)
     assert any(e.startswith("stats.player.hp.max:") for e in errors), errors
     assert any(e.startswith("entities[0].location:") and "atlantis" in e for e in errors), errors
@@ -160,6 +220,16 @@ def test_one_wrong_bound_is_one_mistake_not_a_cascade() -> None:
 
     rules = {
         "version": 1,
-        "stats": {"world": {"storm": {"min": 50, "max": 10, "initial": 4, "hidden": True, "bands": [[0, 3, "calm"], [3, 7, "a gale"], [7, 10, "a tempest"]]}}},
+        "stats": {
+            "world": {
+                "storm": {
+                    "min": 50,
+                    "max": 10,
+                    "initial": 4,
+                    "hidden": True,
+                    "bands": [[0, 3, "calm"], [3, 7, "a gale"], [7, 10, "a tempest"]],
+                }
+            }
+        },
     }
     assert check_rules(rules) == ["stats.world.storm.max: must be ≥ min (50)"]

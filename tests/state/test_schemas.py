@@ -29,7 +29,9 @@ def test_published_schema_matches_the_code(name):
     path = SCHEMAS / name
     if os.environ.get("TALEKEEPER_WRITE_SCHEMAS") == "1":
         path.write_text(text, encoding="utf-8")
-    assert path.read_text(encoding="utf-8") == text, f"{name} is stale; rerun with TALEKEEPER_WRITE_SCHEMAS=1"
+    assert path.read_text(encoding="utf-8") == text, (
+        f"{name} is stale; rerun with TALEKEEPER_WRITE_SCHEMAS=1"
+    )
 
 
 @pytest.mark.parametrize("schema", [rules_schema, document_schema, proposal_schema])
@@ -43,11 +45,18 @@ def test_demo_rules_fit_the_rules_schema(raw_rules):
 
 def test_documents_fit_the_document_schema(doc, rules):
     jsonschema.validate(doc.to_json(), document_schema())
-    after, _ = apply_proposal(doc, {"events": [
-        {"type": "add_fact", "subject": "gwen", "predicate": "trusts", "object": "you"},
-        {"type": "record_moment", "text": "Fell in the mud", "weight": 3},
-        {"type": "reach_milestone", "milestone": "rescue_gwen"},
-    ]}, rules, turn=1)
+    after, _ = apply_proposal(
+        doc,
+        {
+            "events": [
+                {"type": "add_fact", "subject": "gwen", "predicate": "trusts", "object": "you"},
+                {"type": "record_moment", "text": "Fell in the mud", "weight": 3},
+                {"type": "reach_milestone", "milestone": "rescue_gwen"},
+            ]
+        },
+        rules,
+        turn=1,
+    )
     jsonschema.validate(after.to_json(), document_schema())
 
 
@@ -59,7 +68,9 @@ def test_every_vocabulary_example_fits_the_proposal_schema():
 def test_proposal_schema_refuses_unknown_types_and_fields():
     validator = jsonschema.Draft202012Validator(proposal_schema())
     assert not validator.is_valid({"events": [{"type": "heal", "amount": 5}]})
-    assert not validator.is_valid({"events": [{"type": "change_stat", "stat": "player.hp", "by": 1, "why": "x"}]})
+    assert not validator.is_valid(
+        {"events": [{"type": "change_stat", "stat": "player.hp", "by": 1, "why": "x"}]}
+    )
     assert not validator.is_valid({"events": [{"type": "change_stat", "stat": "player.hp"}]})
 
 
@@ -67,11 +78,21 @@ def test_narrowed_schema_names_only_what_exists(doc, rules):
     schema = proposal_schema(doc, rules, max_events=4)
     validator = jsonschema.Draft202012Validator(schema)
     assert schema["properties"]["events"]["maxItems"] == 4
-    assert validator.is_valid({"events": [{"type": "change_stat", "stat": "npc.gwen.trust", "by": 5}]})
-    assert not validator.is_valid({"events": [{"type": "change_stat", "stat": "npc.bob.trust", "by": 5}]})
-    assert not validator.is_valid({"events": [{"type": "change_stat", "stat": "player.mood", "by": 5}]})
-    assert validator.is_valid({"events": [{"type": "set_possession", "item": "key", "holder": "player"}]})
-    assert not validator.is_valid({"events": [{"type": "set_possession", "item": "sword", "holder": "player"}]})
+    assert validator.is_valid(
+        {"events": [{"type": "change_stat", "stat": "npc.gwen.trust", "by": 5}]}
+    )
+    assert not validator.is_valid(
+        {"events": [{"type": "change_stat", "stat": "npc.bob.trust", "by": 5}]}
+    )
+    assert not validator.is_valid(
+        {"events": [{"type": "change_stat", "stat": "player.mood", "by": 5}]}
+    )
+    assert validator.is_valid(
+        {"events": [{"type": "set_possession", "item": "key", "holder": "player"}]}
+    )
+    assert not validator.is_valid(
+        {"events": [{"type": "set_possession", "item": "sword", "holder": "player"}]}
+    )
     assert validator.is_valid({"events": [{"type": "reach_milestone", "milestone": "rescue_gwen"}]})
     assert not validator.is_valid({"events": [{"type": "reach_milestone", "milestone": "win"}]})
     assert not validator.is_valid({"events": [{"type": "withdraw_fact", "fact": "f9"}]})
@@ -81,7 +102,9 @@ def test_narrowed_schema_names_only_what_exists(doc, rules):
 def test_narrowed_schema_leaves_out_events_with_nothing_to_name(doc):
     from talekeeper.state import empty_rules
 
-    types = {e["properties"]["type"]["const"] for e in
-             proposal_schema(doc, empty_rules())["properties"]["events"]["items"]["anyOf"]}
+    types = {
+        e["properties"]["type"]["const"]
+        for e in proposal_schema(doc, empty_rules())["properties"]["events"]["items"]["anyOf"]
+    }
     assert "set_flag" not in types and "reach_milestone" not in types and "change_stat" not in types
     assert "note_event" in types

@@ -17,7 +17,10 @@ depends_on = None
 
 def _adventure_fk() -> sa.Column:
     return sa.Column(
-        "adventure_id", sa.Integer(), sa.ForeignKey("adventures.id", ondelete="CASCADE"), nullable=False
+        "adventure_id",
+        sa.Integer(),
+        sa.ForeignKey("adventures.id", ondelete="CASCADE"),
+        nullable=False,
     )
 
 
