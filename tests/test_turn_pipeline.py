@@ -57,7 +57,7 @@ def count_turn(
     return result["begin"], result["snapshot"], result["done"]
 
 
-def test_a_turn_runs_three_transactions_at_most_and_reads_the_head_once(
+def test_a_turn_runs_two_transactions_and_reads_the_head_once(
     tk: Talekeeper, scripted: ScriptedProvider
 ) -> None:
     with tk.db.session() as session:
@@ -78,19 +78,20 @@ def test_a_turn_runs_three_transactions_at_most_and_reads_the_head_once(
             )
         scripted.queue(*replies)
         transactions, snapshots, done = count_turn(tk, story, f"wait ({mode})")
-        assert transactions <= 3, (mode, transactions)
+        assert transactions == 2, (mode, transactions)  # step 2's read, step 7's write
         assert snapshots == 1, (mode, snapshots)
         assert done["turn"]["narration"]
     # a new take of the last turn reads its parent's snapshot once too
     scripted.queue("The ferry groans.", '{"events": []}')
     transactions, snapshots, _ = count_turn(tk, story, "wait again", take_of=done["turn"]["id"])
-    assert transactions <= 3 and snapshots == 1
+    assert transactions == 2 and snapshots == 1
 
 
-def test_a_turn_with_a_companions_remark_stays_within_three(
+def test_a_companions_remark_adds_no_transaction(
     client: TestClient, tk: Talekeeper, scripted: ScriptedProvider
 ) -> None:
-    """Banter is its own call and reads its own prompt: still three transactions at most."""
+    """Banter is its own call, built from the turn's one start: still two transactions, and
+    the head's snapshot read once."""
     from tests.test_worlds import start
 
     aid = start(client, "deserter", **{"class": "sellsword"})["id"]
@@ -103,4 +104,4 @@ def test_a_turn_with_a_companions_remark_stays_within_three(
     scripted.queue("A bell rings from the chapel.", '"Mind the eels, boss," Brannoc says.')
     transactions, snapshots, done = count_turn(tk, aid, "listen")  # the narrator, then Brannoc
     assert done["turn"]["narration"].endswith("Brannoc says.")
-    assert transactions <= 3 and snapshots <= 2, (transactions, snapshots)
+    assert transactions == 2 and snapshots == 1, (transactions, snapshots)

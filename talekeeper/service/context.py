@@ -1,16 +1,19 @@
-"""Step 3 of a turn: read everything the prompt is built from at the head, and build it.
+"""The one prompt builder: every model call's prompt — the narrator's, an NPC's in
+dialogue, a companion's remark, the structured state pass — is made by `build`, from one
+`ContextStart` read in one transaction (`load`) and a `Call` saying which role speaks.
 
-The turn pipeline and the Insights dry run ("what would be sent now") both call
-`prepare_context`, so the dry run shows exactly what the next turn would send. The state
-engine's sections come in through `render_state`, called with the head and the ids of the
-characters the recent window puts in scene.
+A turn (`service/turns`) loads once in its step 2 (load) and builds once per model call
+after it; the Insights dry run and the warm-up run the turn's own load and build, so they
+show and warm exactly what a turn would send. Building reads no database: a companion's
+remark, built after the narration from the same start, costs the turn no transaction.
+The state engine's sections come from `state_engine.prompt_sections`, rendered for the
+role and the state mode.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -35,19 +38,13 @@ from talekeeper.memory import bank
 from talekeeper.memory.worker import embed_with
 from talekeeper.service import kept_history
 from talekeeper.service import samplers as sampler_choice
-from talekeeper.service.settings import (
-    GenerationSettings,
-    effective_model_settings,
-    generation_settings,
-)
+from talekeeper.service.roles import NARRATOR, STATE_PASS, Role, role_for_turn
+from talekeeper.service.settings import GenerationSettings, generation_settings
 from talekeeper.state import Document, Rules
 from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story.actions import format_action
 from talekeeper.story.paths import keyed_path
-
-if TYPE_CHECKING:
-    from talekeeper.service.app import Talekeeper
 
 HISTORY_WINDOW = 200  # turns read from the store; the budget decides how many are sent
 
@@ -187,26 +184,39 @@ def last_story_proposal(session, node: Node | None) -> dict[str, Any] | None:
 
 
 @dataclass(frozen=True)
-class StateInput:
-    """What the state engine's sections are rendered from — plain values, so building the
-    prompt calls no code of its caller's. `document` None: the head's own state."""
+class Call:
+    """One model call, on top of the start: the role that answers, the state mode it
+    writes in, the action it answers (None: the start's) and the state it reads (None:
+    the start's). The state pass names the narrator's prompt it extends and the narration
+    it reads."""
 
-    rules: Rules
+    role: Role = NARRATOR
     mode: str = "inline"
+    kind: str | None = None
+    text: str | None = None
     document: Document | None = None
-    use_head_proposal: bool = True  # the last story turn's refusals (a new beat has none)
-    proposals: bool = True  # False: only the stat guide and the state (banter proposes nothing)
+    narrator: PreparedContext | None = None
+    narration: str = ""
+
+    @property
+    def proposes(self) -> bool:
+        """The role's reply can change the state: it gets last turn's refusals (a
+        companion's remark and the state pass answer nothing of the player's)."""
+        return self.role.name in ("narrator", "npc")
 
 
 @dataclass(frozen=True)
 class ContextStart:
     """Everything a prompt is built from, read in one transaction at the start (`load`):
-    the frozen start-of-turn value the rest of the turn is built on."""
+    the frozen start-of-turn value every call of the turn is built on."""
 
     adventure_id: int
     head: HeadView
     kind: str
-    text: str
+    text: str  # the action as the answering role reads it (a Talk names its addressee)
+    role: Role  # who answers the action (the narrator, or the character addressed)
+    rules: Rules
+    before: Document  # the state at the head
     plot: dict[str, Any]
     settings: ContextSettings
     generation: GenerationSettings
@@ -217,9 +227,10 @@ class ContextStart:
     pool: tuple[bank.Candidate, ...]
     lexical: tuple[list[tuple[bank.Candidate, float]], int] | None
     card_last_fired: dict[int, int]
-    rules: dict[str, Any] | None  # the adventure's rules as stored (card gates read them)
+    gate_rules: dict[str, Any] | None  # the adventure's rules as stored (card gates read them)
     previous: insights.PreviousPrompt
     sent_prompt: str | None  # the prompt that wrote the head, for the byte-identical share
+    chat: bool = False  # the model is set to chat mode (the provider decides whether it can)
 
 
 def turn_setting_keys(adventure_id: int) -> set[str]:
@@ -230,19 +241,18 @@ def turn_setting_keys(adventure_id: int) -> set[str]:
 
 
 def load(
-    session: Session,
-    adventure: Adventure,
-    head: Node,
-    kind: str,
-    text: str,
-    adjust_plot: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    session: Session, adventure: Adventure, head: Node, kind: str, text: str, chat: bool = False
 ) -> ContextStart:
-    """Read what the prompt for an action below `head` needs, in the caller's session."""
+    """Read what the prompts for an action below `head` need, in the caller's session:
+    the rules and state there, who answers, the story, settings and memories."""
+    from talekeeper.service import state_engine
+
     setting_rows.prefetch(session, turn_setting_keys(adventure.id))  # one read, not one a key
     settings = context_settings(session)
+    rules = state_engine.rules_of(adventure)
+    before = state_engine.document_of(head.state, rules)
+    role, text = role_for_turn(kind, text, before, rules, [])
     plot = dict(adventure.plot or {})
-    if adjust_plot is not None:
-        plot = adjust_plot(plot)
     path, key, parent_key = keyed_path(session, head.id)  # kept between turns, as is
     history = kept_history.history_at(session, head, path, key, parent_key)  # the history
     summary = bank.summary_at(session, adventure.id, path, str(plot.get("story_summary") or ""))
@@ -265,6 +275,9 @@ def load(
         head=head_view,
         kind=kind,
         text=text,
+        role=role,
+        rules=rules,
+        before=before,
         plot=plot,
         settings=settings,
         generation=generation,
@@ -275,34 +288,33 @@ def load(
         pool=tuple(pool),
         lexical=lexical,
         card_last_fired=insights.card_timers(session, path, lookback, recent),
-        rules=adventure.rules,
+        gate_rules=adventure.rules,
         previous=insights.previous_from(recent[head.id][1] if head.id in recent else None),
         sent_prompt=insights.sent_prompt(session, head),
+        chat=chat,
     )
 
 
-def state_sections(state: StateInput, head: HeadView, in_scene_ids: list[str]) -> StateSections:
+def state_sections(
+    start: ContextStart, call: Call, document: Document, in_scene_ids: list[str]
+) -> StateSections:
+    """The state engine's sections for this call's role and state mode."""
     from talekeeper.service import state_engine
 
-    document = (
-        state.document
-        if state.document is not None
-        else state_engine.document_of(head.state, state.rules)
-    )
-    proposal = head.story_proposal if state.use_head_proposal else None
+    proposal = start.head.story_proposal if call.proposes else None
     sections = StateSections(
-        **state_engine.prompt_sections(state.rules, document, proposal, in_scene_ids, state.mode)
+        **state_engine.prompt_sections(start.rules, document, proposal, in_scene_ids, call.mode)
     )
-    if not state.proposals:
+    if not call.proposes:  # only the stat guide and the state (a remark proposes nothing)
         return StateSections(stat_guide=sections.stat_guide, current_state=sections.current_state)
     return sections
 
 
-async def build(
-    provider: Provider, start: ContextStart, state: StateInput | None, chat: bool
-) -> PreparedContext:
-    """The prompt for `start`'s action: no database, nothing read twice. `chat`: the
-    model is set to chat mode (the provider decides whether it can)."""
+async def build(provider: Provider, start: ContextStart, call: Call = Call()) -> PreparedContext:
+    """The prompt for one model call: no database, nothing read twice. The model's chat
+    mode is the start's (the provider decides whether it can)."""
+    if call.role is STATE_PASS:
+        return _state_pass(start, call)
     budget = await context_budget(provider, start.generation.context_budget)
     retrieval = await retrieve(
         provider,
@@ -314,10 +326,10 @@ async def build(
     )
     head = start.head
     inputs = ContextInput(
-        plot=start.plot,
+        plot=call.role.adjust_plot(start.plot),
         history=list(start.history),
-        action_kind=start.kind,
-        action_text=start.text,
+        action_kind=call.kind if call.kind is not None else start.kind,
+        action_text=call.text if call.text is not None else start.text,
         story_summary=start.summary.text,
         summary_source=start.summary.label,
         memories=retrieval.memories,
@@ -326,25 +338,25 @@ async def build(
         options=options_from(start.settings, budget.tokens, start.generation.max_tokens),
         turn=head.depth + 1,
         seed=f"{start.adventure_id}:{head.node_id}",  # a retry is written below the same head: same rolls
-        rules=start.rules,
+        rules=start.gate_rules,
         card_last_fired=start.card_last_fired,
         previous_history_start=start.previous.history_start,
     )
     found = scan(inputs)
-    if state is not None:
-        sections = state_sections(state, head, found.in_scene_ids)
-        inputs.canon = sections.canon
-        inputs.event_vocabulary = sections.event_vocabulary
-        inputs.stat_guide = sections.stat_guide
-        inputs.current_state = sections.current_state
-        inputs.refusals = sections.refusals
-        inputs.emit_reminder = sections.emit_reminder
+    document = call.document if call.document is not None else start.before
+    sections = state_sections(start, call, document, found.in_scene_ids)
+    inputs.canon = sections.canon
+    inputs.event_vocabulary = sections.event_vocabulary
+    inputs.stat_guide = sections.stat_guide
+    inputs.current_state = sections.current_state
+    inputs.refusals = sections.refusals
+    inputs.emit_reminder = sections.emit_reminder
     assembly = await assemble(inputs, counter_for(provider), found)
     assembly.notes.insert(0, budget.why)
     generation = start.generation
     request = build_request(
         assembly,
-        "chat" if chat and provider.supports_chat else "completion",
+        "chat" if start.chat and provider.supports_chat else "completion",
         max_tokens=generation.max_tokens,
         temperature=generation.temperature,
         top_p=generation.top_p,
@@ -355,30 +367,25 @@ async def build(
     return PreparedContext(start.adventure_id, head, inputs, found, assembly, request, retrieval)
 
 
-async def prepare_context(
-    tk: Talekeeper,
-    adventure_id: int,
-    kind: str,
-    text: str,
-    state: StateInput | None = None,
-    at: int | None = None,
-    adjust_plot: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-) -> PreparedContext:
-    """Build the prompt for an action below the head (or below node `at`: a new take), in
-    one read. `adjust_plot` lets another role (an NPC, banter) open the prompt with its own
-    instructions; everything else — the canon log — is the same for every role."""
-    with tk.db.session() as session:
-        adventure = session.get(Adventure, adventure_id)
-        if adventure is None or not owner.visible(adventure):
-            from talekeeper.service.adventures import AdventureNotFound
+def _state_pass(start: ContextStart, call: Call) -> PreparedContext:
+    """The structured state pass: the narrator's own request, extended by its narration
+    and the question (`state_updates.structured_request`) — the one prompt that names
+    ids and stat paths, because its answer must write them."""
+    from talekeeper.service import state_updates
 
-            raise AdventureNotFound(f"No adventure with id {adventure_id}.")
-        head = session.get(Node, adventure.head_node_id if at is None else at)
-        if head is None or head.adventure_id != adventure_id:
-            from talekeeper.story.tree import TreeError
+    narrator = call.narrator
+    if narrator is None:
+        raise ValueError("the state pass extends the narrator's prompt: name it")
+    document = call.document if call.document is not None else start.before
+    request = state_updates.structured_request(
+        narrator.request, call.narration, document, start.rules, narrator.scan.in_scene_ids
+    )
+    return replace(narrator, request=request)
 
-            raise TreeError("This adventure's current position is missing; restore a Save Point.")
-        start = load(session, adventure, head, kind, text, adjust_plot)
-        model = effective_model_settings(session, tk.model_overrides)
-    provider = tk.provider(model)
-    return await build(provider, start, state, model.mode == "chat")
+
+def prompt_text(prepared: PreparedContext) -> str:
+    """A call's prompt as one text, as Insights keeps the prompts of the extra calls."""
+    request = prepared.request
+    if request.mode == "chat":
+        return "\n\n".join(f"[{m.role}]\n{m.content}" for m in request.messages)
+    return request.prompt or ""

@@ -1,37 +1,34 @@
-"""Per-role model calls sharing one canon log (DESIGN.md "Context"; seed 003 "Per-role injection").
+"""Who answers a model call, sharing one canon log (DESIGN.md "Context"; seed 003 "Per-role injection").
 
     narrator  the log only — never any character's private knowledge
     npc       the log + that character's persona, private `knowledge` and `moves`, when the
               player addresses them ("ask Tobin about the key", a Say opening with their
               name, or an explicit Talk); its proposals are validated like any other
     banter    a companion's one-line remark drawing on the strongest memorable moment
+    state     the structured state pass: the narrator's prompt, extended by a question
+              naming the ids and stat paths its answer must write
 
-Every role's prompt is built by the same `prepare_context` from the same state at the head,
-so they share one canon log; a role differs only in the instructions that open the prompt
-(`Role.adjust_plot` replaces the narrator's). A character's knowledge lives in the rules'
-cast, never in the state document, and only `npc_instructions` reads it — so it can enter
-no prompt but that character's own call.
+Every role's prompt is built by the one builder, `service/context.build`, from the turn's
+one start, so they share one canon log; a role differs only in the instructions that open
+the prompt (`Role.adjust_plot` replaces the narrator's) and in what of the canon it takes.
+A character's knowledge lives in the rules' cast, never in the state document, and only
+`npc_instructions` reads it — so it can enter no prompt but that character's own call.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from talekeeper.context import insights
-from talekeeper.llm.base import Provider
-from talekeeper.service.context import PreparedContext
 from talekeeper.state import Document, Rules, band_label
 from talekeeper.state.canon import banter_moment
 from talekeeper.state.rules import CastMember
 from talekeeper.store.models import TurnInsight
 from talekeeper.story.actions import ActionError, talk_text
-
-if TYPE_CHECKING:
-    from talekeeper.service.app import Talekeeper
 
 BANTER_EVERY = 3
 """A companion speaks up at most every third turn (on turns divisible by it)."""
@@ -60,6 +57,7 @@ class Role:
 
 
 NARRATOR = Role("narrator")
+STATE_PASS = Role("state")
 
 
 def _names(member: CastMember, document: Document) -> list[str]:
@@ -173,8 +171,8 @@ def banter_instructions(member: CastMember, document: Document, moment_text: str
 def role_for_turn(
     kind: str, text: str, document: Document, rules: Rules, in_scene_ids: list[str]
 ) -> tuple[Role, str]:
-    """Step 3a: which role answers this action — the addressed character, else the
-    narrator — and the action's text, with a Talk's addressee written as their name."""
+    """Which role answers this action (read in step 2 (load)): the addressed character,
+    else the narrator; and the action's text, with a Talk's addressee written as their name."""
     member = addressed(kind, text, document, rules, in_scene_ids)
     if member is None:
         return NARRATOR, text
@@ -210,13 +208,6 @@ def banter_role(
     )
 
 
-def prompt_text(prepared: PreparedContext) -> str:
-    request = prepared.request
-    if request.mode == "chat":
-        return "\n\n".join(f"[{m.role}]\n{m.content}" for m in request.messages)
-    return request.prompt or ""
-
-
 def calls_record(
     session: Session, adventure_id: int, role: Role, extra: list[tuple[Role, str]]
 ) -> dict[str, Any]:
@@ -238,38 +229,3 @@ def role_calls(session: Session, node_id: int, adventure_id: int) -> list[dict[s
     calls = row.data.get("calls") or []
     texts = insights.texts_for(session, adventure_id, {c["h"] for c in calls})
     return [{"role": c["role"], "prompt": texts.get(c["h"], "")} for c in calls]
-
-
-async def banter_step(
-    tk: Talekeeper,
-    adventure_id: int,
-    below_id: int,
-    action_line: str,
-    narration: str,
-    after: Document,
-    rules: Rules,
-    turn: int,
-    in_scene_ids: list[str],
-    provider: Provider | None = None,
-) -> tuple[str, Role, PreparedContext] | None:
-    """Step 5b: the companion's remark on the turn just written, or None. A failing banter
-    call costs the turn nothing: the remark is optional."""
-    from talekeeper.llm.errors import LLMError
-    from talekeeper.service import state_engine
-    from talekeeper.service.context import StateInput, prepare_context
-
-    role = banter_role(after, rules, turn, in_scene_ids)
-    if role is None:
-        return None
-    # the state after the turn, without the vocabulary, refusals or reminder
-    state = StateInput(rules, document=after, use_head_proposal=False, proposals=False)
-    beat = "\n".join(part for part in (action_line.lstrip("> "), narration) if part)
-    prepared = await prepare_context(
-        tk, adventure_id, "story", beat, state=state, at=below_id, adjust_plot=role.adjust_plot
-    )
-    try:
-        reply = await (provider or tk.provider()).complete(prepared.request)
-    except LLMError:
-        return None
-    remark = state_engine.extract_prose(reply).strip()
-    return (remark, role, prepared) if remark else None

@@ -180,7 +180,8 @@ def settle_reply(
     turn: int,
     unechoed: Callable[[str], str] | None = None,
 ) -> Settled:
-    """Steps 5–6 of a turn: extract the prose, validate and apply the proposed events.
+    """Step 5 (extract) and step 6 (settle) of a turn: the prose, and the proposed events
+    validated and applied.
 
     Every proposal is kept with its raw text for audit — accepted, partly accepted,
     rejected or unparseable.

@@ -1,23 +1,27 @@
-"""A turn, top to bottom — each step a named call below, numbered as here.
+"""A turn, top to bottom — each step a named call below, numbered and named as here
+(`# N. name` where `play_turn` runs it, "step N (name)" wherever code refers to it; a test
+holds every reference to this list).
 
     1. lock: take the adventure's writer lock (a second writer gets AdventureBusy → 409)
-    2. load once: check the action and read, in one transaction, everything the turn is
-       built on — where it goes (the head, or for a new take of an earlier turn its
-       parent), the rules and state there, the story, plot, settings and memories — into
-       one frozen `TurnStart` passed down; nothing below reads it again
-    3. build the prompt for the role that answers (the narrator, or the character
-       addressed — see service/roles) within the context budget; no database
-    4. stream the narration, showing only what is safe to show: the protocol is held
+    2. load: check the action and read, in one transaction, everything the turn is built
+       on — where it goes (the head, or for a new take of an earlier turn its parent), the
+       rules and state there, who answers (the narrator, or the character addressed — see
+       service/roles), the story, plot, settings and memories — into one frozen
+       `TurnStart` passed down; nothing below reads the database again until step 8 (commit)
+    3. build: the answering role's prompt within the context budget (service/context,
+       the one builder every call of the turn uses); no database
+    4. stream: the narration, showing only what is safe to show: the protocol is held
        back, and so is every line that repeats the prompt (context/echo); a reply that
        says a sentence twice is stopped there (context/repeats)
-    5. extract the state proposal: from the reply's own block (inline mode), or from a
+    5. extract: the state proposal, from the reply's own block (inline mode), or from a
        second short request that extends the narrator's (structured mode)
-    6. validate + apply the proposal to the start's state (service/state_engine); a
-       companion may add a remark (banter, its own call)
-    7. commit the node, move the head, store Insights and the memories used — one
-       transaction
-    8. schedule the memory bank's work for after the turn (and, when it rewrote the
-       summary, read the next prompt into the embedded model's cache)
+    6. settle: validate the proposal and apply it to the start's state
+       (service/state_engine)
+    7. remark: a companion may add a remark on the turn — its own call, built from the
+       same start (no transaction)
+    8. commit: the node, the head, Insights and the memories used — one transaction
+    9. after: schedule the memory bank's work for after the turn (and, when it rewrote
+       the summary, read the next prompt into the embedded model's cache)
 
 A generation that fails or is cancelled writes nothing: the story is exactly as it was
 before the player acted, and the player can simply send the action again. The events the
@@ -53,7 +57,7 @@ from talekeeper.service.adventures import (
     node_view,
 )
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.context import ContextStart, PreparedContext, StateInput, build, load
+from talekeeper.service.context import Call, ContextStart, PreparedContext, build, load, prompt_text
 from talekeeper.service.settings import effective_model_settings
 from talekeeper.service.turn_events import Accepted, Done, Error, Reasoning, Status, Text, TurnEvent
 from talekeeper.state import Document, Rules, visible_prefix
@@ -82,23 +86,48 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class TurnStart:
-    """Step 2's value: what the turn is built on, read once, never read again."""
+    """The value of step 2 (load): what the turn is built on, read once, never read
+    again. Every prompt of the turn is built from its `context` (service/context.build)."""
 
-    adventure_id: int
-    below_id: int  # the node the turn is written below
-    turn_number: int
-    kind: str
-    text: str  # the action as the answering role reads it (a Talk names its addressee)
-    role: roles.Role
-    rules: Rules
-    before: Document  # the state at `below_id`
     model: ModelSettings
     context: ContextStart
+
+    @property
+    def adventure_id(self) -> int:
+        return self.context.adventure_id
+
+    @property
+    def below_id(self) -> int:  # the node the turn is written below
+        return self.context.head.node_id
+
+    @property
+    def turn_number(self) -> int:
+        return self.context.head.depth + 1
+
+    @property
+    def kind(self) -> str:
+        return self.context.kind
+
+    @property
+    def text(self) -> str:  # the action as the answering role reads it (a Talk names its addressee)
+        return self.context.text
+
+    @property
+    def role(self) -> roles.Role:
+        return self.context.role
+
+    @property
+    def rules(self) -> Rules:
+        return self.context.rules
+
+    @property
+    def before(self) -> Document:  # the state at `below_id`
+        return self.context.before
 
 
 @dataclass
 class Reply:
-    """What steps 4–5 made of the model's answer."""
+    """What step 4 (stream) and step 5 (extract) made of the model's answer."""
 
     raw: str = ""
     reasoning: str = ""
@@ -116,19 +145,17 @@ async def play_turn(
     """Play an action below the head; with `take_of`, write a new take of that turn instead
     (a sibling below the same parent; the old take and its future stay)."""
     kind, text = normalise_action(kind, text)
-    # The database steps (2 and 7) run in worker threads (asyncio.to_thread): while one
+    # The database steps, 2 (load) and 8 (commit), run in worker threads (asyncio.to_thread): while one
     # turn waits on a round trip, the event loop goes on serving every other player.
     if owner.current() is not None:  # accounts on: not another player's story
         await asyncio.to_thread(check_owner, tk, adventure_id)
     tk.locks.acquire(adventure_id)  # 1. lock
     accepted = False
     try:
-        start = await asyncio.to_thread(
-            load_turn, tk, adventure_id, kind, text, take_of
-        )  # 2. load once
+        start = await asyncio.to_thread(load_turn, tk, adventure_id, kind, text, take_of)  # 2. load
         provider = tk.provider(start.model)
         mode = state_updates.state_mode(start.context.generation.state_updates, provider)
-        prepared = await build_prompt(provider, start, mode)  # 3. build the prompt
+        prepared = await build_prompt(provider, start, mode)  # 3. build
         assembly = prepared.assembly
         yield Accepted(assembly.action_line, start.kind, start.text)
         accepted = True
@@ -140,7 +167,7 @@ async def play_turn(
         if reply.failed is not None:
             yield Error(reply.failed)
             return
-        if mode == "structured":  # 5. extract (the inline block is read in step 6)
+        if mode == "structured":  # 5. extract (the inline block is read in step 6 (settle))
             prose = kept_prose(guard, reply, state_engine.extract_prose(reply.raw))
             reply.raw = prose  # the state pass adds its block to it (and reads only this)
             held = held_back(prose, reply)  # the whole narration is in: show its last line now
@@ -148,7 +175,7 @@ async def play_turn(
                 yield Text(held)
             yield Status("Updating the story's state…")
             await structured_pass(provider, prepared, start, prose, reply)
-        settled = validate_and_apply(start, guard, reply)  # 6. validate + apply
+        settled = validate_and_apply(start, guard, reply)  # 6. settle
         narration = clean_narration(settled.prose)
         if narration.startswith(reply.shown) and len(narration) > len(reply.shown):
             # the last line was held until it was whole (the echo guard decides on lines)
@@ -156,7 +183,7 @@ async def play_turn(
         if not narration:
             yield Error(NO_NARRATION)
             return
-        banter = await banter_remark(tk, provider, start, prepared, narration, settled)  # 6b.
+        banter = await banter_remark(tk, provider, start, prepared, narration, settled)  # 7. remark
         if banter:
             narration += "\n\n" + banter[0]
             yield Text("\n\n" + banter[0])
@@ -169,8 +196,8 @@ async def play_turn(
             )
         done = await asyncio.to_thread(
             commit, tk, start, prepared, narration, reply, settled, banter
-        )  # 7. commit
-        worker_for(tk).schedule(adventure_id, rewarm(tk, adventure_id))  # 8. memories, summary
+        )  # 8. commit
+        worker_for(tk).schedule(adventure_id, rewarm(tk, adventure_id))  # 9. after
         yield Done(done)
     except Exception as exc:
         if not accepted:
@@ -187,7 +214,7 @@ async def play_turn(
 def load_turn(
     tk: Talekeeper, adventure_id: int, kind: str, text: str, take_of: int | None
 ) -> TurnStart:
-    """Step 2: one transaction; everything after works on the value it returns."""
+    """Step 2 (load): one transaction; everything after works on the value it returns."""
     with tk.db.session() as session:
         # the adventure and its head in one statement (held: the checks below find them)
         _held = _with_node(session, _WITH_HEAD, adventure=adventure_id) if take_of is None else None
@@ -199,24 +226,13 @@ def load_turn(
             if taken is None or taken.adventure_id != adventure_id:
                 taken = get_turn(session, adventure, take_of)  # the usual "no such turn"
             below = tree.parent_for_take(session, taken)
-        rules = state_engine.rules_of(adventure)
-        before = state_engine.document_of(below.state, rules)
-        role, text = roles.role_for_turn(kind, text, before, rules, [])
-        context = load(session, adventure, below, kind, text, role.adjust_plot)
         model = effective_model_settings(session, tk.model_overrides)
-        return TurnStart(
-            adventure_id, below.id, below.depth + 1, kind, text, role, rules, before, model, context
-        )
+        return TurnStart(model, load(session, adventure, below, kind, text, model.mode == "chat"))
 
 
 async def build_prompt(provider: Provider, start: TurnStart, mode: str) -> PreparedContext:
-    """Step 3: the answering role's prompt, from the start alone."""
-    return await build(  # the state as read in step 2, not made again from its snapshot
-        provider,
-        start.context,
-        StateInput(start.rules, mode, start.before),
-        start.model.mode == "chat",
-    )
+    """Step 3 (build): the answering role's prompt, from the start alone."""
+    return await build(provider, start.context, Call(start.role, mode))
 
 
 def prose_guard(prepared: PreparedContext, start: TurnStart) -> ProseGuard:
@@ -232,7 +248,7 @@ def prose_guard(prepared: PreparedContext, start: TurnStart) -> ProseGuard:
 async def stream_reply(
     provider: Provider, prepared: PreparedContext, guard: ProseGuard, reply: Reply
 ) -> AsyncIterator[TurnEvent]:
-    """Step 4: the model's reply as it streams; the shown text only ever grows."""
+    """Step 4 (stream): the model's reply as it streams; the shown text only ever grows."""
     try:
         async with aclosing(provider.stream(prepared.request)) as events:
             async for event in events:
@@ -274,14 +290,14 @@ async def structured_pass(
     prose: str,
     reply: Reply,
 ) -> None:
-    """Step 5 in structured mode: a second short request under the proposal's schema (see
-    state_updates), about the guarded `prose`; its answer becomes the reply's state block."""
+    """Step 5 (extract) in structured mode: a second short request under the proposal's
+    schema (see state_updates), about the guarded `prose`; its answer becomes the reply's
+    state block."""
+    state_pass = await build(
+        provider, start.context, Call(roles.STATE_PASS, narrator=prepared, narration=prose)
+    )
     try:
-        answer = await provider.complete(
-            state_updates.structured_request(
-                prepared.request, prose, start.before, start.rules, prepared.scan.in_scene_ids
-            )
-        )
+        answer = await provider.complete(state_pass.request)
         reply.raw = prose + state_updates.as_block(answer)
     except LLMError as exc:
         reply.state_error = f"The state update could not be made ({exc}); the state is unchanged."
@@ -302,8 +318,8 @@ def kept_prose(guard: ProseGuard, reply: Reply, prose: str) -> str:
 
 
 def validate_and_apply(start: TurnStart, guard: ProseGuard, reply: Reply) -> state_engine.Settled:
-    """Step 6: the prose without its echoes, and the proposal checked against the rules and
-    applied to the start's state."""
+    """Step 6 (settle): the prose without its echoes, and the proposal checked against
+    the rules and applied to the start's state."""
 
     settled = state_engine.settle_reply(
         reply.raw,
@@ -325,21 +341,25 @@ async def banter_remark(
     narration: str,
     settled: state_engine.Settled,
 ) -> tuple[str, roles.Role, PreparedContext] | None:
-    """Step 6b: a companion's remark on the narrator's turn, in its own call."""
+    """Step 7 (remark): a companion's remark on the narrator's turn, in its own call,
+    built from the turn's start (no transaction) with the state after the turn; or None.
+    A failing call costs the turn nothing: the remark is optional."""
     if start.role is not roles.NARRATOR or not roles.banter_due(start.rules, start.turn_number):
         return None
-    return await roles.banter_step(
-        tk,
-        start.adventure_id,
-        start.below_id,
-        prepared.assembly.action_line,
-        narration,
-        state_engine.document_of(settled.state, start.rules),
-        start.rules,
-        start.turn_number,
-        prepared.scan.in_scene_ids,
-        provider=provider,
-    )
+    after = state_engine.document_of(settled.state, start.rules)
+    role = roles.banter_role(after, start.rules, start.turn_number, prepared.scan.in_scene_ids)
+    if role is None:
+        return None
+    beat = "\n".join(p for p in (prepared.assembly.action_line.lstrip("> "), narration) if p)
+    # the state after the turn, without the vocabulary, refusals or reminder
+    call = Call(role, "inline", kind="story", text=beat, document=after)
+    remark_prompt = await build(provider, start.context, call)
+    try:
+        reply = await provider.complete(remark_prompt.request)
+    except LLMError:
+        return None
+    remark = state_engine.extract_prose(reply).strip()
+    return (remark, role, remark_prompt) if remark else None
 
 
 def commit(
@@ -351,10 +371,10 @@ def commit(
     settled: state_engine.Settled,
     banter: tuple[str, roles.Role, PreparedContext] | None,
 ) -> dict[str, Any]:
-    """Step 7, one transaction: the node, the head, Insights and the memories used."""
+    """Step 8 (commit), one transaction: the node, the head, Insights and the memories used."""
     with tk.db.session() as session:
-        # the adventure, and the parent's place in the tree (its snapshot was read in step 2,
-        # not again), in one statement
+        # the adventure, and the parent's place in the tree (its snapshot was read in
+        # step 2 (load), not again), in one statement
         held = _with_node(session, _WITH_PARENT, adventure=start.adventure_id, node=start.below_id)
         adventure = get_adventure(session, start.adventure_id)
         parent = held[1] if held is not None else None
@@ -373,7 +393,7 @@ def commit(
                 model=tk.model_description(start.model),
             ),
         )
-        extra = [(banter[1], roles.prompt_text(banter[2]))] if banter else []
+        extra = [(banter[1], prompt_text(banter[2]))] if banter else []
         calls = roles.calls_record(session, start.adventure_id, start.role, extra)
         texts = insights.texts_key(session, adventure)
         digests = insights.store(
@@ -401,8 +421,8 @@ def commit(
     return done
 
 
-# The adventure and one node in one statement: its head (step 2), or the parent the new
-# turn goes below (step 7, whose snapshot, plot and rules were read in step 2 already).
+# The adventure and one node in one statement: its head (step 2 (load)), or the parent the
+# new turn goes below (step 8 (commit); its snapshot, plot and rules were read already).
 # Built once: a turn runs each, and making them cost more than running them.
 _SAME_ADVENTURE = (
     Adventure.id == bindparam("adventure"),
@@ -427,24 +447,14 @@ def _with_node(session: Session, query: Any, **params: int) -> tuple[Adventure, 
 
 
 async def build_context(
-    tk: Talekeeper,
-    adventure_id: int,
-    kind: str,
-    text: str = "",
-    at: int | None = None,
-    role: roles.Role = roles.NARRATOR,
+    tk: Talekeeper, adventure_id: int, kind: str, text: str = ""
 ) -> PreparedContext:
-    """Step 3 on its own, for the Insights dry run: the prompt for this action at the head
-    (or `at`), exactly as a turn would build it."""
-    with tk.db.session() as session:
-        adventure = get_adventure(session, adventure_id)
-        head = tree.head(session, adventure) if at is None else get_turn(session, adventure, at)
-        rules = state_engine.rules_of(adventure)
-        context = load(session, adventure, head, kind, text, role.adjust_plot)
-        model = effective_model_settings(session, tk.model_overrides)
-    provider = tk.provider(model)
-    mode = state_updates.state_mode(context.generation.state_updates, provider)
-    return await build(provider, context, StateInput(rules, mode), model.mode == "chat")
+    """Step 2 (load) and step 3 (build) on their own, for the Insights dry run and the
+    warm-up: the prompt for this action at the head, by the turn's own load and build."""
+    start = await asyncio.to_thread(load_turn, tk, adventure_id, kind, text, None)
+    provider = tk.provider(start.model)
+    mode = state_updates.state_mode(start.context.generation.state_updates, provider)
+    return await build_prompt(provider, start, mode)
 
 
 async def warm_next_turn(tk: Talekeeper, adventure_id: int) -> None:
