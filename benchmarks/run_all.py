@@ -18,6 +18,7 @@ SLOW = [
     ["prefix_cache.py"],
     ["crash_soak.py", "--kills", "60"],
     ["load.py"],
+    ["interactions.py"],
     ["bundle.py"],
     ["prompt_sections.py", "--turns", "8"],
     ["narration.py", "--situations", "12"],
