@@ -9,11 +9,11 @@ entry here.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
@@ -37,14 +37,46 @@ class ErrorBody(BaseModel):
     )
 
 
-def error_body(detail: str, error: str, errors: list[Any] | None = None) -> dict[str, Any]:
-    return {"detail": detail, "error": error, "errors": errors or []}
+MAX_DETAIL = 1000
+"""Characters of an error answer's sentence (a scenario's mistakes can list thousands)."""
+MAX_ITEMS = 20
+"""Mistakes itemised in one error answer; the sentence counts the rest."""
+MAX_ITEMS_SIZE = 3000
+"""Bytes of itemised mistakes in one error answer (as JSON)."""
+MAX_ECHO = 120
+"""Characters of any one text (an input, a field name, a message) an itemised mistake repeats."""
+
+
+def error_body(
+    detail: str, error: str, errors: list[Any] | None = None, total: int | None = None
+) -> dict[str, Any]:
+    """The error answer, bounded (a few KB whatever the request held) and writable as JSON
+    (a lone surrogate or a NaN a request carried is answered as text, never a 500).
+    `total`: how many mistakes there were, when `errors` lists only the first."""
+    items: list[Any] = []
+    size = 0
+    for item in (errors or [])[:MAX_ITEMS]:
+        item = writable(item)
+        size += len(json.dumps(item))
+        if size > MAX_ITEMS_SIZE:
+            break
+        items.append(item)
+    sentence = safe_text(detail, MAX_DETAIL)
+    more = (len(errors or []) if total is None else total) - len(items)
+    if more > 0:
+        sentence += f" ({more:,} more not listed here.)"
+    return {"detail": sentence, "error": safe_text(error), "errors": items}
 
 
 def error_response(
-    status: int, detail: str, error: str, errors: list[Any] | None = None, **kw: Any
+    status: int,
+    detail: str,
+    error: str,
+    errors: list[Any] | None = None,
+    total: int | None = None,
+    **kw: Any,
 ) -> JSONResponse:
-    return JSONResponse(error_body(detail, error, errors), status_code=status, **kw)
+    return JSONResponse(error_body(detail, error, errors, total), status_code=status, **kw)
 
 
 # For routes' `responses=`: OpenAPI documents the error body once, under every status used.
@@ -66,6 +98,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(RecursionError, nested_too_deeply)
     app.add_exception_handler(OperationalError, database_locked)
+    app.add_exception_handler(UnicodeError, text_not_storable)
 
 
 async def refused(request: Request, exc: Exception) -> JSONResponse:
@@ -76,6 +109,9 @@ async def refused(request: Request, exc: Exception) -> JSONResponse:
     return error_response(status, str(exc), type(exc).__name__, errors, headers=headers)
 
 
+UNREADABLE_BODY = "There was an error parsing the body"
+
+
 async def http_error(request: Request, exc: Exception) -> JSONResponse:
     # Starlette's own refusals (unknown path, wrong method) and the body-size guard.
     assert isinstance(exc, HTTPException)
@@ -83,13 +119,21 @@ async def http_error(request: Request, exc: Exception) -> JSONResponse:
     name = getattr(exc, "error", None) or {404: "NotFound", 405: "MethodNotAllowed"}.get(
         exc.status_code, "HTTPError"
     )
+    if exc.status_code == 400 and detail == UNREADABLE_BODY:  # FastAPI's words
+        detail, name = (
+            "The request's body could not be read (it is not JSON in UTF-8, or not the "
+            "form it says it is). Nothing was changed.",
+            "BodyNotReadable",
+        )
     return error_response(exc.status_code, detail, name, headers=getattr(exc, "headers", None))
 
 
 async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-    # FastAPI's own answer echoes the input, and a body holding NaN or Infinity (which
-    # Python's JSON reader accepts) cannot be written back as JSON: that was a 500.
-    errors = _json_safe(jsonable_encoder(exc.errors()))
+    # FastAPI's own answer echoes every input whole: a 500 for input JSON cannot write back
+    # (NaN, a lone surrogate), and 8 MB for 80,000 unknown keys. Each mistake here keeps
+    # the input it saw only when that is a scalar, and error_body bounds the rest.
+    found = exc.errors()
+    errors = [_mistake(error) for error in found[:MAX_ITEMS]] + [None] * (len(found) - MAX_ITEMS)
     first = errors[0] if errors else {}
     where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
     message = (
@@ -98,18 +142,67 @@ async def invalid_request(request: Request, exc: RequestValidationError) -> JSON
         else str(first.get("msg", "The request is not valid."))
     )
     return error_response(
-        422, f"The request is not valid ({message}). Nothing was changed.", "RequestInvalid", errors
+        422,
+        f"The request is not valid ({message}). Nothing was changed.",
+        "RequestInvalid",
+        errors,
+        total=len(found),
     )
 
 
-def _json_safe(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, list):
-        return [_json_safe(v) for v in value]
+def _mistake(error: Any) -> dict[str, Any]:
+    """One validation mistake as it is answered: its type, where, what, and the input it
+    saw when that is a scalar."""
+    if not isinstance(error, dict):
+        return {"msg": str(error)}
+    out = {
+        "type": error.get("type", ""),
+        "loc": list(error.get("loc", ()))[:8],
+        "msg": str(error.get("msg", "")),
+    }
+    if "input" in error and not isinstance(error["input"], dict | list | tuple | set):
+        out["input"] = error["input"]
+    return writable(out)
+
+
+def writable(value: Any, depth: int = 0) -> Any:
+    """`value` as an error answer may carry it: texts shortened and writable, numbers JSON
+    can hold, containers cut to a few members and levels."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if abs(value) < 2**53 else safe_text(_int_text(value))
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, str | bytes):
+        return safe_text(value)
+    if depth >= 3:
+        return "…"
     if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    return value
+        return {
+            safe_text(str(k)): writable(v, depth + 1) for k, v in list(value.items())[:MAX_ITEMS]
+        }
+    if isinstance(value, list | tuple):
+        return [writable(v, depth + 1) for v in value[:MAX_ITEMS]]
+    return safe_text(str(value))
+
+
+def _int_text(value: int) -> str:
+    # str() of an integer past 4,300 digits raises ValueError (Python's own guard)
+    try:
+        return str(value)
+    except ValueError:
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+
+
+def safe_text(value: str | bytes, limit: int = MAX_ECHO) -> str:
+    """`value` as an error answer may repeat it: at most `limit` characters, with bytes
+    that are not UTF-8 and lone surrogates (which no JSON writer can encode) as U+FFFD."""
+    if isinstance(value, bytes):
+        value = value[: limit * 4].decode("utf-8", "replace")
+    short = value[:limit]
+    text = short.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text + "…" if len(value) > limit else text
 
 
 async def number_out_of_range(request: Request, exc: Exception) -> JSONResponse:
@@ -138,6 +231,17 @@ async def database_locked(request: Request, exc: Exception) -> JSONResponse:
     if refusal is None:
         raise exc
     return await refused(request, refusal)
+
+
+async def text_not_storable(request: Request, exc: Exception) -> JSONResponse:
+    # Half a character (a lone surrogate) that reached a database or a writer past the
+    # JSON guard: a form field, a file an importer read. The unit of work rolled back.
+    return error_response(
+        422,
+        "Some text in this request holds half of a character (a lone surrogate), which "
+        "cannot be stored. Nothing was changed.",
+        "HalfCharacter",
+    )
 
 
 async def value_not_storable(request: Request, exc: DataError) -> JSONResponse:

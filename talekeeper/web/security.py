@@ -34,7 +34,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from talekeeper.service.json_depth import DepthScanner, TooDeep
+from talekeeper.service.json_depth import MAX_MEMBERS, DepthScanner, HalfCharacter, TooDeep, TooWide
 from talekeeper.web.errors import error_body
 
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
@@ -71,7 +71,12 @@ class BodyLimits:
     imports: int = 32 * MiB
 
     def for_path(self, path: str) -> int:
-        return self.imports if path.rstrip("/").endswith("/import") else self.default
+        return self.imports if is_upload(path) else self.default
+
+
+def is_upload(path: str) -> bool:
+    """Whether a path takes a file as its body (read by a converter, not by a schema)."""
+    return path.rstrip("/").endswith("/import")
 
 
 class BodyTooLarge(HTTPException):
@@ -87,13 +92,13 @@ class BodyTooLarge(HTTPException):
         super().__init__(status_code=413, detail=too_large_message(limit))
 
 
-class BodyTooDeep(HTTPException):
-    """Raised from `receive` when a JSON body nests past `json_depth.MAX_DEPTH` (422)."""
+class BodyNotJson(HTTPException):
+    """Raised from `receive` when a JSON body nests past `json_depth.MAX_DEPTH`, holds more
+    than `json_depth.MAX_MEMBERS` members in one object or list, or half a character (422)."""
 
-    error = "TooDeep"
-
-    def __init__(self, message: str):
-        super().__init__(status_code=422, detail=message)
+    def __init__(self, refusal: TooDeep | TooWide | HalfCharacter):
+        super().__init__(status_code=422, detail=str(refusal))
+        self.error = type(refusal).__name__
 
 
 def too_large_message(limit: int, size: int | None = None) -> str:
@@ -210,14 +215,9 @@ class LocalOnlyMiddleware:
 
         received = 0
         started = False
-        # JSON (and bodies of no declared type: the import reads raw bytes) is refused past
-        # a sane nesting depth before anything parses it; form posts are not JSON.
         content_type = Headers(scope=scope).get("content-type", "")
-        depth = (
-            None
-            if content_type.startswith(("multipart/", "application/x-www-form-urlencoded"))
-            else DepthScanner()
-        )
+        form = content_type.startswith(("multipart/", "application/x-www-form-urlencoded"))
+        check = None if form else JsonBodyCheck(upload=is_upload(scope.get("path", "")))
 
         async def counting_receive() -> Message:
             nonlocal received
@@ -227,11 +227,11 @@ class LocalOnlyMiddleware:
                 received += len(body)
                 if received > limit:
                     raise BodyTooLarge(limit)
-                if depth is not None and body:
+                if check is not None:
                     try:
-                        depth.feed(body)
-                    except TooDeep as exc:
-                        raise BodyTooDeep(str(exc)) from None
+                        check.feed(body, final=not message.get("more_body", False))
+                    except (TooDeep, TooWide, HalfCharacter) as exc:
+                        raise BodyNotJson(exc) from None
             return message
 
         async def tracking_send(message: Message) -> None:
@@ -246,12 +246,43 @@ class LocalOnlyMiddleware:
             if started:
                 raise
             await _too_large(limit)(scope, receive, send)
-        except BodyTooDeep as exc:
+        except BodyNotJson as exc:
             if started:
                 raise
-            await JSONResponse(error_body(str(exc.detail), "TooDeep"), status_code=422)(
+            await JSONResponse(error_body(str(exc.detail), exc.error), status_code=422)(
                 scope, receive, send
             )
+
+
+class JsonBodyCheck:
+    """What the guard reads of a body that is not a form post, as it arrives.
+
+    A request's JSON (or a body of no declared type: FastAPI reads that as JSON too) is
+    refused past a sane depth, a sane width and for half a character before anything
+    parses it. An upload (paths ending in `/import`) is a file its importer reads: only
+    one that is JSON (its first byte opens an object or a list, not a gzip, PNG or zip
+    file, whose bytes mean nothing here) is measured, and for depth alone — a card from
+    another app may hold a broken character, which its converter mends or refuses.
+    """
+
+    _OPENING = b" \t\r\n\xef\xbb\xbf"  # whitespace and a byte-order mark
+
+    def __init__(self, upload: bool) -> None:
+        self.upload = upload
+        self.scanner = None if upload else DepthScanner(max_members=MAX_MEMBERS)
+
+    def feed(self, body: bytes, final: bool) -> None:
+        if self.upload:
+            head = body.lstrip(self._OPENING)
+            if not head:
+                return  # undecided until the first byte that is not blank
+            self.upload = False
+            if head[:1] in (b"{", b"["):
+                self.scanner = DepthScanner(whole_characters=False)
+        if self.scanner is not None:
+            self.scanner.feed(body)
+            if final:
+                self.scanner.finish()
 
 
 def _content_length(scope: Scope) -> int | None:

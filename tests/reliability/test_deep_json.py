@@ -122,3 +122,64 @@ def test_pages_reading_json_from_a_form_field_refuse_deep_nesting(client: TestCl
         )
     assert client.get(f"/api/adventures/{story['id']}").json() == before
     assert client.get(f"/api/scenarios/{own}").json() == scenario_before
+
+
+def _lone(value) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, list):
+        return any(_lone(v) for v in value)
+    if isinstance(value, dict):
+        return any(_lone(k) or _lone(v) for k, v in value.items())
+    return False
+
+
+ESCAPES = st.sampled_from(
+    ["\\ud83d\\ude00", "\\ud800", "\\udfff", "\\udbff\\udc00", "\\\\ud800", "\\u0041", "\\n", "a"]
+)
+RAW = st.sampled_from([b"", b"\xed\xa0\x80", b"\xf0\x9f\x98\x80", b"\xe2\x82\xac"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(ESCAPES, RAW), min_size=1, max_size=6),
+    st.integers(1, 13),
+    st.booleans(),
+)
+def test_half_a_character_is_found_in_any_chunking(pieces, chunk, as_key) -> None:
+    """The scanner refuses a text exactly when Python's reader would give a lone surrogate,
+    whichever way its bytes are cut into chunks."""
+    import json
+
+    from talekeeper.service.json_depth import HalfCharacter
+
+    inner = b"".join(escape.encode() + raw for escape, raw in pieces)
+    text = b'{"' + inner + b'": 1}' if as_key else b'{"k": ["' + inner + b'", 2]}'
+    expected = _lone(json.loads(text))
+    scanner = DepthScanner()
+    try:
+        for i in range(0, len(text), chunk):
+            scanner.feed(text[i : i + chunk])
+        scanner.finish()
+    except HalfCharacter:
+        assert expected, text
+    else:
+        assert not expected, text
+    assert scanner.depth == 0 or expected
+
+
+def test_an_upload_that_is_not_json_is_left_to_its_importer(client: TestClient) -> None:
+    """A gzip, PNG or zip file's bytes mean nothing to the JSON guard (a random megabyte
+    holds brackets enough to look 64 levels deep, and the bytes of half a character)."""
+    import os
+
+    noise = b"\x1f\x8b\x08\x00" + b"[{" * 200 + os.urandom(50_000) + b"\xed\xa0\x80"
+    response = client.post("/api/adventures/import", content=noise)
+    assert response.status_code == 422
+    assert response.json()["error"] not in ("TooDeep", "HalfCharacter"), response.text
+    deep = client.post("/api/adventures/import", content=b"  " + DEEP)  # JSON: measured
+    assert deep.status_code == 422 and deep.json()["error"] == "TooDeep"
