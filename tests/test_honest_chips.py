@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import state_engine
+from talekeeper.service.chips import turn_chips
 from talekeeper.state import initial_document, load_rules
-from talekeeper.web.present import chip, notes, real_changes
 from tests.state.test_notes import GREYWATER, protocol_in
 from tests.test_tree_api import play
 
@@ -69,13 +69,11 @@ def test_a_new_note_is_shown_as_a_note_not_a_change() -> None:
         RULES,
         1,
     )
-    kinds = [chip(c)["kind"] for c in settled.outcomes]
+    kinds = [c["chip"]["kind"] for c in settled.outcomes]
     assert kinds == ["note", "applied"]
-    assert (
-        chip(settled.outcomes[0])["text"] == "Tobin was seen rowing toward the lighthouse at dusk."
-    )
-    assert [c["type"] for c in notes(settled.outcomes)] == ["note_event"]
-    assert [c["type"] for c in real_changes(settled.outcomes)] == ["set_flag"]
+    shown = turn_chips(settled.outcomes)
+    assert [c.text for c in shown.notes] == ["Tobin was seen rowing toward the lighthouse at dusk."]
+    assert [c.text for c in shown.chips] == ["Ferry hired: on"]
 
 
 events = st.sampled_from(
@@ -120,11 +118,11 @@ def test_an_edited_narration_says_it_kept_the_old_takes_changes(
     one = play(client, adventure_id, scripted, reply, "ask Maren")["turn"]
     url = f"/api/adventures/{adventure_id}/turns/{one['id']}/edit"
     shown = client.post(url, json={"narration": "Maren nods, once."}).json()["turns_shown"][-1]
-    kinds = [(c["type"], chip(c)["kind"]) for c in shown["changes"]]
+    kinds = [(c["type"], c["chip"]["kind"]) for c in shown["changes"]]
     # the flag is kept and re-checked; the old take's note described the old text: gone;
     # and the take says plainly where its changes came from
     assert kinds == [("set_flag", "applied"), ("kept_changes", "note")]
-    assert "edited this text" in chip(shown["changes"][-1])["text"]
+    assert "edited this text" in shown["changes"][-1]["chip"]["text"]
     # the page shows the same chips under the take it shows, the note muted and collapsed
     page = client.get(f"/adventures/{adventure_id}").text
     article = page[page.index(f'id="turn-{shown["id"]}"') :]

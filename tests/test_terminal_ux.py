@@ -65,7 +65,8 @@ def test_a_turn_shows_its_change_chips(
     out = run_play(tk, ["wait"], monkeypatch, adventure_id=start(tk))
     assert "The wind rises." in out and "```" not in out
     assert "● Storm 4 → 5" in out
-    assert "● ✗ refused: 'teleport' is not an event type" in out
+    # the model's mistake is counted, not shown as the player's (Insights says which and why)
+    assert "1 of the model's changes was not applied" in out and "teleport" not in out
 
 
 def test_a_reply_cut_off_mid_sentence_says_what_the_story_keeps(
@@ -167,7 +168,7 @@ def test_state_shows_what_the_story_holds_true(
     )
     out = run_play(tk, ["wait", "/state", "/help"], monkeypatch, adventure_id=start(tk))
     assert "Scene:" in out
-    assert re.search(r"storm\s+6 / 10\s+a gale", out), out
+    assert re.search(r"Storm\s+6 / 10\s+a gale", out), out
     assert "☐ Obtain the brass key" in out and "turn None" not in out
     assert "/state" in out.split("Command")[-1]  # /help lists it
 
@@ -186,7 +187,7 @@ def test_fix_corrects_the_state_by_name_and_undo_takes_it_back(
     out = run_play(tk, lines, monkeypatch, adventure_id=aid)
     assert "● Storm 4 → 7" in out and "● Maren now holds brass key" in out
     assert (
-        "Storm 7 → 7" not in out and "world.storm already 7" in out
+        "Storm 7 → 7" not in out and "Storm already 7" in out
     )  # setting what is true: no correction
     assert "Scene: Greywater docks" in out  # names, never ids
     assert scripted.requests == []  # corrections never call the model

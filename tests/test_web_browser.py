@@ -111,8 +111,9 @@ def test_play_stream_stop_chips_keys_takes_and_inert_markup(isolated_home) -> No
         expect(story).not_to_contain_text("change_stat")
         turn = story.locator(".turn").last
         expect(turn.locator(".chip-limited")).to_contain_text("Maren's trust −2 → 1 (limited)")
-        expect(turn.locator(".chip-rejected")).to_contain_text(
-            "refused: world.night is a counter and never falls"
+        expect(turn.locator(".chip-rejected")).to_have_count(0)  # the model's: counted, not red
+        expect(turn.locator(".chips-refused")).to_have_text(
+            "1 of the model's changes was not applied — see Insights"
         )
         expect(turn.locator(".chip-unchanged")).to_contain_text("no change — Health at its limit")
         expect(turn.locator(".chip-milestone")).to_contain_text(
@@ -298,7 +299,9 @@ def test_state_panel_corrections_refusals_and_audit(isolated_home) -> None:
         expect(panel.get_by_role("status")).to_contain_text("Corrected")
         expect(panel.locator(".chip-limited")).to_contain_text("Storm 6 → 10 (limited)")
         expect(panel.locator('[data-stat="world.storm"]')).to_contain_text("10 / 10 · a tempest")
-        expect(story).to_contain_text("You corrected the state: world.storm: 6 → 10")
+        correction = story.locator(".turn.correction").last
+        expect(correction).to_contain_text("✎ You corrected the story:")
+        expect(correction.locator(".chip-limited")).to_have_text("Storm 6 → 10 (limited)")
 
         # A refused correction says why, in words, and changes nothing.
         panel.get_by_text("Events as JSON").click()
@@ -319,12 +322,11 @@ def test_state_panel_corrections_refusals_and_audit(isolated_home) -> None:
         panel.get_by_role("button", name="Mark reached").click()
         expect(panel.locator(".milestones")).to_contain_text("✓ Obtain the brass key")
 
-        # The audit trail: the narrator's block as written, and the corrections.
-        panel.get_by_role("button", name="Show the audit trail").click()
-        audit = panel.locator(".audit")
-        expect(audit.locator(":scope > li")).to_have_count(3)
-        expect(audit).to_contain_text("your correction")
-        expect(audit).to_contain_text("the narrator")
+        # The audit trail, in Insights: the narrator's block as written, and the corrections.
+        audit_url = page.url.split("?")[0] + "/insights/audit"
+        expect(panel.get_by_role("link", name="the audit trail, in Insights")).to_have_attribute(
+            "href", audit_url.removeprefix(w.url)
+        )
 
         # Undo takes a correction back, and the open panel follows the story.
         page.get_by_role("button", name="Undo").click()
@@ -332,6 +334,11 @@ def test_state_panel_corrections_refusals_and_audit(isolated_home) -> None:
         page.get_by_role("button", name="Close the panel").click()
         expect(panel).to_be_empty()
         expect(page.get_by_role("button", name="State", exact=True)).to_be_focused()
+        page.goto(audit_url)
+        audit = page.locator(".audit")
+        expect(audit.locator(":scope > li")).to_have_count(2)  # the last correction was undone
+        expect(audit).to_contain_text("your correction")
+        expect(audit).to_contain_text("the narrator")
 
 
 # --- story map and Save Points ------------------------------------------------------------------

@@ -99,9 +99,7 @@ def test_a_player_correction_is_validated_recorded_and_undoable(
     )
     assert health() == 6
     story = client.get(f"/api/adventures/{adventure_id}").json()
-    assert story["turns_shown"][-1]["action_line"].startswith(
-        "(You corrected the state: player.health"
-    )
+    assert story["turns_shown"][-1]["action_line"] == "(You corrected the story: Health 10 → 6)"
     audit = client.get(f"/api/adventures/{adventure_id}/state/audit").json()
     assert audit[0]["source"] == "player"
 

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from talekeeper.errors import Invalid, NotFound
-from talekeeper.service import state_engine
+from talekeeper.service import chips, state_engine
 from talekeeper.service.origins import merge, with_origin
 from talekeeper.service.scenarios import (
     ScenarioError,
@@ -162,6 +162,9 @@ def delete_adventure(session: Session, adventure: Adventure) -> None:
 
 
 def node_view(node: Node) -> dict[str, Any]:
+    # The state engine's verdicts on this turn: the change chips under it. A correction's
+    # line is their words (one an older release wrote kept paths in its stored text).
+    changes = state_engine.changes_of(node)
     return {
         "id": node.id,
         "parent_id": node.parent_id,
@@ -169,7 +172,7 @@ def node_view(node: Node) -> dict[str, Any]:
         "kind": node.action_kind,
         "action": node.action_text,
         "action_line": (
-            f"({node.action_text})"
+            f"({chips.correction_text(changes)})"
             if node.action_kind == "correction"
             else format_action(node.action_kind, node.action_text)
         ),
@@ -177,8 +180,7 @@ def node_view(node: Node) -> dict[str, Any]:
         "reasoning": node.reasoning,
         "model": node.model,
         "created_at": node.created_at.isoformat() if node.created_at else None,
-        # The state engine's verdicts on this turn: the change chips under it.
-        "changes": state_engine.changes_of(node),
+        "changes": changes,
     }
 
 

@@ -66,7 +66,7 @@ def correct(tk: Talekeeper, adventure_id: int, events: list[Any]) -> dict[str, A
         rules = state_engine.rules_of(adventure)
         before = state_engine.document_of(head.state, rules)
         state, record, report = state_engine.correct(before, events, rules, head.depth + 1)
-        outcomes = state_engine.outcome_views(report)
+        outcomes = state_engine.outcome_views(report, state)
         if not any(_changes_something(o) for o in outcomes):
             raise CorrectionRefused(outcomes)
         tree.append_child(
@@ -75,7 +75,7 @@ def correct(tk: Talekeeper, adventure_id: int, events: list[Any]) -> dict[str, A
             head,
             tree.NewTurn(
                 action_kind="correction",
-                action_text=state_engine.correction_summary(report),
+                action_text=state_engine.correction_summary(report, state),
                 narration="",
                 state=state,
                 proposal=record,

@@ -17,6 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from talekeeper.context import echo
+from talekeeper.service import chips
+from talekeeper.service.names import Names
 from talekeeper.state import (
     Document,
     Report,
@@ -204,7 +206,8 @@ def settle_reply(
     after, report = apply_proposal(before, proposal, rules, turn)
     after = record_event(after, event_line(report, extraction.prose), turn)
     record.report = report.to_json()
-    return Settled(extraction.prose, after.to_json(), record.to_json(), outcome_views(report))
+    state = after.to_json()
+    return Settled(extraction.prose, state, record.to_json(), outcome_views(report, state))
 
 
 def without_empty_notes(
@@ -282,12 +285,15 @@ def rederive_for_edit(
     return extraction.prose, after.to_json(), record.to_json()
 
 
-def outcome_views(report: Report) -> list[dict[str, Any]]:
-    """The change chips under a turn: applied, limited, unchanged at its limit, rejected."""
-    return [_outcome_view(o) for o in report.outcomes]
+def outcome_views(report: Report, state: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The change chips under a turn: applied, limited, unchanged at its limit, rejected —
+    each with its words (`service.chips`), naming things as `state` (a document's JSON,
+    the state after the turn) does."""
+    names = Names(state)
+    return [_outcome_view(o, names, report.authority) for o in report.outcomes]
 
 
-def _outcome_view(outcome: Outcome) -> dict[str, Any]:
+def _outcome_view(outcome: Outcome, names: Names, by: str) -> dict[str, Any]:
     return {
         "status": outcome.status,
         "type": outcome.type,
@@ -297,6 +303,8 @@ def _outcome_view(outcome: Outcome) -> dict[str, Any]:
         "reason": outcome.reason,
         "correction": outcome.correction,
         "hidden": outcome.hidden,
+        "by": by,
+        "chip": chips.describe(outcome.model_dump(), names).as_dict(),
     }
 
 
@@ -308,7 +316,7 @@ KEPT_CHANGES = (
 
 def changes_of(node: Node) -> list[dict[str, Any]]:
     report = last_report(node.proposal)
-    views = outcome_views(report) if report else []
+    views = outcome_views(report, node.state) if report else []
     if views and ProposalRecord.of(node.proposal).kept_changes_of:
         views.append(
             {
@@ -320,18 +328,21 @@ def changes_of(node: Node) -> list[dict[str, Any]]:
                 "reason": KEPT_CHANGES,
                 "correction": None,
                 "hidden": False,
+                "by": "player",
+                "chip": chips.Chip("note", KEPT_CHANGES).as_dict(),
             }
         )
     return views
 
 
 def stat_views(document: Document, rules: Rules) -> list[dict[str, Any]]:
-    """Every declared stat with its value, range and band label, for the state panel.
+    """Every declared stat with its label, value, range and band word, for the state panel.
 
-    The player sees the numbers of hidden stats too; only the model is kept to words.
-    """
+    A hidden stat (luck) shows its band word only: its number is never shown, to the
+    player as to the model (the start form promises it)."""
     from talekeeper.state import band_label
 
+    names = Names(document.to_json())
     rows: list[dict[str, Any]] = []
 
     def add(owner: str, path: str, name: str, rule: Any, live: Any) -> None:
@@ -341,10 +352,11 @@ def stat_views(document: Document, rules: Rules) -> list[dict[str, Any]]:
                 "owner": owner,
                 "path": path,
                 "name": name,
+                "label": names.stat(path),
                 "kind": rule.kind,
-                "value": value,
-                "min": rule.min,
-                "max": rule.max,
+                "value": None if rule.hidden else value,
+                "min": None if rule.hidden else rule.min,
+                "max": None if rule.hidden else rule.max,
                 "band": band_label(rule, value),
                 "hidden": rule.hidden,
                 "desc": rule.desc,
@@ -410,14 +422,6 @@ def _name(entities: dict[str, Any], entity_id: str) -> str:
     return entity.name if entity is not None else entity_id
 
 
-def correction_summary(report: Report) -> str:
-    """How a correction reads in the story: "You corrected: player.health 10 → 6; …"."""
-    parts = []
-    for outcome in report.outcomes:
-        if outcome.status not in ("applied", "limited"):
-            continue
-        if outcome.hidden or outcome.before is None and outcome.after is None:
-            parts.append(outcome.target or outcome.type or "state")
-        else:
-            parts.append(f"{outcome.target}: {outcome.before} → {outcome.after}")
-    return "You corrected the state: " + "; ".join(parts)
+def correction_summary(report: Report, state: dict[str, Any]) -> str:
+    """How a correction reads in the story, in the chips' words."""
+    return chips.correction_text(outcome_views(report, state))

@@ -16,6 +16,7 @@ from talekeeper.llm.errors import LLMError
 from talekeeper.service import adventures, corrections, scenarios, state_updates
 from talekeeper.service.adventures import AdventureNotFound
 from talekeeper.service.app import Talekeeper
+from talekeeper.service.chips import turn_chips
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.service.origins import origin_summaries
 from talekeeper.service.turns import TurnEvent, current_state_mode, play_turn
@@ -35,7 +36,7 @@ HELP = (
     "[bold]/restore[/], [bold]/state[/], [bold]/fix[/] (correct the state), [bold]/quit[/]; [bold]/help[/] lists them all."
 )
 QUIT = ("/quit", "/q", "/exit")
-# The chip colours of the web page, in Rich's words (see web/templates/_chips.html).
+# The chip colours of the web page (web/static/app.css), in Rich's words.
 CHIP_STYLE = {
     "applied": "green",
     "limited": "yellow",
@@ -173,53 +174,19 @@ async def _show_stream(events: AsyncIterator[TurnEvent], echo_action: bool = Tru
             show_changes(event.data.get("changes") or [])
 
 
-def _chip(change: dict[str, Any]) -> tuple[str, str]:
-    """(kind, words) for one outcome: the web's chip (`web/present.chip`) in short — the
-    terminal may not import the web layer. A hidden stat shows no number here either."""
-    status, target = (
-        change.get("status", "applied"),
-        str(change.get("target") or change.get("type") or "change"),
-    )
-    reason = str(change.get("reason") or "")
-    if change.get("type") in ("note_event", "kept_changes") and status in ("applied", "note"):
-        return "note", str(change.get("after") if change.get("type") == "note_event" else reason)
-    if status == "rejected":
-        return "rejected", f"✗ refused: {reason or 'not allowed'}"
-    if status == "unchanged":
-        return "unchanged", f"no change — {target} at its limit"
-    before, after = change.get("before"), change.get("after")
-    if (
-        change.get("type") in ("set_stat", "change_stat")
-        and status == "applied"
-        and before is not None
-        and before == after
-    ):
-        return "unchanged", f"{target} already {after}"  # set to what it was: no change
-    if change.get("type") == "reach_milestone":
-        return "milestone", f"✓ Milestone reached: {reason.split(':', 1)[-1].strip() or target}"
-    if (
-        change.get("type") in ("set_stat", "change_stat")
-        and not change.get("hidden")
-        and after is not None
-    ):
-        owner, _, name = target.partition(".")
-        label = (
-            name.replace("_", " ").capitalize() if owner in ("world", "player") and name else target
-        )
-        text = f"{label} {before} → {after}"
-    else:
-        text = reason or target
-    return ("limited", f"{text} (limited)") if status == "limited" else ("applied", text)
-
-
 def show_changes(changes: list[dict[str, Any]]) -> None:
-    """What the state engine made of the turn, one chip a line, as the web shows them."""
-    for change in changes:
-        kind, text = _chip(change)
-        if kind == "note":  # said about the turn, not a change: muted, not a chip
-            console.print(f"  [dim italic]· {escape(text)}[/]", highlight=False)
-            continue
-        console.print(f"  [{CHIP_STYLE[kind]}]● {escape(text)}[/]", highlight=False)
+    """What the state engine made of the turn, one chip a line, described as the web's
+    (`service.chips`): the model's refusals one muted count, notes muted."""
+    shown = turn_chips(changes)
+    for chip in shown.chips:
+        console.print(f"  [{CHIP_STYLE[chip.kind]}]● {escape(chip.text)}[/]", highlight=False)
+    for note in shown.notes:  # said about the turn, not a change: muted, not a chip
+        console.print(f"  [dim italic]· {escape(note.text)}[/]", highlight=False)
+    if shown.refused:
+        console.print(
+            f"  [dim]· {shown.refused_line} (the web app's Insights says which and why)[/]",
+            highlight=False,
+        )
     if changes:
         console.print()
 

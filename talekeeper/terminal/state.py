@@ -24,17 +24,16 @@ def show_state(tk: Talekeeper, adventure_id: int, console: Console) -> None:
     if view["stats"]:
         table = Table("Stat", "Value", "", box=None)
         for stat in view["stats"]:
-            owner = "" if stat["owner"] in ("world", "player") else f"{stat['owner']}'s "
-            span = (
-                f" / {_num(stat['max'])}"
-                if stat["max"] is not None and stat["kind"] != "text"
-                else ""
-            )
-            table.add_row(
-                escape(f"{owner}{stat['name']}".replace("_", " ")),
-                escape(f"{_num(stat['value'])}{span}"),
-                escape(stat["band"] or ""),
-            )
+            if stat["hidden"]:  # never a number: its word only
+                shown = "hidden"
+            else:
+                span = (
+                    f" / {_num(stat['max'])}"
+                    if stat["max"] is not None and stat["kind"] != "text"
+                    else ""
+                )
+                shown = f"{_num(stat['value'])}{span}"
+            table.add_row(escape(stat["label"]), escape(shown), escape(stat["band"] or ""))
         console.print(table)
     for flag in view["flags"]:
         console.print(

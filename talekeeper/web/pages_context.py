@@ -20,6 +20,7 @@ from talekeeper.service import plot as plot_service
 from talekeeper.service.adventures import AdventureNotFound
 from talekeeper.service.views.context import Insights as InsightsView
 from talekeeper.service.views.context import MemoryPanel, Plot
+from talekeeper.service.views.state import AuditEntry
 from talekeeper.web import flash
 from talekeeper.web.card_form import card_from_form
 from talekeeper.web.deps import get_tk
@@ -72,6 +73,23 @@ async def insights_page(
         proposal=proposal,
         kind=kind,
         text=text,
+    )
+
+
+@router.get("/adventures/{adventure_id}/insights/audit", response_class=HTMLResponse)
+def audit_page(
+    request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
+    """The audit trail, in Insights with the rest of what the model wrote: every proposal on
+    the line being read, newest first — raw text, parse errors, verdicts."""
+    trail = [AuditEntry.model_validate(e) for e in corrections.audit(tk, adventure_id, limit=100)]
+    return render(
+        request,
+        "audit.html",
+        adventure_id=adventure_id,
+        title=_title(tk, adventure_id),
+        trail=trail,
+        recent=insights.recent_turns(tk, adventure_id),
     )
 
 

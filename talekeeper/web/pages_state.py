@@ -1,5 +1,6 @@
 """The state panel on the play page (HTMX fragments): the state at the moment being read,
-grouped for reading; the player's corrections; the audit trail.
+grouped for reading; the player's corrections (the audit trail is in Insights:
+`pages_context.audit_page`).
 
 Corrections go through `service.corrections.correct`, the same validator and bookkeeping
 as the JSON API and the terminal: a correction that changes something becomes a step of the story (Undo takes
@@ -18,7 +19,6 @@ from fastapi.responses import HTMLResponse
 from talekeeper.core import Talekeeper
 from talekeeper.errors import Conflict
 from talekeeper.service import corrections
-from talekeeper.service.views.state import AuditEntry
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render
 
@@ -184,10 +184,3 @@ async def correct(
     response = _panel(request, tk, adventure_id, result={"ok": True, "changes": answer["changes"]})
     response.headers["HX-Trigger"] = "story-changed"
     return response
-
-
-@router.get("/audit", response_class=HTMLResponse)
-def audit(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    """Every proposal on the line being read, newest first: raw text, parse errors, verdicts."""
-    trail = [AuditEntry.model_validate(e) for e in corrections.audit(tk, adventure_id, limit=100)]
-    return render(request, "_audit.html", adventure_id=adventure_id, trail=trail)

@@ -36,13 +36,15 @@ class Possession(View):
 
 
 class StatRow(View):
-    """A declared stat with its value, range and band word (the player sees hidden numbers)."""
+    """A declared stat with its value, range and band word. A hidden stat (luck) has its
+    band word only: no value, no range."""
 
     owner: str = Field(description="world, player, or the character's id.")
     path: str = Field(description="e.g. `player.hp`, `npc.gwen.trust`.")
     name: str
+    label: str = Field(description="As the player reads it: `Maren's trust`, `Lamp oil`.")
     kind: str
-    value: Any
+    value: Any = Field(description="Null for a hidden stat.")
     min: int | float | None
     max: int | float | None
     band: str | None = Field(description="The band word the model reads for this value.")

@@ -14,6 +14,16 @@ from talekeeper.service.views.base import TIMESTAMP, View
 from talekeeper.service.views.context import Assembly
 
 
+class ChipWords(View):
+    """A change as the player reads it (`service.chips`): names and words, no ids or paths."""
+
+    kind: str = Field(
+        description="applied, limited, unchanged, rejected, milestone or note (a CSS word)."
+    )
+    text: str = Field(description="What the chip says, e.g. `Maren's trust −2 → 1 (limited)`.")
+    detail: str = Field(description="More, in words (a tooltip); may be empty.")
+
+
 class Change(View):
     """One change chip: a proposed change to the state and what became of it."""
 
@@ -34,6 +44,10 @@ class Change(View):
     hidden: bool = Field(
         description="A hidden stat: the player sees its band word, not its number."
     )
+    by: str = Field(
+        description="Who proposed it: `story` (the model) or `player` (a correction or an edit)."
+    )
+    chip: ChipWords = Field(description="The change in the player's words.")
 
 
 class TakePosition(View):
