@@ -312,6 +312,8 @@ STORY = {
                     "reason": "",
                     "correction": None,
                     "hidden": False,
+                    "by": "story",
+                    "chip": {"kind": "applied", "text": "Storm 4 → 6.5", "detail": ""},
                 },
             ],
             "takes": {"index": 1, "count": 1, "previous_id": None, "next_id": None},
