@@ -11,7 +11,10 @@ declares, checked by path), `initial` (a new adventure's document), `normalise` 
 stored document back), `events` (the closed allowlist), `resolve` (names → ids),
 `validate` (the layers), `stats` (stat mechanics), `apply`, `report`, `prompt` (text
 for the model), `notes` (the state in words, for the narrator), `extract` (the state-block
-protocol), `schema` (published schemas).
+protocol), `schema` (published schemas). Reading the narration: `reader` (text → claims,
+with `lexicon`), `situation` (who is where at each point of it), `told` (the changes it
+states outright), `contradictions` (its clashes with the state), `telling` (all three for
+one narration).
 """
 
 from .apply import apply_proposal

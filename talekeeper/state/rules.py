@@ -88,6 +88,31 @@ class StatusChange(_Frozen):
         return match(self.from_, old) and match(self.to, new)
 
 
+Capacity = Literal["speak", "move", "use", "act"]
+CAPACITIES: tuple[str, ...] = ("speak", "move", "use", "act")
+"""What a status can forbid: speaking, going anywhere, handling things, any other deed."""
+
+
+class StatusRule(_Frozen):
+    """What a status label means for what its bearer can do (the contradiction guard
+    reads it: a dead keeper who laughs, a bound prisoner who walks off)."""
+
+    desc: str = ""
+    forbids: tuple[Capacity, ...] = ()
+
+
+DEFAULT_STATUSES: dict[str, StatusRule] = {
+    "alive": StatusRule(desc="Alive and able."),
+    "dead": StatusRule(desc="Dead.", forbids=("speak", "move", "use", "act")),
+    "asleep": StatusRule(desc="Asleep.", forbids=("speak", "move", "use", "act")),
+    "unconscious": StatusRule(desc="Unconscious.", forbids=("speak", "move", "use", "act")),
+    "bound": StatusRule(desc="Tied up.", forbids=("move", "use")),
+}
+"""The statuses every scenario has unless it declares otherwise: a scenario's own
+`statuses` add to these and replace any of the same name (a ghost story may declare
+"dead" with nothing forbidden)."""
+
+
 class Canon(_Frozen):
     rules: tuple[str, ...] = ()
     forbidden_status_changes: tuple[StatusChange, ...] = ()
@@ -122,7 +147,22 @@ class Rules(_Frozen):
     milestones: dict[str, MilestoneRule] = Field(default_factory=dict)
     canon: Canon = Field(default_factory=Canon)
     cast: dict[str, CastMember] = Field(default_factory=dict)
+    statuses: dict[str, StatusRule] = Field(default_factory=lambda: dict(DEFAULT_STATUSES))
+    """Every status label with a meaning: the defaults, then the scenario's own."""
     raw: dict[str, Any] = Field(default_factory=dict)
+
+    def status_rule(self, label: str) -> StatusRule | None:
+        """The rule for a status or condition label (case-insensitive), if it has one."""
+        wanted = " ".join(label.split()).casefold()
+        for name, rule in self.statuses.items():
+            if name.casefold() == wanted:
+                return rule
+        return None
+
+    def normal_status(self) -> str:
+        """The label to restore someone to once nothing holds them: the first status
+        that forbids nothing (the defaults' "alive" when the scenario declares none)."""
+        return next((name for name, rule in self.statuses.items() if not rule.forbids), "alive")
 
     def stat_rule(self, owner: str, name: str, npc: str | None = None) -> StatRule | None:
         """The rule for `world.x`, `player.x` or (owner `npc`) `npc.<id>.x`, or None."""
@@ -536,6 +576,13 @@ def load_rules(raw: Any) -> Rules:
                 for c in raw.get("canon", {}).get("forbidden_status_changes", [])
             ),
         ),
+        statuses={
+            **DEFAULT_STATUSES,
+            **{
+                name: StatusRule(desc=v.get("desc", ""), forbids=tuple(v.get("forbids", [])))
+                for name, v in raw.get("statuses", {}).items()
+            },
+        },
         cast={
             e["id"]: CastMember(
                 id=e["id"],
@@ -594,6 +641,9 @@ __all__ = [
     "Scalar",
     "StatRule",
     "StatusChange",
+    "StatusRule",
+    "CAPACITIES",
+    "DEFAULT_STATUSES",
     "check_rules",
     "default_initial",
     "empty_rules",

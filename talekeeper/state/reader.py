@@ -1,0 +1,1431 @@
+"""The narration reader: what a narration says about the story's people, places and things.
+
+DESIGN.md "Reading the narration": narration text + the state document + the rules →
+*claims* — who is said to be where, who holds or uses what, who acts or speaks, who
+arrives, leaves, sleeps, wakes or dies — each with the sentence it came from and its
+mood: asserted now, or only thought, remembered, reported, planned, asked, conditional,
+negated or past. Two consumers read the claims: the contradiction guard
+(`contradictions.py`) and the change reader (`told.py`).
+
+It is a careful rule-based reader, not a parser: it knows entities only by their names
+and aliases in the document (the player also as "you"), English only by `lexicon.py`,
+and it favours silence over a wrong claim — an ambiguous name, an unknown verb, a
+pronoun that could mean two people, a clause it cannot place, all claim nothing. Words
+inside quotation marks are reported speech, never the narration's own assertion; the
+speaker of a quote speaks. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from . import lexicon as lx
+from .document import PLAYER_ID, Document
+from .rules import Rules
+
+MOODS = (
+    "asserted",
+    "thought",
+    "remembered",
+    "reported",
+    "planned",
+    "asked",
+    "conditional",
+    "negated",
+    "past",
+)
+KINDS = (
+    "acts",  # someone does something (act: speak | move | use | act | rest), somewhere
+    "at",  # someone is at a place
+    "moves",  # someone goes to a place (the player's move; an NPC's arrival or departure)
+    "arrives",  # someone comes into the scene
+    "leaves",  # someone leaves the scene (object: where to, if named)
+    "uses",  # someone holds or uses an item
+    "gives",  # someone hands an item to someone (other)
+    "takes",  # someone takes an item (other: from whom, if named)
+    "drops",  # someone puts an item down
+    "status",  # someone falls asleep, wakes, dies (object: asleep | awake | dead)
+)
+
+PERSON_TYPES = frozenset(
+    "person people character npc creature animal beast companion player human".split()
+)
+PLACE_TYPES = frozenset(
+    "place location room area building region town city village site landmark".split()
+)
+ITEM_TYPES = frozenset("item thing object weapon tool artifact artefact gear".split())
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One thing the narration says. `subject`, `object` and `other` are entity ids."""
+
+    kind: str
+    subject: str
+    object: str | None = None
+    other: str | None = None
+    mood: str = "asserted"
+    verb: str = ""
+    act: str = ""
+    where: str | None = None
+    """For `acts`: "here", a place id, or None when the clause places nobody."""
+    sentence: str = ""
+    index: int = 0
+
+    @property
+    def asserted(self) -> bool:
+        return self.mood == "asserted"
+
+
+# --- the gazetteer: every name the document knows, as one pattern --------------------
+
+
+@dataclass(frozen=True)
+class Gazetteer:
+    pattern: re.Pattern[str] | None
+    forms: dict[str, tuple[str, ...]]
+    proper: frozenset[str]
+    heads: frozenset[str]
+    kinds: dict[str, str]
+
+
+_DETS = "the|a|an|your|his|her|their|its|this|that|my|our"
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
+
+
+def _bare(name: str) -> str:
+    return _ARTICLE.sub("", " ".join(name.split())).strip()
+
+
+def entity_kind(doc: Document, rules: Rules, eid: str) -> str:
+    """player | person | place | item | other, from the entity's type label and from
+    how the document uses it (a holder's items, a location's places)."""
+    if eid == PLAYER_ID:
+        return "player"
+    entity = doc.entities[eid]
+    label = entity.type.casefold().strip()
+    if label in PERSON_TYPES or eid in rules.stats.npcs or eid in rules.cast:
+        return "person"
+    if label in PLACE_TYPES or eid == doc.scene.location:
+        return "place"
+    if label in ITEM_TYPES or eid in doc.possessions:
+        return "item"
+    if any(e.location == eid for e in doc.entities.values()):
+        return "place"
+    return "other"
+
+
+def gazetteer(doc: Document, rules: Rules) -> Gazetteer:
+    key = tuple(
+        (eid, e.name, tuple(e.aliases), e.type, entity_kind(doc, rules, eid))
+        for eid, e in doc.entities.items()
+    )
+    return _gazetteer(key)
+
+
+@lru_cache(maxsize=64)
+def _gazetteer(key: tuple[tuple[str, str, tuple[str, ...], str, str], ...]) -> Gazetteer:
+    forms: dict[str, set[str]] = {}
+    proper: set[str] = set()
+    kinds = {eid: kind for eid, _name, _aliases, _type, kind in key}
+    for eid, name, aliases, _type, kind in key:
+        for written in (name, *aliases):
+            bare = _bare(written)
+            low = bare.casefold()
+            if not bare or low in ("you", "yourself", "me", "i") or len(low) < 2:
+                continue
+            forms.setdefault(low, set()).add(eid)
+            starts_article = _ARTICLE.match(" ".join(written.split())) is not None
+            if kind in ("person", "player") and bare[0].isupper() and not starts_article:
+                proper.add(low)
+    full = set(forms)
+    heads: dict[str, set[str]] = {}
+    for eid, name, aliases, _type, kind in key:
+        if kind not in ("place", "item"):
+            continue
+        for written in (name, *aliases):
+            words = _bare(written).casefold().split()
+            if len(words) < 2:
+                continue
+            head = re.sub(r"'s$", "", words[-1])
+            if len(head) >= 3 and head not in full and head.isalpha():
+                heads.setdefault(head, set()).add(eid)
+    head_forms = {h for h, ids in heads.items() if len(ids) == 1}
+    for h in head_forms:
+        forms[h] = set(heads[h])
+    if not forms:
+        return Gazetteer(None, {}, frozenset(), frozenset(), kinds)
+    alternatives = sorted(forms, key=len, reverse=True)
+    body = "|".join(r"\s+".join(re.escape(w) for w in f.split()) for f in alternatives)
+    pattern = re.compile(
+        rf"(?<![\w'-])(?:(?P<det>{_DETS})\s+)?(?P<name>{body})(?P<pos>'s(?![\w])|s'|'(?=\s))?(?![\w-])",
+        re.IGNORECASE,
+    )
+    return Gazetteer(
+        pattern,
+        {k: tuple(sorted(v)) for k, v in forms.items()},
+        frozenset(proper),
+        frozenset(head_forms),
+        kinds,
+    )
+
+
+# --- tokens ---------------------------------------------------------------------------
+
+
+@dataclass
+class Tok:
+    kind: str  # ent | you | pron | word | punct | quote
+    text: str
+    low: str
+    eid: str | None = None
+    ekind: str = ""
+    det: str = ""
+    poss: bool = False
+
+
+_WORD = re.compile(
+    r"⟦\d+⟧|[A-Za-z][A-Za-z'-]*[A-Za-z]|[A-Za-z]|--|[.,;:!?()—–]",
+)
+_YOU = frozenset({"you", "your", "yours", "yourself"})
+_PRONOUNS = frozenset({"he", "she"})
+_CONTRACTIONS = ("'re", "'ll", "'d", "'ve", "'s")
+
+
+def _words(text: str) -> list[Tok]:
+    out: list[Tok] = []
+    for m in _WORD.finditer(text):
+        raw = m.group()
+        if raw.startswith("⟦"):
+            out.append(Tok("quote", raw, raw))
+            continue
+        low = raw.casefold()
+        if not raw[0].isalpha():
+            out.append(Tok("punct", raw, low))
+            continue
+        base, contraction = low, ""
+        for c in _CONTRACTIONS:
+            if low.endswith(c) and low[: -len(c)] in _YOU | _PRONOUNS:
+                base, contraction = low[: -len(c)], c
+        if base in _YOU:
+            out.append(Tok("you", raw, base, PLAYER_ID, "player", poss=base in ("your", "yours")))
+        elif base in _PRONOUNS:
+            out.append(Tok("pron", raw, base))
+        else:
+            out.append(Tok("word", raw, low))
+            continue
+        if contraction:
+            out.append(Tok("word", contraction, contraction))
+    return out
+
+
+def _tokens(sentence: str, gaz: Gazetteer) -> list[Tok]:
+    out: list[Tok] = []
+    at = 0
+    if gaz.pattern is not None:
+        for m in gaz.pattern.finditer(sentence):
+            name = m.group("name")
+            low = " ".join(name.casefold().split())
+            det = (m.group("det") or "").casefold()
+            if low in gaz.proper and not name[0].isupper():
+                continue
+            if low in gaz.heads and det not in ("the", "your", "this", "that"):
+                continue
+            ids = gaz.forms.get(low, ())
+            start = m.start() if det not in ("a", "an") else m.start("name")
+            out += _words(sentence[at:start])
+            eid = ids[0] if len(ids) == 1 else None
+            out.append(
+                Tok(
+                    "ent",
+                    m.group(),
+                    low,
+                    eid,
+                    gaz.kinds.get(eid or "", "other"),
+                    det=det,
+                    poss=bool(m.group("pos")),
+                )
+            )
+            at = m.end()
+    out += _words(sentence[at:])
+    return out
+
+
+# --- quotes and sentences -------------------------------------------------------------
+
+_NORMAL = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "„": '"', "«": '"', "»": '"'})
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Z⟦])|(?<=⟧)\s+(?=[A-Z])")
+
+
+def _mask_quotes(paragraph: str, quotes: list[str]) -> str:
+    """The paragraph with each quotation replaced by a placeholder `⟦n⟧` (its words kept
+    in `quotes`). A quotation left open runs to the paragraph's end (a speech that goes
+    on). A placeholder for a quotation that ended its sentence is followed by a full stop."""
+    out, i = [], 0
+    while True:
+        start = paragraph.find('"', i)
+        if start < 0:
+            out.append(paragraph[i:])
+            break
+        end = paragraph.find('"', start + 1)
+        out.append(paragraph[i:start])
+        inner = paragraph[start + 1 : end if end >= 0 else len(paragraph)]
+        ends = inner.rstrip().endswith((".", "!", "?"))
+        out.append(f"⟦{len(quotes)}⟧" + ("." if ends else ""))
+        quotes.append(inner)
+        if end < 0:
+            break
+        i = end + 1
+    return "".join(out)
+
+
+_MARK = re.compile(r"⟦(\d+)⟧")
+
+
+def _unmask(sentence: str, quotes: list[str]) -> str:
+    out = []
+    for piece in re.split(r"(⟦\d+⟧\.?)", sentence):
+        m = _MARK.match(piece)
+        if m is None:
+            out.append(piece)
+            continue
+        inner = quotes[int(m.group(1))].strip()
+        keep_stop = piece.endswith(".") and not inner.endswith((".", "!", "?"))
+        out.append("“" + inner + "”" + ("." if keep_stop else ""))
+    return "".join(out)
+
+
+def _single_quotes(paragraph: str) -> str:
+    """British quotation marks ('Go home,' he says) turned into double ones, only where
+    an opening mark and a closing mark after punctuation clearly pair up."""
+    return re.sub(
+        r"(?<![\w])'([A-Z][^']*?[,.!?;:—-])'(?![\w])",
+        lambda m: '"' + m.group(1) + '"',
+        paragraph,
+    )
+
+
+def sentences(text: str) -> list[tuple[str, str]]:
+    """The narration's sentences in order, each as (with quotations masked, as written)."""
+    out: list[tuple[str, str]] = []
+    quotes: list[str] = []
+    for paragraph in text.translate(_NORMAL).split("\n"):
+        paragraph = paragraph.strip()
+        if not paragraph:
+            continue
+        masked = _mask_quotes(_single_quotes(paragraph), quotes)
+        out += [
+            (s.strip(), _unmask(s.strip(), quotes))
+            for s in _SENTENCE_END.split(masked)
+            if s.strip()
+        ]
+    return out
+
+
+# --- clauses --------------------------------------------------------------------------
+
+_HARD = frozenset({";", ":", "—", "–", "--", "(", ")"})
+_JOINERS = frozenset(
+    "and but then while as so yet when if before after until because though although "
+    "since who which whose where once unless whenever".split()
+)
+
+
+@dataclass
+class Clause:
+    toks: list[Tok]
+    joiner: str  # the word or mark that opened it ("" for the sentence's first)
+    front: list[Tok] = field(default_factory=list)
+    """A verbless phrase before it ("Up at the cottage, …", "Tobin, wrapped in oilskins,")."""
+
+
+def _verb_ahead(toks: list[Tok], i: int, third: bool = True) -> bool:
+    """Whether a verb starts at `i` (after adverbs): a clause with an inherited subject."""
+    while i < len(toks) and toks[i].kind == "word" and _adverb(toks[i].low):
+        i += 1
+    if i >= len(toks) or toks[i].kind != "word":
+        return False
+    word = toks[i].low
+    found = lx.lemma(word)
+    if found is not None and found[0] in lx.KNOWN_VERBS:
+        return word not in ("a", "an", "the")
+    return third and lx.third_person(word)
+
+
+def _subject_ahead(toks: list[Tok], i: int) -> bool:
+    if i >= len(toks):
+        return False
+    tok = toks[i]
+    if tok.kind in ("you", "pron") and not tok.poss:
+        return _verb_ahead(toks, i + 1)
+    if tok.kind == "ent" and not tok.poss:
+        return _verb_ahead(toks, i + 1)
+    return False
+
+
+def _adverb(word: str) -> bool:
+    return word in lx.ADVERBS or (word.endswith("ly") and lx.lemma(word) is None)
+
+
+def clauses(toks: list[Tok]) -> list[Clause]:
+    out: list[Clause] = []
+    current: list[Tok] = []
+    joiner = ""
+    i = 0
+    while i < len(toks):
+        tok = toks[i]
+        if tok.kind == "punct" and tok.low in _HARD:
+            out.append(Clause(current, joiner))
+            current, joiner = [], tok.low
+            i += 1
+            continue
+        if tok.kind == "punct" and tok.low == ",":
+            nxt = toks[i + 1] if i + 1 < len(toks) else None
+            if nxt is not None and nxt.kind == "word" and nxt.low in _JOINERS:
+                out.append(Clause(current, joiner))
+                current, joiner = [], "," + nxt.low
+                i += 2
+                continue
+            if _subject_ahead(toks, i + 1) or _verb_ahead(toks, i + 1):
+                out.append(Clause(current, joiner))
+                current, joiner = [], ","
+                i += 1
+                continue
+        if (
+            tok.kind == "word"
+            and tok.low in _JOINERS
+            and current
+            and (_subject_ahead(toks, i + 1) or _verb_ahead(toks, i + 1))
+        ):
+            out.append(Clause(current, joiner))
+            current, joiner = [], tok.low
+            i += 1
+            continue
+        current.append(tok)
+        i += 1
+    out.append(Clause(current, joiner))
+    return [c for c in out if c.toks]
+
+
+# --- verb groups ----------------------------------------------------------------------
+
+
+@dataclass
+class VerbGroup:
+    at: int  # index of the main verb
+    end: int  # index after it (and its particle)
+    lemma: str
+    tense: str  # present | past | ing | participle
+    moods: list[str] = field(default_factory=list)
+    passive: bool = False
+    text: str = ""
+
+
+_BE_FORMS = frozenset({"is", "are", "am", "was", "were", "'s", "'re", "be", "been", "being"})
+_HAVE_FORMS = frozenset({"has", "have", "had", "'ve"})
+
+
+_PAST_OR_S = frozenset({"has", "does", "is"})
+_INVERTING = frozenset(
+    "does do did is are was were will would can could shall should may might must has have "
+    "had".split()
+)
+
+
+def verb_group(
+    toks: list[Tok], i: int, you: bool, plural: bool = False, inverted: str = ""
+) -> VerbGroup | None:
+    """The verb group after a subject ending at `i`: auxiliaries, negation, modals and
+    the main verb (whose form must agree with a singular name, or with "you").
+    `inverted`: the auxiliary before the subject of a question ("Does Tobin laugh?")."""
+    moods: list[str] = [lx.MODALS[inverted]] if inverted in lx.MODALS else []
+    tense_aux = "past" if inverted in ("did", "was", "were", "had") else ""
+    be_aux = inverted in _BE_FORMS
+    if inverted in ("does", "do", "has", "have"):
+        tense_aux = "present" if inverted in ("does", "do") else "perfect"
+    j = i
+    n = len(toks)
+    while j < n and toks[j].kind == "word":
+        w = toks[j].low
+        if _adverb(w) and w not in ("here", "there", "back"):
+            j += 1
+            continue
+        if w in lx.NEGATIONS or w.endswith("n't"):
+            moods.append("negated")
+            if w.endswith("n't"):
+                stem = w[:-3]
+                if stem in ("wo", "would", "could", "should", "ca", "can", "must", "might"):
+                    moods.append("conditional" if stem not in ("wo",) else "planned")
+                if stem in ("was", "were", "did", "had"):
+                    tense_aux = "past"
+                if stem in ("is", "are", "was", "were"):
+                    be_aux = True
+            j += 1
+            continue
+        if w in lx.MODALS:
+            moods.append(lx.MODALS[w])
+            j += 1
+            continue
+        if w in ("do", "does", "did"):
+            if w == "did":
+                tense_aux = "past"
+            j += 1
+            continue
+        if w in _BE_FORMS or w in _HAVE_FORMS:
+            nxt = _next_word(toks, j + 1)
+            found = lx.lemma(nxt.low) if nxt is not None else None
+            if (
+                nxt is not None
+                and nxt.low in ("going", "about")
+                and _word_at(toks, _index_of(toks, nxt) + 1) == "to"
+            ):
+                moods.append("planned")
+                j = _index_of(toks, nxt) + 2
+                continue
+            if found is not None and (
+                (w in _BE_FORMS and found[1] in ("ing", "participle", "past"))
+                or (w in _HAVE_FORMS and found[1] in ("participle", "past"))
+            ):
+                if w in ("was", "were", "had"):
+                    tense_aux = "past"
+                elif w in _HAVE_FORMS:
+                    tense_aux = tense_aux or "perfect"
+                be_aux = be_aux or w in _BE_FORMS
+                j += 1
+                continue
+            # the main verb is be or have itself
+            if w in ("was", "were", "had"):
+                return VerbGroup(j, j + 1, "be" if w != "had" else "have", "past", moods, text=w)
+            if w in ("be", "been", "being") and not moods and not tense_aux:
+                return None
+            if you and w not in ("are", "'re", "were", "have", "'ve", "had", "be", "been"):
+                return None
+            if not you and w in ("are", "'re", "have", "'ve") and not plural:
+                return None
+            return VerbGroup(
+                j, j + 1, "be" if w in _BE_FORMS else "have", tense_aux or "present", moods, text=w
+            )
+        break
+    if j >= n or toks[j].kind != "word":
+        return None
+    word = toks[j].low
+    found = lx.lemma(word)
+    if found is None:
+        if you or plural or moods or tense_aux or be_aux or not lx.third_person(word):
+            return None
+        found = (word[:-1], "present")  # an -s verb the lexicon does not know: it still acts
+    base, tense = found
+    if not (moods or tense_aux or be_aux):
+        if you or plural:
+            if tense == "present" and word != base and base not in ("be", "have"):
+                return None  # "you walks": not a verb after "you"
+            if tense in ("ing", "participle"):
+                return None
+        else:
+            if tense == "present" and not lx.third_person(word):
+                return None  # "Tobin walk": no agreement (an infinitive, a noun)
+            if tense in ("ing", "participle"):
+                return None
+    else:
+        needs_base = (
+            any(m in ("planned", "conditional") for m in moods)
+            or tense_aux
+            in (
+                "present",
+                "past",
+            )
+            and not be_aux
+            and toks[j - 1].low not in _HAVE_FORMS
+        )
+        if tense == "present" and word != base and needs_base and word not in _PAST_OR_S:
+            return None
+    end = j + 1
+    passive = be_aux and tense in ("past", "participle")
+    if tense_aux == "past":
+        tense = "past"
+    elif tense_aux == "perfect":
+        tense = "perfect"
+    elif be_aux and tense == "ing":
+        tense = "present"
+    # "tries to open", "begins to laugh": the verb after "to"
+    if _word_at(toks, end) == "to" and base in lx.PLAN_CUES | {
+        "begin",
+        "start",
+        "seem",
+        "continue",
+    }:
+        after = _next_word(toks, end + 1)
+        inner = lx.lemma(after.low) if after is not None else None
+        if after is not None and inner is not None:
+            if base in lx.PLAN_CUES:
+                moods.append("planned")
+            elif base == "seem":
+                moods.append("conditional")
+            k = _index_of(toks, after)
+            return VerbGroup(k, k + 1, inner[0], tense, moods, passive, after.text)
+    return VerbGroup(j, end, base, tense, moods, passive, toks[j].text)
+
+
+def _next_word(toks: list[Tok], i: int) -> Tok | None:
+    while i < len(toks) and toks[i].kind == "word" and _adverb(toks[i].low):
+        i += 1
+    return toks[i] if i < len(toks) and toks[i].kind == "word" else None
+
+
+def _index_of(toks: list[Tok], tok: Tok) -> int:
+    for k, t in enumerate(toks):
+        if t is tok:
+            return k
+    return -1
+
+
+def _word_at(toks: list[Tok], i: int) -> str:
+    return toks[i].low if 0 <= i < len(toks) and toks[i].kind == "word" else ""
+
+
+# --- the reading ----------------------------------------------------------------------
+
+
+@dataclass
+class _SV:
+    subject: str
+    skind: str
+    at: int  # the subject's token index
+    group: VerbGroup
+    inherited: bool = False
+    frame: str = ""
+
+
+class _Reader:
+    def __init__(self, doc: Document, rules: Rules) -> None:
+        self.doc = doc
+        self.gaz = gazetteer(doc, rules)
+        self.claims: list[Claim] = []
+        self.persons_seen: set[str] = set()
+        self.unnamed_seen = False
+        self.here = (
+            doc.scene.location or doc.entities[PLAYER_ID].location
+            if PLAYER_ID in doc.entities
+            else doc.scene.location
+        )
+
+    # pronouns: "he"/"she" only when one named person is in play and no unnamed one
+    def _resolve(self, tok: Tok) -> str | None:
+        if tok.kind == "you":
+            return PLAYER_ID
+        if tok.kind == "ent":
+            return tok.eid if tok.ekind in ("person", "player") else None
+        if tok.kind == "pron" and len(self.persons_seen) == 1 and not self.unnamed_seen:
+            return next(iter(self.persons_seen))
+        return None
+
+    def read(self, text: str) -> list[Claim]:
+        for masked, written in sentences(text):
+            self.sentence = written
+            self._sentence(masked)
+        for i, claim in enumerate(self.claims):
+            object.__setattr__(claim, "index", i)
+        return self.claims
+
+    def _sentence(self, sentence: str) -> None:
+        self.gone: set[str] = set()
+        toks = _tokens(sentence, self.gaz)
+        asked = sentence.rstrip().endswith("?")
+        low = " " + " ".join(t.low for t in toks) + " "
+        sentence_frame = ""
+        for phrase in lx.AS_IF:
+            if f" {phrase} " in low and phrase != "like":
+                sentence_frame = "conditional"
+        parts = clauses(toks)
+        last_subject: _SV | None = None
+        frame = sentence_frame
+        framed_from = -1
+        all_svs: list[tuple[Clause, _SV]] = []
+        carry: list[Tok] = []
+        for ci, clause in enumerate(parts):
+            if clause.joiner in (";", ":", "—", "–", "--", ",and", ",but", ",then", "then"):
+                frame = sentence_frame
+            pending = None
+            if carry:  # "Up at the cottage, Tobin lights a lamp": the phrase leads the clause
+                clause = Clause(clause.toks, clause.joiner, carry)
+                pending = self._fragment_subject(carry)
+                carry = []
+            inherit = pending or last_subject
+            if clause.joiner.lstrip(",") in ("who", "that", "which", "whose", "where"):
+                # "…the clerk, who shrugs": the clause is about the name just before it
+                inherit = self._antecedent(parts[ci - 1].toks) if ci else None
+            svs = self._svs(clause, inherit)
+            if not svs and ci + 1 < len(parts) and parts[ci + 1].joiner == ",":
+                carry = clause.front + clause.toks
+                self._note_people(clause)
+                continue
+            # a clause whose subject is inherited ("…and hands you the rope") is told as
+            # its first subject's clause was, not inside what that subject said
+            for sv in svs:
+                all_svs.append((clause, sv))
+            clause_frame = frame
+            conditional = clause.joiner.lstrip(",") in lx.SUBORDINATE_CONDITIONAL or (
+                clause.toks
+                and clause.toks[0].kind == "word"
+                and clause.toks[0].low in lx.SUBORDINATE_CONDITIONAL
+            )
+            pos_frames = [(-2, m) for _k, m in self._frames(Clause(clause.front, ""))]
+            pos_frames += self._frames(clause)
+            for sv in svs:
+                f = clause_frame
+                if sv.inherited and last_subject is not None:
+                    f = last_subject.frame
+                for k, name in pos_frames:
+                    if k < sv.at:
+                        f = f or name
+                if conditional:
+                    f = f or "conditional"
+                sv.frame = f
+                later = [x.at for x in svs if x.at > sv.at]
+                self._claims(clause, sv, self.sentence, asked, min(later, default=len(clause.toks)))
+                if not sv.inherited or last_subject is None:
+                    last_subject = sv
+                if sv.group.lemma in lx.THOUGHT_CUES | lx.MEMORY_CUES | lx.REPORT_CUES:
+                    # what follows the cue in its sentence is thought, remembered or reported
+                    frame = frame or _cue_mood(sv.group.lemma)
+                    clause_frame = clause_frame or frame
+                    framed_from = ci
+            for k, name in pos_frames:
+                if not svs or k > svs[-1].at:
+                    frame = frame or name
+            self._note_people(clause)
+        # "Tobin laughs, you remember.": a closing cue frames the whole sentence
+        if len(parts) > 1 and all_svs:
+            clause, sv = all_svs[-1]
+            tail = [t for t in clause.toks[sv.group.end :] if t.kind != "punct"]
+            if (
+                not tail
+                and sv.group.lemma in lx.THOUGHT_CUES | lx.MEMORY_CUES | lx.REPORT_CUES
+                and framed_from == len(parts) - 1
+                and clause.joiner == ","
+            ):
+                mood = _cue_mood(sv.group.lemma)
+                start = len(self.claims)
+                for k in range(len(self.claims) - 1, -1, -1):
+                    if self.claims[k].sentence != self.sentence:
+                        break
+                    start = k
+                for k in range(start, len(self.claims)):
+                    c = self.claims[k]
+                    if c.subject != sv.subject or c.verb != sv.group.text:
+                        self.claims[k] = _with_mood(c, mood)
+
+    def _antecedent(self, toks: list[Tok]) -> _SV | None:
+        if not toks or toks[-1].kind != "ent" or toks[-1].poss or toks[-1].ekind != "person":
+            return None
+        subject = toks[-1].eid
+        if subject is None:
+            return None
+        return _SV(subject, "person", -1, VerbGroup(0, 0, "", "present"))
+
+    def _fragment_subject(self, toks: list[Tok]) -> _SV | None:
+        """ "Tobin, wrapped in oilskins, watches you": the name before an aside is the
+        subject of the verb after it."""
+        if not toks or toks[0].kind not in ("ent", "you", "pron") or toks[0].poss:
+            return None
+        if len(toks) < 2 or toks[1].kind != "punct" or toks[1].low != ",":
+            return None
+        subject = self._resolve(toks[0])
+        if subject is None:
+            return None
+        skind = "you" if toks[0].kind == "you" else ("player" if subject == PLAYER_ID else "person")
+        return _SV(subject, skind, -1, VerbGroup(0, 0, "", "present"))
+
+    def _note_people(self, clause: Clause) -> None:
+        for tok in clause.toks:
+            if tok.kind == "ent" and tok.ekind == "person" and tok.eid:
+                self.persons_seen.add(tok.eid)
+            elif tok.kind == "ent" and tok.ekind == "person" and tok.eid is None:
+                self.unnamed_seen = True
+            elif tok.kind == "word" and (
+                tok.low in lx.UNNAMED_PEOPLE or tok.low.rstrip("s'") in lx.UNNAMED_PEOPLE
+            ):
+                self.unnamed_seen = True
+
+    def _frames(self, clause: Clause) -> list[tuple[int, str]]:
+        """Words that frame what follows them in the sentence: nominal cues ("according
+        to", "in your memory", "if", "perhaps") and the past's own markers."""
+        out = []
+        toks = clause.toks
+        for k, tok in enumerate(toks):
+            if tok.kind != "word":
+                continue
+            verb = lx.lemma(tok.low)
+            if (
+                verb is not None
+                and verb[0] in lx.THOUGHT_CUES | lx.MEMORY_CUES | lx.REPORT_CUES
+                and verb[1] in ("present", "past")
+                and _word_at(toks, k - 1) not in ("to", "a", "the", "your", "his", "her")
+            ):
+                out.append((k, _cue_mood(verb[0])))  # "the boatmen say …"
+                continue
+            mood = lx.NOMINAL_CUES.get(tok.low)
+            if mood:
+                if tok.low == "word" and _word_at(toks, k + 1) not in ("is", "has"):
+                    continue
+                if tok.low in (
+                    "story",
+                    "stories",
+                    "tale",
+                    "tales",
+                    "dream",
+                    "dreams",
+                    "mind",
+                    "thought",
+                    "thoughts",
+                ) and not (
+                    _word_at(toks, k + 1) in ("of", "that", "about")
+                    or _word_at(toks, k - 1) in ("your", "his", "her", "in", "their")
+                ):
+                    continue
+                out.append((k, mood))
+        return out
+
+    def _svs(self, clause: Clause, inherit: _SV | None) -> list[_SV]:
+        toks = clause.toks
+        out: list[_SV] = []
+        i = 0
+        first = True
+        while i < len(toks):
+            tok = toks[i]
+            # a clause that starts with its verb takes the subject before it
+            if first and inherit is not None and tok.kind == "word":
+                first = False
+                k = i
+                while k < len(toks) and toks[k].kind == "word" and _adverb(toks[k].low):
+                    k += 1
+                you = inherit.skind == "you"
+                if k < len(toks) and toks[k].kind == "word" and toks[k].low not in _JOINERS:
+                    found = lx.lemma(toks[k].low)
+                    if (
+                        found is not None
+                        and found[1] == "ing"
+                        and clause.joiner in (",", ",and", "and")
+                    ):
+                        g = VerbGroup(
+                            k,
+                            k + 1,
+                            found[0],
+                            inherit.group.tense,
+                            list(inherit.group.moods),
+                            text=toks[k].text,
+                        )
+                        out.append(_SV(inherit.subject, inherit.skind, -1, g, inherited=True))
+                        i = k + 1
+                        continue
+                    group = verb_group(toks, i, you)
+                    if group is not None:
+                        out.append(_SV(inherit.subject, inherit.skind, -1, group, inherited=True))
+                        i = group.end
+                        continue
+            first = False
+            subject = None
+            skind = ""
+            if tok.kind in ("you", "ent", "pron") and not tok.poss:
+                subject = self._resolve(tok)
+                skind = (
+                    "you" if tok.kind == "you" else ("player" if subject == PLAYER_ID else "person")
+                )
+            elif tok.kind == "word" and tok.low in ("who", "that") and i > 0:
+                prev = (
+                    toks[i - 1] if toks[i - 1].kind != "punct" else (toks[i - 2] if i > 1 else None)
+                )
+                if (
+                    prev is not None
+                    and prev.kind == "ent"
+                    and prev.ekind == "person"
+                    and prev.eid
+                    and not prev.poss
+                ):
+                    subject, skind = prev.eid, "person"
+            if subject is None:  # an unresolved pronoun, a place, a thing: no subject
+                i += 1
+                continue
+            # "Maren and Tobin argue", "you and Maren climb"
+            if (
+                _word_at(toks, i + 1) == "and"
+                and i + 2 < len(toks)
+                and toks[i + 2].kind in ("ent", "you")
+                and not toks[i + 2].poss
+            ):
+                other = self._resolve(toks[i + 2])
+                group = verb_group(toks, i + 3, you=False, plural=True)
+                if other is not None and group is not None:
+                    okind = (
+                        "you"
+                        if toks[i + 2].kind == "you"
+                        else ("player" if other == PLAYER_ID else "person")
+                    )
+                    out.append(_SV(subject, skind, i, group))
+                    out.append(_SV(other, okind, i + 2, group))
+                    i = group.end
+                    continue
+            before = toks[i - 1].low if i > 0 and toks[i - 1].kind == "word" else ""
+            inverted = before if before in _INVERTING and i == 1 else ""
+            group = verb_group(toks, i + 1, you=skind == "you", inverted=inverted)
+            if group is None:
+                i += 1
+                continue
+            out.append(_SV(subject, skind, i, group))
+            i = group.end
+        return out
+
+    # --- from a subject and its verb to claims ---------------------------------------
+
+    def _claims(self, clause: Clause, sv: _SV, sentence: str, asked: bool, end: int) -> None:
+        toks = clause.toks
+        g = sv.group
+        rest = toks[g.end : max(end, g.end)]
+        front = clause.front + (toks[: max(sv.at, 0)] if sv.at >= 0 else [])
+        mood = _mood(sv, asked, front + rest)
+        base = g.lemma
+        subject = sv.subject
+        player = subject == PLAYER_ID
+
+        def add(kind: str, **kw: object) -> None:
+            if kind == "acts" and kw.get("where") == "here" and subject in self.gone:
+                kw["where"] = None  # "walks into the office and slams the door": not here
+            if kind in ("moves", "leaves") and kw.get("object") != self.here:
+                self.gone.add(subject)
+            self.claims.append(
+                Claim(kind, subject, mood=mood, verb=g.text, sentence=sentence, **kw)  # type: ignore[arg-type]
+            )
+
+        if clause.joiner.lstrip(",") == "where":  # "…the cottage, where Tobin lives"
+            distant_clause = True
+        else:
+            distant_clause = False
+
+        if g.passive:
+            if base in lx.KILL:
+                add("status", object="dead")
+            return
+        act = _act_category(base, rest)
+        # where the clause puts its subject
+        place = _place_after(rest, lx.AT_PREPS, self.gaz) or _place_after(
+            front, lx.AT_PREPS, self.gaz
+        )
+        distant = distant_clause or _distant(front + rest) or base in lx.PERCEIVE | lx.HAVE
+        if (
+            base in lx.DIE
+            or (base in ("fall", "drop") and _word_at(rest, 0) == "dead")
+            or (base == "breathe" and _word_at(rest, 1) == "last")
+        ):
+            add("status", object="dead")
+            return
+        if _falls_asleep(base, rest):
+            add("status", object="asleep")
+            return
+        if base in lx.WAKE:
+            add("status", object="awake")
+            add("acts", act="rest", where=None)
+            return
+        if base in lx.KILL:
+            victim = _first_person(rest, self)
+            add("acts", act="use", where=place or (None if distant else "here"))
+            if victim is not None and mood == "asserted":
+                self.claims.append(
+                    Claim(
+                        "status", victim, object="dead", mood=mood, verb=g.text, sentence=sentence
+                    )
+                )
+            return
+        # going somewhere, arriving, leaving
+        moved = self._movement(sv, base, rest, front)
+        if moved is not None:
+            kind, target = moved
+            if kind == "carries":  # the player is taken there; the one who takes them acts
+                self.claims.append(
+                    Claim(
+                        "moves", PLAYER_ID, object=target, mood=mood, verb=g.text, sentence=sentence
+                    )
+                )
+                add("acts", act="move", where=None)
+                return
+            if kind == "moves" and not player and target == self.here and self.here:
+                kind = "arrives"
+            add(kind, object=target)
+            add("acts", act="move", where=None)
+            return
+        # being or staying somewhere
+        if (
+            base == "be"
+            or base in lx.POSTURE
+            or (base == "find" and rest and rest[0].low == "yourself")
+        ):
+            spot = _place_after(rest[1:] if base == "find" else rest, lx.AT_PREPS, self.gaz)
+            if spot is None and front:
+                spot = _place_after(front, lx.AT_PREPS, self.gaz)
+            if spot is not None:
+                add("at", object=spot)
+                if not player:
+                    add("acts", act=act, where=spot)
+                return
+            if base == "be":
+                if _here_words(rest):
+                    add("acts", act="act", where="here")
+                return
+            add("acts", act=act, where=None if distant or player else "here")
+            return
+        # items
+        self._items(sv, base, rest, add)
+        # the speaker of "…," says Tobin
+        if player:
+            if (
+                front
+                and place is not None
+                and _place_after(front, lx.AT_PREPS, self.gaz)
+                and not distant
+            ):
+                add("at", object=place)
+            add("acts", act=act, where=None)
+            return
+        add("acts", act=act, where=place or (None if distant else "here"))
+
+    def _movement(
+        self, sv: _SV, base: str, rest: list[Tok], front: list[Tok]
+    ) -> tuple[str, str | None] | None:
+        player = sv.subject == PLAYER_ID
+        if base in lx.CARRY and rest and rest[0].kind == "you" and rest[0].low == "you":
+            target = _place_after(rest[1:], lx.ARRIVAL_PREPS, self.gaz)
+            return ("carries", target) if target is not None else None
+        if base in lx.MOTION or base in lx.ARRIVE or base == "follow":
+            target = _place_after(rest, lx.ARRIVAL_PREPS, self.gaz, skip_people=True)
+            if target is None and base in lx.ARRIVE:
+                target = _place_after(rest, ("at", "in"), self.gaz)
+            if target is not None:
+                return "moves", target
+            if player:
+                return None
+            if base == "join" and rest and rest[0].kind == "you":
+                return "arrives", None
+            if base == "appear" and not _distant(front + rest):
+                return "arrives", None
+            if base == "arrive" and not _distant(front + rest) and not _has_place(rest):
+                return "arrives", None
+            if (
+                base
+                in (
+                    "come",
+                    "step",
+                    "walk",
+                    "hurry",
+                    "stride",
+                    "stomp",
+                    "stalk",
+                    "burst",
+                    "limp",
+                    "shuffle",
+                    "hobble",
+                    "run",
+                    "rush",
+                    "storm",
+                    "amble",
+                    "wander",
+                    "stroll",
+                    "duck",
+                    "slip",
+                    "push",
+                )
+                and _word_at(rest, 0)
+                in ("in", "inside", "over", "up", "closer", "near", "aboard", "through", "out")
+                and _word_at(rest, 0) != "out"
+                and not _distant(front + rest)
+                and not _has_place(rest)
+            ):
+                return "arrives", None
+            if (
+                base == "come"
+                and not _distant(front + rest)
+                and not _has_place(rest, self.here)
+                and _word_at(rest, 0) not in ("back", "home", "from", "away", "out")
+            ):
+                return "arrives", None
+            if (
+                _word_at(rest, 0) in ("away", "off", "home")
+                or (_word_at(rest, 0) == "out" and not _has_place(rest))
+                or (_word_at(rest, 0) == "back" and _word_at(rest, 1) in ("home", ""))
+            ):
+                dest = _place_after(rest, ("to", "for", "toward", "towards"), self.gaz)
+                return "leaves", dest
+            return None
+        if base in lx.ENTER:
+            target = _direct_place(rest, self.gaz)
+            if target is not None:
+                return "moves", target
+            if base == "enter" and not player and not rest:
+                return "arrives", None
+            return None
+        if base in lx.LEAVE:
+            if player:
+                return None
+            if not rest or rest[0].kind == "punct" or rest[0].kind == "you" and len(rest) == 1:
+                return "leaves", None
+            if rest[0].kind == "word" and (
+                rest[0].low
+                in ("for", "again", "without", "at", "with", "quickly", "now", "then", "too")
+                or _adverb(rest[0].low)
+            ):
+                dest = _place_after(rest, ("for", "to"), self.gaz)
+                return "leaves", dest
+            if rest[0].kind == "ent" and rest[0].ekind == "place":
+                if rest[0].eid == self.here:
+                    dest = _place_after(rest[1:], ("for", "to"), self.gaz)
+                    return "leaves", dest
+                return None
+            if base in ("disappear", "vanish") and not rest:
+                return "leaves", None
+            if base in ("disappear", "vanish"):
+                target = _place_after(rest, ("into", "inside"), self.gaz)
+                if target is not None:
+                    return "moves", target
+            return None
+        if base == "go" and _word_at(rest, 0) == "to" and _word_at(rest, 1) == "sleep":
+            return None
+        return None
+
+    def _items(self, sv: _SV, base: str, rest: list[Tok], add) -> None:  # noqa: ANN001
+        item = _direct_item(rest)
+        with_item = _with_item(rest)
+        if base in lx.GIVE:
+            recipient, thing = _give_objects(rest, self)
+            if thing is not None:
+                if recipient is not None:
+                    add("gives", object=thing, other=recipient)
+                else:
+                    add("uses", object=thing)
+                return
+        if base in lx.TAKE or (base == "get" and item is not None):
+            if base == "pick" and not any(t.low == "up" for t in rest[:4] if t.kind == "word"):
+                item = None
+            if item is not None:
+                source = _person_after(rest, ("from",), self)
+                add("takes", object=item, other=source)
+                return
+        if base in lx.DROP and item is not None:
+            add("drops", object=item)
+            return
+        if base in lx.PUT and item is not None:
+            after = (
+                rest[_index_of(rest, _item_tok(rest, item)) + 1 :] if _item_tok(rest, item) else []
+            )
+            words = [t for t in after if t.kind != "punct"][:3]
+            if words and words[0].kind == "word" and words[0].low in ("down", "aside"):
+                add("drops", object=item)
+                return
+            if (
+                len(words) >= 2
+                and words[0].kind == "word"
+                and words[0].low in ("in", "into", "inside")
+                and words[1].kind == "you"
+            ):
+                add("uses", object=item)
+                return
+            if (
+                words
+                and words[0].kind == "word"
+                and words[0].low in ("on", "in", "into", "onto", "beside", "by", "against", "under")
+            ):
+                add("drops", object=item)
+                return
+            add("uses", object=item)
+            return
+        if base in lx.LEAVE and item is not None:
+            add("drops", object=item)
+            return
+        if (base in lx.USE or base in lx.OFFER or base in lx.GIVE) and item is not None:
+            add("uses", object=item)
+            return
+        if with_item is not None:
+            add("uses", object=with_item)
+
+
+def _cue_mood(base: str) -> str:
+    if base in lx.MEMORY_CUES:
+        return "remembered"
+    if base in lx.REPORT_CUES:
+        return "reported"
+    return "thought"
+
+
+def _with_mood(claim: Claim, mood: str) -> Claim:
+    return Claim(**{**claim.__dict__, "mood": mood})
+
+
+def _mood(sv: _SV, asked: bool, words: list[Tok]) -> str:
+    if sv.frame in ("thought", "remembered", "reported"):
+        return sv.frame
+    if asked:
+        return "asked"
+    if sv.frame == "conditional" or "conditional" in sv.group.moods:
+        return "conditional"
+    if "planned" in sv.group.moods or sv.frame == "planned":
+        return "planned"
+    if "negated" in sv.group.moods:
+        return "negated"
+    if sv.group.tense == "past":
+        return "past"
+    text = " " + " ".join(t.low for t in words if t.kind == "word") + " "
+    if any(f" {p} " in text for p in lx.PAST_PHRASES) or any(
+        t.kind == "word" and t.low in lx.PAST_CUES - {"once", "before", "used", "earlier"}
+        for t in words
+    ):
+        return "past"
+    if any(f" {p} " in text for p in lx.PLAN_PHRASES) or any(
+        t.kind == "word" and t.low in lx.PLAN_WORDS for t in words
+    ):
+        return "planned"
+    if any(
+        t.kind == "word"
+        and (t.low in ("no", "never", "nobody", "nothing", "not") or t.low.endswith("n't"))
+        for t in words[:2]
+    ):
+        return "negated"
+    return "asserted"
+
+
+def _act_category(base: str, rest: list[Tok]) -> str:
+    if base in lx.SPEECH:
+        return "speak"
+    if base in lx.MOTION | lx.ENTER | lx.ARRIVE | lx.LEAVE:
+        return "move"
+    if base in lx.GIVE | lx.OFFER | lx.TAKE | lx.DROP | lx.PUT | lx.USE | lx.KILL:
+        return "use"
+    if base in lx.REST or base in ("lie", "slump", "sprawl"):
+        return "rest"
+    return "act"
+
+
+def _falls_asleep(base: str, rest: list[Tok]) -> bool:
+    first, second = _word_at(rest, 0), _word_at(rest, 1)
+    if base == "fall" and first == "asleep":
+        return True
+    if base in ("drift", "doze", "nod") and first == "off":
+        return True
+    if base == "go" and first == "to" and second == "sleep":
+        return True
+    return False
+
+
+def _place_at(toks: list[Tok], k: int, gaz: Gazetteer) -> tuple[str, int] | None:
+    """The place named at `k`, allowing "the top of", "the door of" before it."""
+    if (
+        k < len(toks)
+        and toks[k].kind == "ent"
+        and toks[k].ekind == "place"
+        and toks[k].eid
+        and not toks[k].poss
+    ):
+        return toks[k].eid, k
+    if (
+        k < len(toks)
+        and toks[k].kind == "ent"
+        and toks[k].ekind == "place"
+        and toks[k].eid
+        and toks[k].poss
+    ):
+        # "the lighthouse's lantern room": still the lighthouse
+        return toks[k].eid, k
+    j = k
+    if j < len(toks) and toks[j].kind == "word" and toks[j].low in ("the", "a", "its"):
+        j += 1
+    if j < len(toks) and toks[j].kind == "word" and toks[j].low in lx.PART_OF:
+        if _word_at(toks, j + 1) == "of":
+            return _place_at(toks, j + 2, gaz)
+    return None
+
+
+def _place_within(toks: list[Tok], k: int, gaz: Gazetteer) -> tuple[str, int] | None:
+    """After "inside", "within", "into": any room "of" a place is in it ("inside the
+    lantern room of the lighthouse")."""
+    found = _place_at(toks, k, gaz)
+    if found is not None:
+        return found
+    for j in range(k, min(k + 5, len(toks))):
+        if toks[j].kind != "word":
+            return None
+        if toks[j].low == "of":
+            return _place_at(toks, j + 1, gaz)
+    return None
+
+
+def _place_after(
+    toks: list[Tok], preps: tuple[str, ...], gaz: Gazetteer, skip_people: bool = False
+) -> str | None:
+    """The place after the first of `preps` that names one ("into the lighthouse",
+    "at the top of the lighthouse")."""
+    multi = sorted((p.split() for p in preps), key=len, reverse=True)
+    for k in range(len(toks)):
+        for words in multi:
+            if all(_word_at(toks, k + n) == w for n, w in enumerate(words)):
+                find = _place_within if words[-1] in ("inside", "within", "into") else _place_at
+                found = find(toks, k + len(words), gaz)
+                if found is not None:
+                    return found[0]
+                break
+        if toks[k].kind == "punct" and toks[k].low in (",",) and not skip_people:
+            continue
+    return None
+
+
+def _direct_place(rest: list[Tok], gaz: Gazetteer) -> str | None:
+    for k, tok in enumerate(rest[:3]):
+        if tok.kind == "ent":
+            return tok.eid if tok.ekind == "place" else None
+        if tok.kind != "word" or tok.low not in ("the", "at", "last", "finally", "inside"):
+            found = _place_at(rest, k, gaz)
+            return found[0] if found else None
+    return None
+
+
+def _has_place(toks: list[Tok], but: str | None = None) -> bool:
+    """Whether the words name a place (other than `but`)."""
+    return any(t.kind == "ent" and t.ekind == "place" and t.eid != but for t in toks)
+
+
+def _distant(toks: list[Tok]) -> bool:
+    words = [t.low for t in toks if t.kind in ("word", "you", "pron", "ent")]
+    text = " " + " ".join(words) + " "
+    if any(t.kind == "word" and t.low in lx.ELSEWHERE_MARKERS for t in toks):
+        return True
+    return any(f" {p} " in text for p in lx.ELSEWHERE_PHRASES)
+
+
+def _here_words(rest: list[Tok]) -> bool:
+    text = " " + " ".join(t.low for t in rest if t.kind != "punct") + " "
+    return any(text.startswith(f" {w} ") or f" still {w} " in text[:20] for w in lx.HERE_WORDS)
+
+
+def _direct_item(rest: list[Tok]) -> str | None:
+    """The item a verb acts on: right after it, past particles, an indirect object and
+    at most two plain words ("turn the old brass key"); never after a preposition."""
+    gap = 0
+    for tok in rest:
+        if tok.kind == "ent":
+            if (
+                tok.ekind == "item"
+                and tok.eid
+                and tok.det not in ("his", "her", "their", "its", "a", "an")
+            ):
+                return tok.eid
+            if tok.ekind in ("person", "player") and tok.poss:
+                continue  # "Tobin's brass key"
+            if tok.ekind in ("person", "player"):
+                continue  # "hands Maren the key"
+            return None
+        if tok.kind == "you":
+            if tok.poss and tok.low == "your":
+                continue
+            continue
+        if tok.kind in ("punct", "quote"):
+            return None
+        if tok.low in lx.PARTICLES or tok.low in ("the", "a", "an"):
+            continue
+        if tok.low in lx.LOCATIVE_PREPS or tok.low in (
+            "with",
+            "to",
+            "for",
+            "of",
+            "and",
+            "at",
+            "as",
+        ):
+            return None
+        gap += 1
+        if gap > 2:
+            return None
+    return None
+
+
+def _item_tok(rest: list[Tok], item: str) -> Tok | None:
+    return next((t for t in rest if t.kind == "ent" and t.eid == item), None)
+
+
+def _with_item(rest: list[Tok]) -> str | None:
+    for k, tok in enumerate(rest):
+        if tok.kind == "word" and tok.low == "with":
+            for nxt in rest[k + 1 : k + 4]:
+                if nxt.kind == "ent":
+                    if (
+                        nxt.ekind == "item"
+                        and nxt.eid
+                        and nxt.det not in ("his", "her", "their", "its", "a", "an")
+                    ):
+                        return nxt.eid
+                    break
+                if nxt.kind == "punct":
+                    break
+    return None
+
+
+def _first_person(rest: list[Tok], reader: _Reader) -> str | None:
+    for tok in rest[:3]:
+        if tok.kind in ("ent", "you") and not tok.poss:
+            return reader._resolve(tok)
+        if tok.kind == "punct":
+            return None
+    return None
+
+
+def _person_after(rest: list[Tok], preps: tuple[str, ...], reader: _Reader) -> str | None:
+    for k, tok in enumerate(rest):
+        if tok.kind == "word" and tok.low in preps and k + 1 < len(rest):
+            nxt = rest[k + 1]
+            if nxt.kind in ("ent", "you"):
+                return reader._resolve(nxt)
+    return None
+
+
+def _give_objects(rest: list[Tok], reader: _Reader) -> tuple[str | None, str | None]:
+    """(recipient, item) of a handing-over: "hands you the key", "gives the key to
+    Maren", "presses the key into your hand"."""
+    recipient = None
+    item = None
+    for k, tok in enumerate(rest[:8]):
+        if tok.kind in ("punct", "quote"):
+            break
+        if (
+            tok.kind in ("you", "ent")
+            and not tok.poss
+            and tok.ekind in ("player", "person")
+            and item is None
+        ):
+            if tok.kind == "you" and tok.low != "you":
+                continue
+            recipient = reader._resolve(tok)
+            continue
+        if tok.kind == "ent" and tok.ekind == "item" and tok.eid:
+            if tok.det in ("his", "her", "their", "its", "a", "an"):
+                return None, None
+            item = tok.eid
+            tail = rest[k + 1 : k + 6]
+            to = _person_after(tail, ("to",), reader)
+            if to is not None:
+                recipient = to
+            elif (
+                len(tail) >= 2
+                and _word_at(tail, 0) in ("into", "in")
+                and tail[1].kind in ("you", "ent")
+                and tail[1].poss
+            ):
+                recipient = reader._resolve(tail[1]) if tail[1].kind == "ent" else PLAYER_ID
+            elif _word_at(tail, 0) == "back" and _person_after(tail, ("to",), reader):
+                recipient = _person_after(tail, ("to",), reader)
+            break
+        if tok.kind == "word" and tok.low in lx.LOCATIVE_PREPS | {"with", "for", "of"}:
+            break
+    return recipient, item
+
+
+def read_claims(text: str, document: Document, rules: Rules) -> list[Claim]:
+    """Every claim the narration makes, in the order it makes them."""
+    if PLAYER_ID not in document.entities:
+        return []
+    return _Reader(document, rules).read(text)

@@ -1,0 +1,75 @@
+"""A narration read against the state: its claims, the changes it told, its clashes.
+
+One call for a turn (and for an edited narration): the reader's claims
+(`reader.py`), the changes they state outright validated and applied after the model's
+own (`told.py`, through `apply_proposal` like any proposal), and the contradictions
+with the state at each point (`contradictions.py`). Pure: documents in, documents and
+reports out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .apply import apply_proposal
+from .contradictions import Contradiction, find_contradictions
+from .document import Document
+from .reader import Claim, read_claims
+from .report import Report
+from .rules import Rules
+from .told import ToldChange, told_changes, touched_targets
+
+
+@dataclass(frozen=True)
+class Telling:
+    claims: tuple[Claim, ...] = ()
+    told: tuple[ToldChange, ...] = ()
+    report: Report | None = None
+    """The validator's verdicts on the told changes' events (None: none were told)."""
+    after: Document | None = None
+    """The state after the model's events and the told changes."""
+    contradictions: tuple[Contradiction, ...] = field(default_factory=tuple)
+
+    def record(self) -> dict[str, Any] | None:
+        """The audit record of what was read from the narration (None when nothing was)."""
+        if not self.told:
+            return None
+        return {
+            "changes": [t.to_json() for t in self.told],
+            "events": [e for t in self.told for e in t.events],
+            "report": self.report.to_json() if self.report else None,
+        }
+
+
+def read_telling(
+    text: str,
+    start: Document,
+    settled: Document,
+    rules: Rules,
+    turn: int,
+    model_report: Report | None = None,
+    *,
+    changes: bool = True,
+    guard: bool = True,
+) -> Telling:
+    """Read `text` (a narration, an NPC's reply, a companion's remark). `start` is the
+    state at the turn's start; `settled` the state after the model's accepted events
+    (`model_report` their verdicts, so a told change never overrides one of them)."""
+    claims = read_claims(text, settled, rules)
+    told = told_changes(claims, settled, rules, touched_targets(model_report)) if changes else []
+    after, report = settled, None
+    accepted = told
+    if told:
+        after, report = apply_proposal(
+            settled, {"events": [e for t in told for e in t.events]}, rules, turn
+        )
+        statuses = [o.status for o in report.outcomes if o.index is not None]
+        accepted, at = [], 0
+        for change in told:
+            mine = statuses[at : at + len(change.events)]
+            at += len(change.events)
+            if all(s == "applied" for s in mine):
+                accepted.append(change)
+    clashes = find_contradictions(claims, start, after, rules, accepted) if guard else []
+    return Telling(tuple(claims), tuple(told), report, after, tuple(clashes))
