@@ -14,8 +14,11 @@ from typing import TYPE_CHECKING, Any
 from talekeeper.errors import Invalid
 from talekeeper.service import state_engine
 from talekeeper.service.adventures import get_turn, reading, story_view, writing
+from talekeeper.service.names import Names
 from talekeeper.service.state_engine import ProposalRecord
+from talekeeper.state import Document
 from talekeeper.state.canon import canon_log as build_canon_log
+from talekeeper.state.document import PLAYER_ID
 from talekeeper.story import tree
 
 if TYPE_CHECKING:
@@ -45,7 +48,22 @@ def state_at_head(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
             "document": document.to_json(),
             "names": {e.id: e.name for e in document.entities.values()},
             "changes": state_engine.changes_of(head),
+            "scene_note": scene_note(document),
         }
+
+
+def scene_note(document: Document) -> str | None:
+    """Why the scene shown is not where the player is, when they disagree (the story moved
+    the player and left the scene; a manual move takes the scene along, `scene_follows`)."""
+    me = document.entities.get(PLAYER_ID)
+    scene = document.scene.location
+    if me is None or not me.location or not scene or me.location == scene:
+        return None
+    names = Names(document.to_json())
+    return (
+        f"You are at {names.mid(me.location)}, but the scene is still {names.mid(scene)}: "
+        "the story has not moved there yet. Correct the scene (or move yourself) to make them agree."
+    )
 
 
 def canon_log(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
@@ -66,6 +84,10 @@ def correct(tk: Talekeeper, adventure_id: int, events: list[Any]) -> dict[str, A
         rules = state_engine.rules_of(adventure)
         before = state_engine.document_of(head.state, rules)
         state, record, report = state_engine.correct(before, events, rules, head.depth + 1)
+        follow = scene_follows(before, state_engine.document_of(state, rules), events)
+        if follow is not None:  # the scene moves with the player (and who is here with it)
+            events = [*events, follow]
+            state, record, report = state_engine.correct(before, events, rules, head.depth + 1)
         outcomes = state_engine.outcome_views(report, state)
         if not any(_changes_something(o) for o in outcomes):
             raise CorrectionRefused(outcomes)
@@ -83,6 +105,43 @@ def correct(tk: Talekeeper, adventure_id: int, events: list[Any]) -> dict[str, A
             ),
         )
         return {"changes": outcomes, "story": story_view(session, adventure, limit=5)}
+
+
+def scene_follows(before: Document, after: Document, events: list[Any]) -> dict[str, Any] | None:
+    """The scene a manual move implies: moving the player takes the scene to their new place,
+    with the people there; moving someone into or out of the scene adds or removes them.
+    None when the scene already agrees, or the correction sets the scene itself."""
+    if any(isinstance(e, dict) and e.get("type") == "set_scene" for e in events):
+        return None
+    me_before, me_after = before.entities.get(PLAYER_ID), after.entities.get(PLAYER_ID)
+    where = after.scene.location
+    if (
+        me_after is not None
+        and me_after.location
+        and me_after.location != (me_before.location if me_before else None)
+    ):
+        where = me_after.location
+    if where is None:
+        return None
+    here = [
+        eid
+        for eid, entity in after.entities.items()
+        if eid != PLAYER_ID and entity.location == where and entity.type not in ("place", "item")
+    ]
+    if where == after.scene.location:  # no one moved the scene: only who arrived or left
+        moved = {
+            e
+            for e in after.entities
+            if after.entities[e].location != getattr(before.entities.get(e), "location", None)
+        }
+        if not moved:
+            return None
+        kept = [p for p in after.scene.present if p not in moved or p in here]
+        here = kept + [p for p in here if p in moved and p not in kept]
+        if here == after.scene.present:
+            return None
+        return {"type": "set_scene", "present": here}
+    return {"type": "set_scene", "location": where, "present": here}
 
 
 def _changes_something(outcome: dict[str, Any]) -> bool:

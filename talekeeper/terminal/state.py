@@ -20,7 +20,13 @@ def show_state(tk: Talekeeper, adventure_id: int, console: Console) -> None:
     view, names = state["view"], state["names"]
     scene = view["scene"]
     place = names.get(scene.get("location"), scene.get("location")) or "somewhere unknown"
-    console.print(f"[bold]Scene:[/] {escape(str(place))}", highlight=False)
+    here = ", ".join(names.get(p, p) for p in scene.get("present") or [])
+    console.print(
+        f"[bold]Scene:[/] {escape(str(place))}" + (f" · here: {escape(here)}" if here else ""),
+        highlight=False,
+    )
+    if state["scene_note"]:
+        console.print(f"[yellow]{escape(state['scene_note'])}[/]", highlight=False)
     if view["stats"]:
         table = Table("Stat", "Value", "", box=None)
         for stat in view["stats"]:

@@ -70,6 +70,7 @@ def panel_context(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
             "summary": scene["summary"],
         },
         "names": names,
+        "scene_note": state["scene_note"],
         "holders": holders,
         "groups": groups,
         "stat_groups": stat_groups,
