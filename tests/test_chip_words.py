@@ -275,7 +275,8 @@ def test_a_correction_row_reads_in_names_even_one_stored_with_paths(
     turn = client.get(f"/api/adventures/{adventure_id}").json()["turns_shown"][-1]
     assert (
         turn["action_line"]
-        == "(You corrected the story: Ada is now at Keeper's cottage; Tobin's trust −4 → −2)"
+        == "(You corrected the story: Ada is now at Keeper's cottage; Tobin's trust −4 → −2; "
+        "The scene is now Keeper's cottage; here: Tobin)"
     )
     page = html.unescape(visible(client.get(f"/adventures/{adventure_id}").text))
     assert "✎ You corrected the story:" in page and "Tobin's trust −4 → −2" in page
