@@ -65,7 +65,7 @@ def test_a_turn_as_json(client: TestClient, adventure_id: int, scripted: Scripte
     # The model saw the player's action in the last message, after the current state.
     last = scripted.requests[-1].messages[-1].content
     assert '> You say "Hello."' in last
-    assert last.index("Scene: Greywater docks") < last.index('> You say "Hello."')
+    assert last.index("You are at Greywater docks") < last.index('> You say "Hello."')
 
 
 def test_a_turn_streams_over_sse(

@@ -55,7 +55,7 @@ def test_a_proposal_is_validated_applied_and_reported(
     play(client, adventure_id, "step aboard")
     prompt = scripted.requests[-1].messages[-1].content
     assert "Gwendolyn" in prompt
-    assert "npc.maren.trust 1/10 (wary)" in prompt
+    assert "Maren's trust: wary (1 of 10)" in prompt
 
 
 def test_the_state_block_never_streams_to_the_reader(

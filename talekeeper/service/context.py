@@ -303,7 +303,9 @@ def state_sections(
 
     proposal = start.head.story_proposal if call.proposes else None
     sections = StateSections(
-        **state_engine.prompt_sections(start.rules, document, proposal, in_scene_ids, call.mode)
+        **state_engine.prompt_sections(
+            start.rules, document, proposal, in_scene_ids, call.mode, start.head.depth + 1
+        )
     )
     if not call.proposes:  # only the stat guide and the state (a remark proposes nothing)
         return StateSections(stat_guide=sections.stat_guide, current_state=sections.current_state)

@@ -32,9 +32,7 @@ from talekeeper.state import (
     load_rules,
     normalise,
     refusal_notes,
-    refusals_for_prompt,
-    stat_guide,
-    state_for_prompt,
+    stat_guide_words,
     state_notes,
 )
 from talekeeper.state.canon import event_line, record_event
@@ -123,41 +121,33 @@ def prompt_sections(
     story_proposal: dict[str, Any] | None,
     in_scene_ids: list[str],
     mode: str = "inline",
+    turn: int | None = None,
 ) -> dict[str, str | None]:
     """The state engine's prompt sections for the narrator, in DESIGN.md's order.
 
-    Only in `inline` mode does the narrator write a state block, so only then does it get
-    the vocabulary, ids and stat paths it must write; in `structured` and `off` modes it
-    reads the state as notes in words (`state_notes`) and nothing it could copy as
-    protocol. The vocabulary, canon and stat guide never change within an adventure, so
-    they stay byte-identical from turn to turn (prompt-prefix caching). `story_proposal` is
-    the last *model-written* turn's record (`HeadView.story_proposal`): refusals are the
-    model's feedback, so a player's refused correction is never presented as its own.
+    Every section a model only reads is the canon in words (`state/notes`): the rules'
+    canon, the stat guide with its band words, the state as notes and last turn's refusals —
+    no id, stat path or JSON. Only in `inline` mode, where the narrator writes the state
+    block itself, does the protocol follow: the compact vocabulary naming the ids and stat
+    paths it may write, and the emit reminder (the structured state pass gets its ids in
+    its own question, `state_updates`). The canon and the stat guide never change within
+    an adventure, so they stay byte-identical from turn to turn (prompt-prefix caching).
+    `story_proposal` is the last *model-written* turn's record
+    (`HeadView.story_proposal`): refusals are the model's feedback, so a player's refused
+    correction is never presented as its own. `turn` is the turn being written.
     """
     head_proposal = story_proposal if ProposalRecord.of(story_proposal).source != "player" else None
     report = last_report(head_proposal)
-    canon = canon_prompt(rules)
-    if mode != "inline":
-        refusals = refusal_notes(report, document, rules) if mode == "structured" else ""
-        return {
-            "canon": canon or None,  # early and stable; the narrator writes no events
-            "event_vocabulary": None,
-            "stat_guide": None,
-            "current_state": state_notes(document, rules, in_scene_ids),
-            "refusals": refusals or None,
-            "emit_reminder": None,
-        }
-    vocabulary = compact_vocabulary(rules, document)  # last in the prompt (see context.prompt)
+    inline = mode == "inline"
+    unreadable = inline and bool(ProposalRecord.of(head_proposal).parse_error)
+    refusals = refusal_notes(report, document, rules, unreadable) if mode != "off" else ""
     return {
-        "canon": canon or None,
-        "event_vocabulary": vocabulary,
-        "stat_guide": stat_guide(rules) or None,
-        "current_state": state_for_prompt(document, rules, in_scene_ids),
-        "refusals": refusals_for_prompt(
-            report, unreadable=ProposalRecord.of(head_proposal).parse_error
-        )
-        or None,
-        "emit_reminder": emit_instructions(),
+        "canon": canon_prompt(rules) or None,
+        "event_vocabulary": compact_vocabulary(rules, document) if inline else None,
+        "stat_guide": stat_guide_words(rules) or None,
+        "current_state": state_notes(document, rules, in_scene_ids, turn),
+        "refusals": refusals or None,
+        "emit_reminder": emit_instructions() if inline else None,
     }
 
 

@@ -352,7 +352,7 @@ async def banter_remark(
         return None
     beat = "\n".join(p for p in (prepared.assembly.action_line.lstrip("> "), narration) if p)
     # the state after the turn, without the vocabulary, refusals or reminder
-    call = Call(role, "inline", kind="story", text=beat, document=after)
+    call = Call(role, "off", kind="story", text=beat, document=after)
     remark_prompt = await build(provider, start.context, call)
     try:
         reply = await provider.complete(remark_prompt.request)

@@ -9,12 +9,12 @@ Pure — documents and proposals in, documents and reports out; no I/O. A turn:
 Modules, each one concept: `document` (the stored shape), `rules` (what a scenario
 declares, checked by path), `initial` (a new adventure's document), `normalise` (read a
 stored document back), `events` (the closed allowlist), `resolve` (names → ids),
-`validate` (the layers), `stats` (stat mechanics), `apply`, `report`, `prompt` (text
-for the model), `notes` (the state in words, for the narrator), `extract` (the state-block
-protocol), `schema` (published schemas). Reading the narration: `reader` (text → claims,
-with `lexicon`), `situation` (who is where at each point of it), `told` (the changes it
-states outright), `contradictions` (its clashes with the state), `telling` (all three for
-one narration).
+`validate` (the layers), `stats` (stat mechanics), `apply`, `report`, `prompt` (the
+id-ful text for a model that writes events), `notes` (the canon in words, for every role
+that only reads it), `extract` (the state-block protocol), `schema` (published schemas).
+Reading the narration: `reader` (text → claims, with `lexicon`), `situation` (who is where
+at each point of it), `told` (the changes it states outright), `contradictions` (its
+clashes with the state), `telling` (all three for one narration).
 """
 
 from .apply import apply_proposal
@@ -39,7 +39,7 @@ from .events import EVENT_TYPES, EVENTS, MAX_EVENTS
 from .extract import FENCE_INFO, Extraction, emit_instructions, extract_reply, visible_prefix
 from .initial import initial_document
 from .normalise import normalise
-from .notes import refusal_notes, state_notes
+from .notes import refusal_notes, stat_guide_words, state_notes
 from .prompt import (
     canon_prompt,
     compact_vocabulary,
@@ -97,6 +97,7 @@ __all__ = [
     "refusals_for_prompt",
     "rules_schema",
     "stat_guide",
+    "stat_guide_words",
     "stat_paths",
     "state_for_prompt",
     "state_notes",

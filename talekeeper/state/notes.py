@@ -1,13 +1,16 @@
-"""The state as the narrator reads it: short notes in words, with no ids, paths or JSON.
+"""The canon in words: the one renderer of the story's state for every role a model plays.
 
-In `structured` and `off` modes the narrator writes no state block, so it needs no id to
-write one — and a small model given `Maren (maren, person) — alive` or
-`player.health 10/10` copies it into the story (11 of 14 narrations in a played demo).
-Here every fact that matters to the scene is kept, said the way a story would: names,
-places, who holds what, band words for stats; a number only where the scenario lets the
-player see it. Hidden stats appear only as their band word. The id-ful text in
-`prompt.py` stays for the places where the model must write ids: the inline block's
-vocabulary and the structured state pass.
+A model that only reads the state — the narrator in `structured` and `off` modes, an NPC
+in dialogue, a companion's remark — needs no id, so it is given none: a small model given
+`Maren (maren, person) — alive` or `player.health 10/10` copies it into the story (11 of
+14 narrations in a played demo). Here every fact that matters to the scene is kept, said
+the way a story would: names, places, who is in the scene and what they look like, who
+holds what and how many, the stat guide and the stats as band words (a number only where
+the scenario lets the player see it; hidden stats only as their band word), facts as
+sentences, and the moments heavy enough not to be forgotten. Each role takes what it
+needs (`service/context`): the NPC adds its private knowledge, the companion the moment it
+raises. Only where a model must write ids — the inline block's vocabulary and the
+structured state pass — does the id-ful text of `prompt.py` go.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .canon import narrator_moments
 from .document import PLAYER_ID, Document
 from .report import LOST, Report
 from .rules import Rules, StatRule
@@ -60,25 +64,47 @@ def _stats(doc: Document, rules: Rules, owner: str, npc: str | None = None) -> l
     return out
 
 
+def _item(doc: Document, eid: str) -> str:
+    """A thing's name with its quantity when it is more (or less) than one: "coin (3)"."""
+    name = _name(doc, eid)
+    entity = doc.entities.get(eid)
+    quantity = entity.attributes.get("quantity") if entity is not None else None
+    if isinstance(quantity, int | float) and not isinstance(quantity, bool) and quantity != 1:
+        return f"{name} ({num(quantity)})"
+    return name
+
+
 def _holds(doc: Document, holder: str) -> list[str]:
-    return [_name(doc, item) for item, who in doc.possessions.items() if who == holder]
+    return [_item(doc, item) for item, who in doc.possessions.items() if who == holder]
 
 
-def _person(doc: Document, eid: str) -> str:
+def _description(doc: Document, eid: str) -> str:
+    """What anyone could see of someone in the scene, as a clause ("a sellsword in…")."""
+    text = " ".join(doc.entities[eid].description.split()).rstrip(".")
+    first, _, rest = text.partition(" ")
+    if first in ("A", "An", "The") and rest:
+        text = f"{first.lower()} {rest}"
+    return text
+
+
+def _person(doc: Document, eid: str, described: bool = False) -> str:
     """One line about someone or something in view: name, status, conditions, what they
-    hold, their attributes — in words."""
+    hold, their attributes — in words; with what they look like when `described`."""
     e = doc.entities[eid]
     bits = [e.name]
     if e.status:
         bits.append(e.status)
     if e.conditions:
         bits.append(", ".join(e.conditions))
-    if e.attributes:
-        bits.append(", ".join(f"{words(k)} {v}" for k, v in e.attributes.items()))
+    attributes = {k: v for k, v in e.attributes.items() if k != "quantity"}
+    if attributes:
+        bits.append(", ".join(f"{words(k)} {v}" for k, v in attributes.items()))
     held = _holds(doc, eid)
     if held:
         bits.append("holding " + ", ".join(held))
-    return ", ".join(bits)
+    line = ", ".join([_item(doc, eid), *bits[1:]])
+    about = _description(doc, eid) if described else ""
+    return f"{line} — {about}" if about else line
 
 
 def _in_view(doc: Document, present: list[str]) -> list[str]:
@@ -98,25 +124,111 @@ def _in_view(doc: Document, present: list[str]) -> list[str]:
     ]
 
 
+_THE_PLAYER = re.compile(r"\bthe player(['’]s)?\b", re.I)
+
+
+def _you(text: str) -> str:
+    """A scenario's "the player" as the story says it: "you", "your"."""
+    return _THE_PLAYER.sub(lambda m: "your" if m.group(1) else "you", text)
+
+
 def _fact(doc: Document, fact: Any) -> str:
+    """A fact as a sentence: "Oda Fenn is the harbourmaster"; a fact about the world (no
+    subject) is its own sentence ("The eastern bridge is washed out")."""
     obj = _name(doc, fact.object) if fact.object in doc.entities else fact.object
-    text = " ".join(x for x in (_name(doc, fact.subject), words(fact.predicate), obj) if x)
+    subject = _name(doc, fact.subject) if fact.subject else ""
+    text = " ".join(x for x in (subject, words(fact.predicate), obj) if x)
     if fact.value is not None:
         text += f": {fact.value}"
+    text = _you(" ".join(text.split())).rstrip(".")
     return text[0].upper() + text[1:] if text else text
 
 
-def state_notes(document: Document, rules: Rules, in_scene_ids: list[str] | None = None) -> str:
-    """The current state as a few lines of notes for the narrator (see the module doc).
+def stat_guide_words(rules: Rules) -> str:
+    """What each stat means and its band words, from low to high — the fixed legend,
+    byte-identical every turn of an adventure (it sits in the prompt's cached front).
+    Hidden stats show only their words in order, never a number."""
+    lines = []
+    for owner, name, rule, npc in _declared(rules):
+        whose = {
+            "player": "Your",
+            "world": "The world's",
+            "npc": f"{_cast_name(rules, npc)}'s",
+        }[owner]
+        about = f" ({_lower_first(rule.desc.rstrip('.'))})" if rule.desc else ""
+        lines.append(f"- {whose} {words(name)}{about}: {_guide_words(rule)}.")
+    return "What the stats mean:\n" + "\n".join(lines) if lines else ""
+
+
+def _declared(rules: Rules) -> list[tuple[str, str, StatRule, str | None]]:
+    out: list[tuple[str, str, StatRule, str | None]] = []
+    out += [("world", n, r, None) for n, r in rules.stats.world.items()]
+    out += [("player", n, r, None) for n, r in rules.stats.player.items()]
+    for npc, block in rules.stats.npcs.items():
+        out += [("npc", n, r, npc) for n, r in block.items()]
+    return out
+
+
+def _cast_name(rules: Rules, eid: str | None) -> str:
+    member = rules.cast.get(eid or "")
+    if member is not None:
+        return member.name
+    for entity in rules.raw.get("entities") or []:
+        if isinstance(entity, dict) and entity.get("id") == eid and entity.get("name"):
+            return str(entity["name"])
+    return words(eid or "") or "someone"
+
+
+_COMMON_OPENERS = frozenset(
+    "a an the how what who whom whose when where which whether your his her their its our "
+    "my this that these those one some any every each".split()
+)
+
+
+def _lower_first(text: str) -> str:
+    """A description's capital lowered where it only starts the sentence ("How fierce…"),
+    kept where it starts a name ("Maren's trust…")."""
+    first = text.split(" ", 1)[0]
+    return text[:1].lower() + text[1:] if first.lower() in _COMMON_OPENERS else text
+
+
+def _guide_words(rule: StatRule) -> str:
+    if rule.kind == "text":
+        return "a few words"
+    if rule.hidden:
+        return (
+            "from low to high, " + ", ".join(b.label for b in rule.bands)
+            if rule.bands
+            else "hidden"
+        )
+    parts = []
+    if rule.bands:
+        parts.append(", ".join(f"{b.label} ({num(b.lo)} to {num(b.hi)})" for b in rule.bands))
+    elif rule.min is not None and rule.max is not None:
+        parts.append(f"{num(rule.min)} to {num(rule.max)}")
+    if rule.kind == "counter":
+        parts.append("it only rises")
+    return "; ".join(parts) or "a number"
+
+
+def state_notes(
+    document: Document,
+    rules: Rules,
+    in_scene_ids: list[str] | None = None,
+    turn: int | None = None,
+) -> str:
+    """The current state as a few lines of notes (see the module doc).
 
     `in_scene_ids` are the characters the recent window puts in scene (default: the
-    scene's `present`); only their stats are given.
+    scene's `present`); only their stats and looks are given. `turn` is the turn being
+    written (moments fade with the turns since; default: the newest in the document).
     """
     doc = document
     present = [i for i in doc.scene.present if i in doc.entities and i != PLAYER_ID]
     in_scene = [
         i for i in (in_scene_ids if in_scene_ids is not None else present) if i in doc.entities
     ]
+    seen = set(present) | set(in_scene)
     scene = doc.scene
     lines: list[str] = []
     where = _name(doc, scene.location) if scene.location else ""
@@ -125,7 +237,7 @@ def state_notes(document: Document, rules: Rules, in_scene_ids: list[str] | None
         head += f", {scene.time}"
     lines.append(head + ".")
     if present:
-        lines.append("With you: " + "; ".join(_person(doc, i) for i in present) + ".")
+        lines.append("With you: " + "; ".join(_person(doc, i, True) for i in present) + ".")
     if scene.summary:
         lines.append(f"Now: {scene.summary}")
     you = doc.entities.get(PLAYER_ID)
@@ -149,7 +261,7 @@ def state_notes(document: Document, rules: Rules, in_scene_ids: list[str] | None
     ]
     loose = [i for i in nearby if i not in doc.possessions]
     if loose:
-        lines.append("Here too: " + "; ".join(_person(doc, i) for i in loose) + ".")
+        lines.append("Here too: " + "; ".join(_person(doc, i, i in seen) for i in loose) + ".")
     shown = {PLAYER_ID, scene.location, *present, *nearby}
     elsewhere = []
     for eid, e in doc.entities.items():
@@ -161,7 +273,10 @@ def state_notes(document: Document, rules: Rules, in_scene_ids: list[str] | None
         held = _holds(doc, eid)
         if held:
             bits.append("holding " + ", ".join(held))
-        elsewhere.append(", ".join(bits))
+        line = ", ".join(bits)
+        if eid in seen and _description(doc, eid):
+            line += f" — {_description(doc, eid)}"
+        elsewhere.append(line)
     if elsewhere:
         lines.append("Elsewhere: " + "; ".join(elsewhere) + ".")
     flags = [f.desc or words(n) for n, f in rules.flags.items() if doc.flags.get(n, f.initial)]
@@ -187,10 +302,10 @@ def state_notes(document: Document, rules: Rules, in_scene_ids: list[str] | None
         if todo:
             line += " — next: " + "; ".join(todo)
         lines.append(line + ".")
-    active = [_fact(doc, f) for f in doc.facts if f.status == "active"]
+    active = list(dict.fromkeys(_fact(doc, f) for f in doc.facts if f.status == "active"))
     if active:
         lines.append("Known: " + "; ".join(active) + ".")
-    withdrawn = [_fact(doc, f) for f in doc.facts if f.status == "withdrawn"]
+    withdrawn = list(dict.fromkeys(_fact(doc, f) for f in doc.facts if f.status == "withdrawn"))
     if withdrawn:
         lines.append("No longer true: " + "; ".join(withdrawn) + ".")
     rels = [
@@ -200,6 +315,10 @@ def state_notes(document: Document, rules: Rules, in_scene_ids: list[str] | None
     ]
     if rels:
         lines.append("Between people: " + "; ".join(rels) + ".")
+    now = turn if turn is not None else max([0, *(m.turn for m in doc.moments)])
+    moments = [m.rstrip(".") for m in narrator_moments(doc, now)]
+    if moments:
+        lines.append("Not forgotten: " + "; ".join(moments) + ".")
     # No "recent events" here: they are sentences of the last turns' own prose, which the
     # history right above already holds; said twice, a small model copied them into each
     # new turn (the 14-turn demo test). The canon log keeps them for the roles without history.
@@ -209,15 +328,20 @@ def state_notes(document: Document, rules: Rules, in_scene_ids: list[str] | None
 # --- last turn's refusals, in words -------------------------------------------------------
 
 
-def refusal_notes(report: Report | None, document: Document, rules: Rules) -> str:
+def refusal_notes(
+    report: Report | None, document: Document, rules: Rules, unreadable: bool = False
+) -> str:
     """What the story said last turn that the state did not take, in words: so the
-    narrator does not build on it. Empty when nothing was lost."""
+    narrator does not build on it. `unreadable`: last turn's state block could not be
+    read (inline mode). Empty when nothing was lost."""
     lost = (
         [o for o in report.outcomes if o.status in LOST and o.index is not None] if report else []
     )
-    if not lost:
+    if not lost and not unreadable:
         return ""
     lines = ["Last turn, these did not happen (the notes above are what is true):"]
+    if unreadable:
+        lines.append("- the changes written after the story: they could not be read")
     for o in lost:
         what = _event_words(o.event, document, rules)
         lines.append(f"- {what}" + (" (it is at its limit)" if o.status == "unchanged" else ""))
