@@ -13,13 +13,15 @@
    OpenAI-compatible server that answers at once, in a process of its own; the client
    (the player's browser) runs in another process, so neither's work is counted as the
    server's.
-3. Times, round-robin over the sizes, each interaction as the play page makes it:
+3. Times, round-robin over the sizes, each interaction as the play page makes it (a change
+   made from the story says which turns the page shows, and is answered with what changed):
 
    page load        GET  /adventures/{id}                      the play page
-   story fragment   GET  /adventures/{id}/story                what the page reloads after a turn
+   story, afresh    GET  /adventures/{id}/story                the story drawn again (after a panel's change)
    undo, redo       POST /adventures/{id}/undo, /redo          the page's buttons (Ctrl+Z / Ctrl+Y)
    take step        POST /adventures/{id}/tree/turns/{t}/choose  the ‹ › under a turn
-   retry            POST /api/adventures/{id}/retry            a new take of the last turn
+   retry            POST /api/adventures/{id}/retry            a new take of the last turn, streamed
+   story fragment   GET  /adventures/{id}/story?shown_…        what the page asks for after a turn
    list lines       GET  /adventures/{id}/tree/lines           the Lines panel (story map)
    restore          POST /adventures/{id}/tree/save-points/{s}/restore  from the Save Points panel
    search           GET  /adventures/{id}/search?q=…           four hits, anywhere on the line
@@ -39,7 +41,6 @@ interleaved) and the load average printed with them. Nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import multiprocessing
 import os
@@ -60,6 +61,7 @@ from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.memory.worker import worker_for  # noqa: E402
 from talekeeper.service import adventures  # noqa: E402
 from talekeeper.service import state_engine as world  # noqa: E402
+from talekeeper.service.adventures import FIRST_PAINT  # noqa: E402
 from talekeeper.state import load_rules, normalise  # noqa: E402
 from talekeeper.store.models import Memory, StorySummary, utcnow  # noqa: E402
 from talekeeper.story import savepoints, tree  # noqa: E402
@@ -221,82 +223,87 @@ class Browser:
 
 
 class Interactions:
-    """Each interaction as a request (or two: redo undoes first, untimed)."""
+    """Each interaction as the play page makes it: one timed request (and, around it, the
+    untimed ones that put the story back). A change made from the story says what the
+    page shows (its first and last turn), as the page does."""
 
     def __init__(self, browser: Browser, tk: Talekeeper) -> None:
         self.browser, self.tk = browser, tk
-        self.flip = itertools.count()
+
+    def shown(self, s: Story) -> str:
+        """What the page shows now: the first paint's turns, ending at the head."""
+        with self.tk.db.session() as session:
+            head = tree.head(session, adventures.get_adventure(session, s.aid))
+            ids = tree.path_ids(session, head, limit=FIRST_PAINT)
+        return f"shown_head={ids[-1]}&shown_first={ids[0]}"
+
+    def post(self, url: str, s: Story):
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        return self.browser.ask("POST", url, self.shown(s).encode(), form)
 
     def page_load(self, s: Story):
-        return self.browser.ask("GET", f"/adventures/{s.aid}")
+        yield "page load", self.browser.ask("GET", f"/adventures/{s.aid}")
 
-    def story_fragment(self, s: Story):
-        return self.browser.ask("GET", f"/adventures/{s.aid}/story")
+    def story_afresh(self, s: Story):
+        yield "story, drawn afresh", self.browser.ask("GET", f"/adventures/{s.aid}/story")
 
     def undo(self, s: Story):
-        timed = self.browser.ask("POST", f"/adventures/{s.aid}/undo")
-        self.browser.ask("POST", f"/adventures/{s.aid}/redo")
-        return timed
+        yield "undo", self.post(f"/adventures/{s.aid}/undo", s)
+        self.post(f"/adventures/{s.aid}/redo", s)
 
     def redo(self, s: Story):
-        self.browser.ask("POST", f"/adventures/{s.aid}/undo")
-        return self.browser.ask("POST", f"/adventures/{s.aid}/redo")
+        self.post(f"/adventures/{s.aid}/undo", s)
+        yield "redo", self.post(f"/adventures/{s.aid}/redo", s)
 
     def take_step(self, s: Story):
-        timed = self.browser.ask("POST", f"/adventures/{s.aid}/tree/turns/{s.takes[0]}/choose")
-        self.browser.ask("POST", f"/adventures/{s.aid}/tree/turns/{s.takes[1]}/choose")
-        return timed
+        yield "take step", self.post(f"/adventures/{s.aid}/tree/turns/{s.takes[0]}/choose", s)
+        self.post(f"/adventures/{s.aid}/tree/turns/{s.takes[1]}/choose", s)
 
     def retry(self, s: Story):
-        timed = self.browser.ask(
-            "POST",
-            f"/api/adventures/{s.aid}/retry",
-            b"{}",
-            {"Content-Type": "application/json"},
-        )
+        """A retry as the page makes it: the turn, streamed, then the story's fragment, asked
+        for what changed since the page showed the take it replaced."""
+        shown = self.shown(s)
+        stream = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        yield "retry", self.browser.ask("POST", f"/api/adventures/{s.aid}/retry", b"{}", stream)
         bank = worker_for(self.tk)
         while bank._tasks:  # the bank's run after the turn (the player reads meanwhile)
             time.sleep(0.0005)
-        return timed
+        yield "story fragment", self.browser.ask("GET", f"/adventures/{s.aid}/story?{shown}")
 
     def list_lines(self, s: Story):
-        return self.browser.ask("GET", f"/adventures/{s.aid}/tree/lines")
+        yield "list lines", self.browser.ask("GET", f"/adventures/{s.aid}/tree/lines")
 
     def restore(self, s: Story):
         halfway, end = s.save_points
-        timed = self.browser.ask("POST", f"/adventures/{s.aid}/tree/save-points/{halfway}/restore")
-        self.browser.ask("POST", f"/adventures/{s.aid}/tree/save-points/{end}/restore")
-        return timed
+        url = f"/adventures/{s.aid}/tree/save-points/{{}}/restore"
+        yield "restore", self.browser.ask("POST", url.format(halfway))
+        self.browser.ask("POST", url.format(end))
 
     def search(self, s: Story):
-        return self.browser.ask("GET", f"/adventures/{s.aid}/search?q={NEEDLE}")
+        yield "search", self.browser.ask("GET", f"/adventures/{s.aid}/search?q={NEEDLE}")
 
     def export(self, s: Story):
         timed = self.browser.ask("GET", f"/api/adventures/{s.aid}/export", keep=True)
         s.bundle = timed[3] or b""
-        return timed
+        yield "export", timed
 
     def import_(self, s: Story):
         if not s.bundle:
-            self.export(s)
-        return self.browser.ask(
-            "POST",
-            "/api/adventures/import",
-            s.bundle,
-            {"Content-Type": "application/octet-stream"},
-        )
+            list(self.export(s))
+        raw = {"Content-Type": "application/octet-stream"}
+        yield "import", self.browser.ask("POST", "/api/adventures/import", s.bundle, raw)
 
 
-PLAN = [  # (name, method, per-sample count is --samples unless a bundle step)
+PLAN = [  # (what --only names, the method making it)
     ("page load", "page_load"),
-    ("story fragment", "story_fragment"),
+    ("story, drawn afresh", "story_afresh"),
     ("undo", "undo"),
     ("redo", "redo"),
     ("take step", "take_step"),
     ("list lines", "list_lines"),
     ("restore", "restore"),
     ("search", "search"),
-    ("retry", "retry"),
+    ("retry", "retry"),  # and the story fragment the page asks for after it
     ("export", "export"),
     ("import", "import_"),
 ]
@@ -333,55 +340,59 @@ def main() -> None:
             browser.start(base)
             act = Interactions(browser, tk)
             for story in stories:  # warm: templates compiled, paths and indexes kept
-                for _, method in plan:
-                    if method not in ("export", "import_"):
-                        getattr(act, method)(story)
+                for name, method in plan:
+                    if name not in BUNDLE:
+                        list(getattr(act, method)(story))
             rows = []
             for name, method in plan:
                 count = args.bundle_samples if name in BUNDLE else args.samples
-                wall: dict[int, list[float]] = {s.size: [] for s in stories}
-                cpu: dict[int, list[float]] = {s.size: [] for s in stories}
-                size: dict[int, int] = {}
+                wall: dict[str, dict[int, list[float]]] = {}
+                cpu: dict[str, dict[int, list[float]]] = {}
+                size: dict[str, dict[int, int]] = {}
                 for _ in range(count):
                     for story in stories:
-                        elapsed, used, answered, _ = getattr(act, method)(story)
-                        wall[story.size].append(elapsed)
-                        cpu[story.size].append(used)
-                        size[story.size] = answered
-                row = {"interaction": name}
-                for n in sizes:
-                    row[f"{n:,} wall ms"] = median_ms(wall[n])
-                    row[f"{n:,} server CPU ms"] = median_ms(cpu[n])
-                    row[f"{n:,} answer KB"] = round(size[n] / 1024, 1)
-                small, large = min(sizes), max(sizes)
-                row["ratio wall"] = round(
-                    statistics.median(wall[large]) / statistics.median(wall[small]), 2
-                )
-                row["ratio CPU"] = round(
-                    statistics.median(cpu[large]) / statistics.median(cpu[small]), 2
-                )
-                if name in BUNDLE:
-                    ok = statistics.median(wall[large]) <= TARGET_BUNDLE_S
-                    row["target"] = f"{'ok' if ok else 'MISSED'} (≤ {TARGET_BUNDLE_S:g} s)"
-                else:
-                    ok = (
-                        statistics.median(cpu[large]) * 1000 <= TARGET_MS
-                        and row["ratio CPU"] <= TARGET_RATIO
-                    )
-                    row["target"] = (
-                        f"{'ok' if ok else 'MISSED'} (server ≤ {TARGET_MS:g} ms, "
-                        f"ratio ≤ {TARGET_RATIO})"
-                    )
-                rows.append(row)
-                print(json.dumps(row, ensure_ascii=False), flush=True)
+                        for label, (elapsed, used, answered, _) in getattr(act, method)(story):
+                            wall.setdefault(label, {}).setdefault(story.size, []).append(elapsed)
+                            cpu.setdefault(label, {}).setdefault(story.size, []).append(used)
+                            size.setdefault(label, {})[story.size] = answered
+                for label in wall:
+                    rows.append(row_of(label, sizes, wall[label], cpu[label], size[label]))
+                    print(json.dumps(rows[-1], ensure_ascii=False), flush=True)
     print_table(rows, sizes)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def row_of(
+    name: str,
+    sizes: list[int],
+    wall: dict[int, list[float]],
+    cpu: dict[int, list[float]],
+    size: dict[int, int],
+) -> dict:
+    """One interaction's medians at each size, and the ratios of the largest to the smallest."""
+    row: dict = {"interaction": name}
+    for n in sizes:
+        row[f"{n:,} wall ms"] = median_ms(wall[n])
+        row[f"{n:,} server CPU ms"] = median_ms(cpu[n])
+        row[f"{n:,} answer KB"] = round(size[n] / 1024, 1)
+    small, large = min(sizes), max(sizes)
+    row["ratio wall"] = round(statistics.median(wall[large]) / statistics.median(wall[small]), 2)
+    row["ratio CPU"] = round(statistics.median(cpu[large]) / statistics.median(cpu[small]), 2)
+    if name in BUNDLE:
+        ok = statistics.median(wall[large]) <= TARGET_BUNDLE_S
+        row["target"] = f"{'ok' if ok else 'MISSED'} (≤ {TARGET_BUNDLE_S:g} s)"
+    else:
+        ok = statistics.median(cpu[large]) * 1000 <= TARGET_MS and row["ratio CPU"] <= TARGET_RATIO
+        row["target"] = (
+            f"{'ok' if ok else 'MISSED'} (server ≤ {TARGET_MS:g} ms, ratio ≤ {TARGET_RATIO})"
+        )
+    return row
 
 
 def print_table(rows: list[dict], sizes: list[int]) -> None:
     small, large = min(sizes), max(sizes)
     header = (
-        f"{'interaction':<16}"
+        f"{'interaction':<20}"
         + "".join(f"{f'{n:,} wall':>12}{f'{n:,} CPU':>12}" for n in (small, large))
         + f"{'ratio wall':>11}{'ratio CPU':>10}  {'answer KB':>14}  target"
     )
@@ -397,7 +408,7 @@ def print_table(rows: list[dict], sizes: list[int]) -> None:
         )
         answers = f"{row[f'{small:,} answer KB']:g} / {row[f'{large:,} answer KB']:g}"
         print(
-            f"{row['interaction']:<16}{cells}{row['ratio wall']:>11.2f}{row['ratio CPU']:>10.2f}"
+            f"{row['interaction']:<20}{cells}{row['ratio wall']:>11.2f}{row['ratio CPU']:>10.2f}"
             f"  {answers:>14}  {row['target']}"
         )
 

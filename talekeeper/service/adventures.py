@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select, text
 from sqlalchemy.orm import Session
 
 from talekeeper.errors import Invalid, NotFound
@@ -39,6 +42,7 @@ PLOT_FIELDS = (
     "story_cards",
 )
 PAGE_SIZE = 50
+FIRST_PAINT = 20  # the play page's first paint: a screenful and more, not the 50 of a page
 
 
 class AdventureNotFound(NotFound):
@@ -184,34 +188,109 @@ def node_view(node: Node) -> dict[str, Any]:
     }
 
 
+_SCENARIO_TITLE = select(Scenario.title, Scenario.owner_id, Scenario.builtin).where(
+    Scenario.id == bindparam("scenario")
+)
+
+
 def adventure_summary(session: Session, adventure: Adventure) -> dict[str, Any]:
-    scenario = session.get(Scenario, adventure.scenario_id) if adventure.scenario_id else None
-    scenario = scenario if scenario is not None and owner.visible(scenario) else None
+    # The title alone: loading the scenario row would parse its whole document.
+    row = (
+        session.execute(_SCENARIO_TITLE, {"scenario": adventure.scenario_id}).first()
+        if adventure.scenario_id
+        else None
+    )
+    visible = row is not None and owner.visible(row)
     return {
         "id": adventure.id,
         "title": adventure.title,
         "scenario_id": adventure.scenario_id,
-        "scenario_title": scenario.title if scenario else None,
+        "scenario_title": row.title if visible else None,
         "turns": adventure.turn_count,
         "last_played_at": adventure.last_played_at.isoformat(),
         "created_at": adventure.created_at.isoformat(),
     }
 
 
-def story_view(
-    session: Session, adventure: Adventure, limit: int = PAGE_SIZE, before: int | None = None
-) -> dict[str, Any]:
-    """The story at the head (or a page of it ending before node `before`)."""
-    head = tree.head(session, adventure)
-    end = head
-    if before is not None:
-        path_node = get_turn(session, adventure, before)
-        parent = session.get(Node, path_node.parent_id) if path_node.parent_id else None
-        if parent is None:
-            return {**adventure_summary(session, adventure), "turns_shown": [], "has_more": False}
-        end = parent
-    nodes = tree.path_to(session, end, limit=limit)
-    positions = takes.take_positions(session, nodes)
+# --- reading the story: a page of turns, and what changed since the page was drawn ----------
+#
+# A turn's view is a function of its node alone (nodes are immutable; `active_child_id` and
+# `branch_name`, which do change, are not in it), so views are kept between requests, keyed
+# like `story.paths` by the database, the node's id and its creation time (SQLite may reuse
+# a deleted node's id). The one node that may still change is an opening nothing follows
+# yet (`tree.rewrite_opening`): it is never kept. A page then reads one narrow row per turn
+# (the path, with what the keys and the takes need) and loads whole nodes only for the
+# views not kept yet.
+
+KEPT_VIEWS = 4096  # a few adventures' recent pages
+_views: OrderedDict[tuple[str, int, str], dict[str, Any]] = OrderedDict()
+_views_lock = threading.Lock()
+
+_PATH_ROWS = text(
+    """
+    WITH RECURSIVE path(id, parent_id, created_at, action_kind, active_child_id, n) AS (
+        SELECT id, parent_id, created_at, action_kind, active_child_id, 0
+        FROM nodes WHERE id = :start
+        UNION ALL
+        SELECT nodes.id, nodes.parent_id, nodes.created_at, nodes.action_kind,
+               nodes.active_child_id, path.n + 1
+        FROM nodes JOIN path ON nodes.id = path.parent_id
+        WHERE path.n + 1 < :limit
+    )
+    SELECT id, parent_id, created_at, action_kind, active_child_id FROM path ORDER BY n DESC
+    """
+)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What the page shows: the turns from `first` down to `head` (its last turn); None:
+    nothing it can patch (it is drawn afresh)."""
+
+    head: int | None = None
+    first: int | None = None
+
+
+def _path_rows(session: Session, node_id: int, limit: int) -> list[Any]:
+    """From the `limit`th ancestor of `node_id` down to it, in story order: one narrow row
+    each (id, parent_id, created_at, action_kind, active_child_id)."""
+    return list(session.execute(_PATH_ROWS, {"start": node_id, "limit": limit}))
+
+
+def turn_key(session: Session, row: Any) -> tuple[str, int, str]:
+    """What names a turn's view (and anything rendered from it alone) for as long as it exists."""
+    return (str(session.get_bind().url), row.id, str(row.created_at))
+
+
+def turn_views(
+    session: Session, adventure: Adventure, rows: Sequence[Any]
+) -> list[tuple[tuple[str, int, str], dict[str, Any]]]:
+    """(key, view with `takes`) for each of `rows` (`_path_rows`), oldest first."""
+    if not rows:
+        return []
+    url = str(session.get_bind().url)
+    keys = [(url, row.id, str(row.created_at)) for row in rows]
+    with _views_lock:
+        found = {key: _views.get(key) for key in keys}
+    missing = [row.id for row, key in zip(rows, keys, strict=True) if found[key] is None]
+    if missing:
+        loaded = {n.id: n for n in session.scalars(select(Node).where(Node.id.in_(missing)))}
+        with _views_lock:
+            for row, key in zip(rows, keys, strict=True):
+                if found[key] is None:
+                    found[key] = node_view(loaded[row.id])
+                    if row.parent_id is not None or row.active_child_id is not None:
+                        _views[key] = found[key]
+            while len(_views) > KEPT_VIEWS:
+                _views.popitem(last=False)
+    positions = takes.take_positions(session, rows, adventure.id)
+    return [
+        (key, {**found[key], "takes": positions[row.id].as_dict()})  # type: ignore[dict-item]
+        for row, key in zip(rows, keys, strict=True)
+    ]
+
+
+def _controls(session: Session, adventure: Adventure, head: Node) -> dict[str, Any]:
     return {
         **adventure_summary(session, adventure),
         "head_id": head.id,
@@ -222,10 +301,101 @@ def story_view(
         "opening_editable": head.parent_id is None and head.active_child_id is None,
         # The name of the line being read, when the head is at its end (Redo has nowhere to go).
         "line_name": head.branch_name,
-        "has_more": bool(nodes) and nodes[0].parent_id is not None,
-        "turns_shown": [{**node_view(n), "takes": positions[n.id].as_dict()} for n in nodes],
         "persona": adventure.plot.get("persona"),
     }
+
+
+def story_page(
+    session: Session, adventure: Adventure, limit: int = PAGE_SIZE, before: int | None = None
+) -> tuple[dict[str, Any], list[tuple[str, int, str]]]:
+    """`story_view`, and each shown turn's key (`turn_key`)."""
+    head = tree.head(session, adventure)
+    end = head
+    if before is not None:
+        path_node = get_turn(session, adventure, before)
+        parent = session.get(Node, path_node.parent_id) if path_node.parent_id else None
+        if parent is None:
+            return {
+                **adventure_summary(session, adventure),
+                "turns_shown": [],
+                "has_more": False,
+            }, []
+        end = parent
+    shown = turn_views(session, adventure, _path_rows(session, end.id, limit))
+    controls = _controls(session, adventure, head)
+    persona = controls.pop("persona")
+    view = {
+        **controls,
+        "has_more": bool(shown) and shown[0][1]["parent_id"] is not None,
+        "turns_shown": [v for _, v in shown],
+        "persona": persona,
+    }
+    return view, [k for k, _ in shown]
+
+
+def story_view(
+    session: Session, adventure: Adventure, limit: int = PAGE_SIZE, before: int | None = None
+) -> dict[str, Any]:
+    """The story at the head (or a page of it ending before node `before`)."""
+    return story_page(session, adventure, limit, before)[0]
+
+
+def story_change(
+    session: Session, adventure: Adventure, shown: Shown, limit: int = PAGE_SIZE
+) -> dict[str, Any] | None:
+    """What changed for a page showing `shown`, now that the head is where it is: the turn
+    both lines share (`keep`: everything down to it stays on the page), the shown turns
+    below it (`removed`) and the turns that follow it now (`added`, at most `limit`), with
+    the controls (`story_view`'s fields but the turns). None when the page must be drawn
+    afresh: what it shows is gone, or the two lines part above its first turn.
+
+    Reads at most `limit` turns up from the head and as many up from the page's last turn
+    as it shows below the parting: an undo, a redo or a take step costs the same at any
+    length of story."""
+    if shown.head is None or shown.first is None:
+        return None
+    head = tree.head(session, adventure)
+    page_head = tree.find_node(session, adventure, shown.head)
+    page_first = tree.find_node(session, adventure, shown.first)
+    if page_head is None or page_first is None or page_first.depth > page_head.depth:
+        return None
+    lowest = max(page_first.depth, head.depth - limit)
+    if lowest > min(page_head.depth, head.depth):
+        return None
+    new = _path_rows(session, head.id, head.depth - lowest + 1)
+    old = tree.path_ids(session, page_head, limit=page_head.depth - lowest + 1)
+    if not new or not old or new[0].id != old[0]:
+        return None  # the page's first turn is not on the line now read
+    same = 0
+    while same < min(len(new), len(old)) and new[same].id == old[same]:
+        same += 1
+    added = turn_views(session, adventure, new[same:])
+    return {
+        **_controls(session, adventure, head),
+        "head_kind": head.action_kind,
+        "keep": old[same - 1],
+        "removed": old[same:],
+        "added": [v for _, v in added],
+        "added_keys": [k for k, _ in added],
+    }
+
+
+@dataclass(frozen=True)
+class PageAnswer:
+    """What the play page is answered after a change: `change` (`story_change`) when the
+    page can patch itself, else `story` and its turns' keys (`story_page`) to draw anew."""
+
+    change: dict[str, Any] | None = None
+    story: dict[str, Any] | None = None
+    keys: list[tuple[str, int, str]] | None = None
+
+
+def page_answer(session: Session, adventure: Adventure, shown: Shown | None) -> PageAnswer:
+    change = story_change(session, adventure, shown) if shown is not None else None
+    if change is not None:
+        return PageAnswer(change=change)
+    story, keys = story_page(session, adventure, limit=FIRST_PAINT)
+    return PageAnswer(story=story, keys=keys)
 
 
 # --- the unit of work, and the entry points the web and the terminal call -------------------
@@ -281,13 +451,28 @@ def story(
         return story_view(session, adventure, limit=limit, before=before)
 
 
-def play_view(tk: Talekeeper, adventure_id: int) -> tuple[dict[str, Any], list[dict[str, str]]]:
-    """The story at the head and the cast the player can Talk to (the play page)."""
+def story_for_page(
+    tk: Talekeeper,
+    adventure_id: int,
+    shown: Shown | None = None,
+    before: int | None = None,
+) -> PageAnswer:
+    """The play page's story: what changed since it showed `shown`, or (without, or when it
+    cannot patch itself) its first paint; with `before`, the page of turns before that one."""
+    with reading(tk, adventure_id) as (session, adventure):
+        if before is not None:
+            story, keys = story_page(session, adventure, before=before)
+            return PageAnswer(story=story, keys=keys)
+        return page_answer(session, adventure, shown)
+
+
+def play_view(tk: Talekeeper, adventure_id: int) -> tuple[PageAnswer, list[dict[str, str]]]:
+    """The story's first paint and the cast the player can Talk to (the play page)."""
     with reading(tk, adventure_id) as (session, adventure):
         voices = [
             {"id": m.id, "name": m.name} for m in state_engine.rules_of(adventure).cast.values()
         ]
-        return story_view(session, adventure), voices
+        return page_answer(session, adventure, None), voices
 
 
 def summaries(tk: Talekeeper) -> list[dict[str, Any]]:

@@ -18,7 +18,15 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from talekeeper.service import state_engine
-from talekeeper.service.adventures import AdventureNotFound, get_turn, reading, story_view, writing
+from talekeeper.service.adventures import (
+    AdventureNotFound,
+    Shown,
+    get_turn,
+    page_answer,
+    reading,
+    story_view,
+    writing,
+)
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import TurnEvent, clean_narration, play_turn
 from talekeeper.store.models import Adventure
@@ -34,22 +42,33 @@ class SavePointNotFound(AdventureNotFound):
 
 
 def _move(
-    tk: Talekeeper, adventure_id: int, move: Callable[[Session, Adventure], Any]
-) -> dict[str, Any]:
+    tk: Talekeeper,
+    adventure_id: int,
+    move: Callable[[Session, Adventure], Any],
+    shown: Shown | None = None,
+) -> Any:
     with writing(tk, adventure_id) as (session, adventure):
         move(session, adventure)
-        return story_view(session, adventure)
+        return _answer(session, adventure, shown)
+
+
+def _answer(session: Session, adventure: Adventure, shown: Shown | None) -> Any:
+    """The story as it now reads; for the play page (which says what it `shown`), what
+    changed on it (`adventures.page_answer`)."""
+    return (
+        story_view(session, adventure) if shown is None else page_answer(session, adventure, shown)
+    )
 
 
 # --- undo / redo / state ---------------------------------------------------------------
 
 
-def undo(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
-    return _move(tk, adventure_id, tree.undo)
+def undo(tk: Talekeeper, adventure_id: int, shown: Shown | None = None) -> Any:
+    return _move(tk, adventure_id, tree.undo, shown)
 
 
-def redo(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
-    return _move(tk, adventure_id, tree.redo)
+def redo(tk: Talekeeper, adventure_id: int, shown: Shown | None = None) -> Any:
+    return _move(tk, adventure_id, tree.redo, shown)
 
 
 def current_state(tk: Talekeeper, adventure_id: int) -> dict[str, Any] | None:
@@ -87,8 +106,8 @@ def edit_action(
 
 
 def edit_narration(
-    tk: Talekeeper, adventure_id: int, node_id: int, narration: str
-) -> dict[str, Any]:
+    tk: Talekeeper, adventure_id: int, node_id: int, narration: str, shown: Shown | None = None
+) -> Any:
     """A new take of turn `node_id` carrying the player's text; the original is kept.
 
     No model is called. The state is re-derived from the parent's snapshot plus what the
@@ -109,7 +128,7 @@ def edit_narration(
         original = get_turn(session, adventure, node_id)
         if original.parent_id is None:  # the opening: rewritten in place, before any turn
             tree.rewrite_opening(session, adventure, original, narration)
-            return story_view(session, adventure)
+            return _answer(session, adventure, shown)
         parent = tree.parent_for_take(session, original)
         prose, state, proposal = state_engine.rederive_for_edit(
             parent, original, narration, state_engine.rules_of(adventure)
@@ -127,7 +146,7 @@ def edit_narration(
                 model=EDITED_BY_PLAYER,
             ),
         )
-        return story_view(session, adventure)
+        return _answer(session, adventure, shown)
 
 
 def take_view(take: takes.Take, reading_id: int | None) -> dict[str, Any]:
@@ -164,18 +183,20 @@ def list_takes(tk: Talekeeper, adventure_id: int, node_id: int | None = None) ->
         }
 
 
-def choose_take(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, Any]:
+def choose_take(tk: Talekeeper, adventure_id: int, node_id: int, shown: Shown | None = None) -> Any:
     """Read take `node_id`: the head moves onto it."""
     with writing(tk, adventure_id) as (session, adventure):
         takes.choose(session, adventure, get_turn(session, adventure, node_id))
-        return story_view(session, adventure)
+        return _answer(session, adventure, shown)
 
 
-def step_take(tk: Talekeeper, adventure_id: int, node_id: int, by: int) -> dict[str, Any]:
+def step_take(
+    tk: Talekeeper, adventure_id: int, node_id: int, by: int, shown: Shown | None = None
+) -> Any:
     """Read the take `by` places after (negative: before) take `node_id`."""
     with writing(tk, adventure_id) as (session, adventure):
         takes.step(session, adventure, get_turn(session, adventure, node_id), by)
-        return story_view(session, adventure)
+        return _answer(session, adventure, shown)
 
 
 # --- lines -----------------------------------------------------------------------------

@@ -12,8 +12,10 @@ of that turn. So a correction is its own only take, and a turn's takes skip corr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -103,8 +105,11 @@ def takes_of(session: Session, node: Node) -> list[Take]:
     ]
 
 
-def take_positions(session: Session, nodes: list[Node]) -> dict[int, TakePosition]:
-    """`‹ i/n ›` for each of `nodes` (a page of a transcript), in one indexed query.
+def take_positions(
+    session: Session, nodes: Sequence[Any], adventure_id: int | None = None
+) -> dict[int, TakePosition]:
+    """`‹ i/n ›` for each of `nodes` (a page of a transcript: nodes, or rows with their
+    `id`, `parent_id` and `action_kind`, then with `adventure_id`), in one indexed query.
 
     Sorted here, not in SQL: an ORDER BY id would steer SQLite to the adventure_id index
     and a scan of the whole story instead of the (adventure_id, parent_id) index.
@@ -115,7 +120,8 @@ def take_positions(session: Session, nodes: list[Node]) -> dict[int, TakePositio
     siblings: dict[int, list[int]] = {}
     if parent_ids:
         query = select(Node.parent_id, Node.id).where(
-            Node.adventure_id == nodes[0].adventure_id,
+            Node.adventure_id
+            == (adventure_id if adventure_id is not None else nodes[0].adventure_id),
             Node.parent_id.in_(parent_ids),
             Node.action_kind != CORRECTION,
         )

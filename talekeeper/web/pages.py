@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ValidationError
 
@@ -17,9 +17,11 @@ from talekeeper.llm.settings import ModelSettings
 from talekeeper.service import adventures, scenarios, tree_ops
 from talekeeper.service import plot as plot_service
 from talekeeper.service import settings as settings_service
+from talekeeper.service.adventures import Shown
 from talekeeper.service.turns import warm_next_turn
 from talekeeper.service.views.scenarios import ScenarioListed
-from talekeeper.service.views.story import AdventureSummary, Story
+from talekeeper.service.views.story import AdventureSummary
+from talekeeper.web import turns
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render, templates  # noqa: F401 - `templates` is imported from here too
 
@@ -120,12 +122,12 @@ def play(
     tk: Talekeeper = Depends(get_tk),
 ) -> HTMLResponse:
     """The story; `?panel=state|lines|save-points` opens that side panel."""
-    view, voices = adventures.play_view(tk, adventure_id)  # voices: whom the player can Talk to
+    answer, voices = adventures.play_view(tk, adventure_id)  # voices: whom the player can Talk to
     background.add_task(warm_next_turn, tk, adventure_id)  # while the player reads and types
     return render(
         request,
         "play.html",
-        story=Story.model_validate(view),
+        **turns.drawn(answer),
         model=tk.model_description(),
         panel=panel if panel in PANELS else None,
         voices=voices,
@@ -134,32 +136,48 @@ def play(
 
 @router.get("/adventures/{adventure_id}/story", response_class=HTMLResponse)
 def story_fragment(
-    request: Request, adventure_id: int, before: int | None = None, tk: Talekeeper = Depends(get_tk)
+    request: Request,
+    adventure_id: int,
+    before: int | None = None,
+    shown_head: int | None = None,
+    shown_first: int | None = None,
+    tk: Talekeeper = Depends(get_tk),
 ) -> HTMLResponse:
-    view = adventures.story(tk, adventure_id, before=before)
-    name = "_older.html" if before else "_story.html"
-    return render(request, name, story=Story.model_validate(view))
+    """The story: what changed since the page showed `shown_first`…`shown_head` (after a
+    turn), else drawn afresh; with `before`, the turns before that one."""
+    answer = adventures.story_for_page(tk, adventure_id, Shown(shown_head, shown_first), before)
+    return turns.story_response(request, answer, older=before is not None)
 
 
-def _move(request: Request, adventure_id: int, move, tk: Talekeeper) -> HTMLResponse:
-    """Undo or redo (the services' own), then the story; a refusal is shown above it."""
+def _move(request: Request, adventure_id: int, move, tk: Talekeeper, shown: Shown) -> HTMLResponse:
+    """Undo or redo (the services' own), then what changed; a refusal is shown under it."""
     try:
-        return render(
-            request, "_story.html", story=Story.model_validate(move(tk, adventure_id)), message=None
-        )
+        return turns.story_response(request, move(tk, adventure_id, shown))
     except Conflict as exc:  # nothing to undo / redo, or busy
-        story = Story.model_validate(adventures.story(tk, adventure_id))
-        return render(request, "_story.html", story=story, message=str(exc))
+        answer = adventures.story_for_page(tk, adventure_id, shown)
+        return turns.story_response(request, answer, message=str(exc))
 
 
 @router.post("/adventures/{adventure_id}/undo", response_class=HTMLResponse)
-def undo(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    return _move(request, adventure_id, tree_ops.undo, tk)
+def undo(
+    request: Request,
+    adventure_id: int,
+    shown_head: int | None = Form(None),
+    shown_first: int | None = Form(None),
+    tk: Talekeeper = Depends(get_tk),
+) -> HTMLResponse:
+    return _move(request, adventure_id, tree_ops.undo, tk, Shown(shown_head, shown_first))
 
 
 @router.post("/adventures/{adventure_id}/redo", response_class=HTMLResponse)
-def redo(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    return _move(request, adventure_id, tree_ops.redo, tk)
+def redo(
+    request: Request,
+    adventure_id: int,
+    shown_head: int | None = Form(None),
+    shown_first: int | None = Form(None),
+    tk: Talekeeper = Depends(get_tk),
+) -> HTMLResponse:
+    return _move(request, adventure_id, tree_ops.redo, tk, Shown(shown_head, shown_first))
 
 
 # --- settings -----------------------------------------------------------------------------

@@ -16,9 +16,11 @@ from fastapi.responses import HTMLResponse
 
 from talekeeper.core import Talekeeper
 from talekeeper.service import adventures, story_map, tree_ops
+from talekeeper.service.adventures import PageAnswer, Shown
 from talekeeper.service.locks import AdventureBusy
-from talekeeper.service.views.story import SavePoints, Story, Turn
+from talekeeper.service.views.story import SavePoints, Turn
 from talekeeper.story.tree import TreeError
+from talekeeper.web import turns
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render
 
@@ -28,20 +30,21 @@ STORY_CHANGED = {"HX-Trigger": "story-changed"}
 
 
 def _story(
-    request: Request, tk: Talekeeper, adventure_id: int, change: Callable[[], Any]
+    request: Request,
+    tk: Talekeeper,
+    adventure_id: int,
+    change: Callable[[Shown], PageAnswer],
+    shown: Shown | None = None,
 ) -> HTMLResponse:
-    """Make a change that moves the story and answer with the story (or why not)."""
+    """Make a change that moves the story and answer with what changed on the page showing
+    `shown` (without: the story drawn afresh), or why not."""
+    shown = shown or Shown()
     message = None
     try:
-        change()
+        answer = change(shown)
     except REFUSALS as exc:
-        message = str(exc)
-    return render(
-        request,
-        "_story.html",
-        story=Story.model_validate(adventures.story(tk, adventure_id)),
-        message=message,
-    )
+        answer, message = adventures.story_for_page(tk, adventure_id, shown), str(exc)
+    return turns.story_response(request, answer, message)
 
 
 def _panel(
@@ -73,11 +76,15 @@ def _panel(
 
 @router.post("/turns/{node_id}/choose", response_class=HTMLResponse)
 def choose_take(
-    request: Request, adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)
+    request: Request,
+    adventure_id: int,
+    node_id: int,
+    shown_head: int | None = Form(None),
+    shown_first: int | None = Form(None),
+    tk: Talekeeper = Depends(get_tk),
 ) -> HTMLResponse:
-    return _story(
-        request, tk, adventure_id, partial(tree_ops.choose_take, tk, adventure_id, node_id)
-    )
+    change = partial(tree_ops.choose_take, tk, adventure_id, node_id)
+    return _story(request, tk, adventure_id, change, Shown(shown_head, shown_first))
 
 
 @router.get("/turns/{node_id}/edit", response_class=HTMLResponse)
@@ -96,12 +103,9 @@ def edit_narration(
     narration: str = Form(""),
     tk: Talekeeper = Depends(get_tk),
 ) -> HTMLResponse:
-    return _story(
-        request,
-        tk,
-        adventure_id,
-        partial(tree_ops.edit_narration, tk, adventure_id, node_id, narration),
-    )
+    # Drawn afresh: an edit of the opening changes a turn the page keeps.
+    change = partial(tree_ops.edit_narration, tk, adventure_id, node_id, narration)
+    return _story(request, tk, adventure_id, lambda _: change(Shown()))
 
 
 # --- lines -------------------------------------------------------------------------------------

@@ -13,6 +13,10 @@ from talekeeper.web import flash, present
 from talekeeper.web.emphasis import emphasis
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+# The templates ship with the package and do not change while the app runs: no stat() of
+# each one at every render (a story page includes one per turn), and web/turns.py keeps
+# rendered turns under the templates' digest.
+templates.env.auto_reload = False
 present.install(templates.env)
 templates.env.filters["emphasis"] = emphasis
 

@@ -82,8 +82,24 @@
     return csrf ? { ...headers, "X-CSRF-Token": csrf.content } : headers;
   }
 
+  // What the page shows: its first and last turn. A change made from the story (undo, redo,
+  // a take, a turn) says so, and is answered with what changed: the page patches itself
+  // (web/turns.py) instead of loading the story again.
+  function shownTurns() {
+    const turns = document.querySelectorAll("#story .turn");
+    if (!turns.length) return {};
+    return { shown_first: turns[0].dataset.turn, shown_head: turns[turns.length - 1].dataset.turn };
+  }
+  document.body.addEventListener("htmx:configRequest", (e) => {
+    const elt = e.detail.elt;
+    if (!elt || elt.id === "story" || !elt.closest || !elt.closest("#story")) return;
+    if (elt.closest(".older")) return;  // earlier turns: a page of them, not a change
+    const shown = shownTurns();
+    for (const name of Object.keys(shown)) e.detail.parameters[name] = shown[name];
+  });
+
   function refreshStory() {
-    return htmx.ajax("GET", `/adventures/${adventureId}/story`, { target: "#story", swap: "outerHTML" });
+    return htmx.ajax("GET", `/adventures/${adventureId}/story`, { target: "#story", swap: "outerHTML", values: shownTurns() });
   }
 
   // Parse a text/event-stream body into {event, data} objects.
@@ -310,12 +326,19 @@
   // reloads, and the panel must keep what it just said (not be reloaded over it).
   let panelAnswered = false;
   document.body.addEventListener("story-changed", () => { panelAnswered = true; });
+  function storyMoved() {
+    if (controller) return;
+    if (panelAnswered) panelAnswered = false;
+    else refreshPanel();
+  }
+  // A patch (undo, redo, a take, a turn): turns a retry hid come back when it wrote nothing.
+  document.body.addEventListener("story-patched", () => {
+    for (const el of document.querySelectorAll("#story .turn[hidden]")) el.hidden = false;
+    storyMoved();
+  });
   document.body.addEventListener("htmx:afterSettle", (e) => {
     const elt = e.detail.elt;
-    if (elt && elt.id === "story" && !controller) {  // undo, redo, takes, edits
-      if (panelAnswered) panelAnswered = false;
-      else refreshPanel();
-    }
+    if (elt && elt.id === "story") storyMoved();  // the story drawn afresh (edits, panel changes)
     if (elt && elt.id === "panel") {
       const body = panel.querySelector("[data-panel]");
       if (!body) return;
