@@ -159,9 +159,13 @@ def delete_adventure(session: Session, adventure: Adventure) -> None:
         Node.__table__.update().where(Node.adventure_id == adventure.id).values(parent_id=None)
     )
     session.execute(delete(Node).where(Node.adventure_id == adventure.id))
-    session.execute(
-        delete(Setting).where(Setting.key == f"adventure_samplers:{adventure.id}")
-    )  # service/samplers
+    session.execute(  # its samplers (service/samplers) and its connection (service/profiles)
+        delete(Setting).where(
+            Setting.key.in_(
+                [f"adventure_samplers:{adventure.id}", f"adventure_connection:{adventure.id}"]
+            )
+        )
+    )
     session.delete(adventure)
 
 

@@ -58,7 +58,6 @@ from talekeeper.service.adventures import (
 )
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.context import Call, ContextStart, PreparedContext, build, load, prompt_text
-from talekeeper.service.settings import effective_model_settings
 from talekeeper.service.turn_events import Accepted, Done, Error, Reasoning, Status, Text, TurnEvent
 from talekeeper.state import Document, Rules, visible_prefix
 from talekeeper.store import owner
@@ -226,7 +225,7 @@ def load_turn(
             if taken is None or taken.adventure_id != adventure_id:
                 taken = get_turn(session, adventure, take_of)  # the usual "no such turn"
             below = tree.parent_for_take(session, taken)
-        model = effective_model_settings(session, tk.model_overrides)
+        model = tk.model_settings(adventure_id, session)  # this adventure's connection
         return TurnStart(model, load(session, adventure, below, kind, text, model.mode == "chat"))
 
 
@@ -465,7 +464,7 @@ async def warm_next_turn(tk: Talekeeper, adventure_id: int) -> None:
     turn after a restart would otherwise wait for the whole prompt to be read (~25 s on two
     cores). Only for the embedded model: a server of the player's own is left alone.
     """
-    provider = tk.provider()
+    provider = tk.provider(tk.model_settings(adventure_id))
     if provider.id != "embedded" or tk.locks.is_busy(adventure_id):
         return
     try:

@@ -23,6 +23,7 @@ from talekeeper.service.turns import TurnEvent, current_state_mode, play_turn
 from talekeeper.story import tree
 from talekeeper.story.actions import ActionError
 from talekeeper.terminal import character as terminal_character
+from talekeeper.terminal import connection as terminal_connection
 from talekeeper.terminal import tree as terminal_tree
 from talekeeper.terminal.fix import events_from_words
 from talekeeper.terminal.state import show_state
@@ -33,7 +34,7 @@ HELP = (
     "Type an action and press Enter. Prefix with [bold]say[/] or [bold]story[/] to change the kind "
     "(default: do); [bold]talk Name: words[/] speaks to a character, who answers in their own voice. Commands: [bold]/continue[/], [bold]/undo[/], [bold]/redo[/], [bold]/retry[/], "
     "[bold]/takes[/], [bold]/edit[/], [bold]/lines[/], [bold]/save[/], [bold]/saves[/], "
-    "[bold]/restore[/], [bold]/state[/], [bold]/fix[/] (correct the state), [bold]/quit[/]; [bold]/help[/] lists them all."
+    "[bold]/restore[/], [bold]/state[/], [bold]/fix[/] (correct the state), [bold]/model[/], [bold]/quit[/]; [bold]/help[/] lists them all."
 )
 QUIT = ("/quit", "/q", "/exit")
 # The chip colours of the web page (web/static/app.css), in Rich's words.
@@ -227,6 +228,9 @@ def play(tk: Talekeeper, scenario_id: str | None = None, adventure_id: int | Non
             continue
         if line == "/fix" or line.startswith("/fix "):
             _fix(tk, adventure_id, line)
+            continue
+        if terminal_connection.handles(line):
+            terminal_connection.run(tk, adventure_id, line, console)
             continue
         if line.startswith("/") and not (terminal_tree.handles(line) or line == "/continue"):
             command = line.split(" ", 1)[0]

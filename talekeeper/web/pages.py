@@ -14,14 +14,14 @@ from talekeeper.core import Talekeeper
 from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.llm.errors import EndpointRefused, LLMError
 from talekeeper.llm.settings import ModelSettings
-from talekeeper.service import adventures, scenarios, tree_ops
+from talekeeper.service import adventures, profiles, scenarios, tree_ops
 from talekeeper.service import plot as plot_service
 from talekeeper.service import settings as settings_service
 from talekeeper.service.adventures import Shown
 from talekeeper.service.turns import warm_next_turn
 from talekeeper.service.views.scenarios import ScenarioListed
 from talekeeper.service.views.story import AdventureSummary
-from talekeeper.web import turns
+from talekeeper.web import connections, turns
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render, templates  # noqa: F401 - `templates` is imported from here too
 
@@ -129,6 +129,7 @@ def play(
         "play.html",
         **turns.drawn(answer),
         model=tk.model_description(),
+        connection=profiles.connection_view(tk, adventure_id),
         panel=panel if panel in PANELS else None,
         voices=voices,
     )
@@ -295,6 +296,7 @@ def _settings_context(
     except LLMError:
         ignored = []
     return {
+        **connections.settings_context(tk),
         "samplers_ignored": ignored,
         "section": "settings",
         "may_change_model": settings_service.may_change_model(),
@@ -318,6 +320,27 @@ def _settings_context(
 @router.get("/settings", response_class=HTMLResponse)
 def settings_page(request: Request, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
     return render(request, "settings.html", **_settings_context(tk))
+
+
+def settings_page_with(
+    request: Request, tk: Talekeeper, connection_error: str, form: dict[str, Any]
+) -> HTMLResponse:
+    """The Settings page with the "Add a connection" form refused: what was typed (never
+    the key) and why, and the privacy sentence of the service it named."""
+    from talekeeper.llm import services
+    from talekeeper.service import hosted
+
+    form = {k: v for k, v in form.items() if k != "api_key"}
+    preset = services.BY_ID.get(str(form.get("service") or ""))
+    return render(
+        request,
+        "settings.html",
+        status_code=422,
+        connection_error=connection_error,
+        form=form,
+        form_sentence=hosted.sentence(preset.host) if preset and preset.hosted else "",
+        **_settings_context(tk),
+    )
 
 
 def _field_errors(exc: ValidationError) -> dict[str, str]:
