@@ -185,6 +185,7 @@ def node_view(node: Node) -> dict[str, Any]:
             else format_action(node.action_kind, node.action_text)
         ),
         "narration": node.narration,
+        "remark": state_engine.remark_of(node),  # a companion's aside it ends with: theirs
         "reasoning": node.reasoning,
         "model": node.model,
         "created_at": node.created_at.isoformat() if node.created_at else None,

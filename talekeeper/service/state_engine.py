@@ -71,6 +71,10 @@ class ProposalRecord(BaseModel):
     dropped: list[dict[str, Any]] | None = Field(
         None, description="Notes left out, and why: they restated the narration or wrote ids."
     )
+    remark: dict[str, str] | None = Field(
+        None,
+        description="A companion's remark the narration ends with, `{by, text}`: shown as theirs.",
+    )
 
     @classmethod
     def of(cls, stored: dict[str, Any] | None) -> ProposalRecord:
@@ -85,7 +89,7 @@ class ProposalRecord(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         data = self.model_dump()
-        for optional in ("edited_from", "kept_changes_of", "dropped"):
+        for optional in ("edited_from", "kept_changes_of", "dropped", "remark"):
             if data[optional] is None:
                 del data[optional]
         return data
@@ -273,6 +277,16 @@ def rederive_for_edit(
         kept_changes_of=original.id if events else None,
     )
     return extraction.prose, after.to_json(), record.to_json()
+
+
+def remark_of(node: Node) -> dict[str, str] | None:
+    """The companion's remark a turn's narration ends with, `{by, text}`, or None (an edit
+    makes the whole text the player's)."""
+    remark = ProposalRecord.of(node.proposal).remark or {}
+    text, by = remark.get("text"), remark.get("by")
+    if isinstance(text, str) and isinstance(by, str) and text and node.narration.endswith(text):
+        return {"by": by, "text": text}
+    return None
 
 
 def outcome_views(report: Report, state: dict[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -135,7 +135,11 @@ def _print_story(tk: Talekeeper, adventure_id: int, last: int = 6) -> None:
     for turn in view["turns_shown"]:
         if turn["action_line"]:
             console.print(f"[italic cyan]{turn['action_line']}[/]", markup=True, highlight=False)
-        console.print(turn["narration"], markup=False, highlight=False)
+        remark = turn.get("remark")
+        told = turn["narration"][: len(turn["narration"]) - len(remark["text"])] if remark else ""
+        console.print(told.rstrip() if remark else turn["narration"], markup=False, highlight=False)
+        if remark:
+            print_remark(remark["by"], remark["text"])
         console.print()
 
 
@@ -161,6 +165,9 @@ async def _show_stream(events: AsyncIterator[TurnEvent], echo_action: bool = Tru
         elif event.kind == "text":
             printed += event.text
             console.print(event.text, end="", markup=False, highlight=False)
+        elif event.kind == "remark":  # a companion's aside: theirs, labelled
+            console.print()
+            print_remark(event.data["by"], event.data["text"])
         elif event.kind == "reasoning":
             console.print(f"[dim]{event.text}[/]", end="")
         elif event.kind == "error":
@@ -173,6 +180,11 @@ async def _show_stream(events: AsyncIterator[TurnEvent], echo_action: bool = Tru
                     "[dim](The reply was cut off mid-sentence; the story keeps it up to its last whole sentence.)[/]\n"
                 )
             show_changes(event.data.get("changes") or [])
+
+
+def print_remark(by: str, text: str) -> None:
+    """A companion's remark, apart from the narration and under their name."""
+    console.print(f"\n[bold]{escape(by)}:[/] [italic]{escape(text)}[/]", highlight=False)
 
 
 def show_changes(changes: list[dict[str, Any]]) -> None:

@@ -59,6 +59,13 @@ class TakePosition(View):
     next_id: int | None = Field(description="The take after this one, if any.")
 
 
+class Remark(View):
+    """A companion's aside on a turn, said in their own call."""
+
+    by: str = Field(description="The companion's name.")
+    text: str
+
+
 class Turn(View):
     """One turn of the story: the action and its narration (depth 0 is the opening)."""
 
@@ -73,6 +80,11 @@ class Turn(View):
         description="The action as the story shows it (`> You open the door.`)."
     )
     narration: str
+    remark: Remark | None = Field(
+        None,
+        description="A companion's remark the narration ends with (its last paragraph), "
+        "shown labelled as theirs; null when none spoke up.",
+    )
     reasoning: str | None = Field(
         description="The model's reasoning, when it sent some apart from the story."
     )

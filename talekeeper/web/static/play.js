@@ -188,6 +188,11 @@
         } else if (event === "text") {
           narration.textContent += data.text;
           scrollIfFollowing();
+        } else if (event === "remark") {  // a companion's aside: theirs, labelled
+          const remark = element("p", "remark");
+          remark.append(element("span", "remark-by", `${data.by}:`), ` ${data.text}`);
+          status.before(remark);
+          scrollIfFollowing();
         } else if (event === "reasoning") {
           thinking.hidden = false;
           thinkingText.textContent += data.text;
