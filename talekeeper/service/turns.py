@@ -67,7 +67,7 @@ from talekeeper.service.turn_events import (
     Text,
     TurnEvent,
 )
-from talekeeper.state import Document, Rules, visible_prefix
+from talekeeper.state import Document, Rules, VisibleStream
 from talekeeper.store import owner
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story import tree
@@ -252,27 +252,34 @@ def prose_guard(prepared: PreparedContext, start: TurnStart) -> ProseGuard:
 async def stream_reply(
     provider: Provider, prepared: PreparedContext, guard: ProseGuard, reply: Reply
 ) -> AsyncIterator[TurnEvent]:
-    """Step 4 (stream): the model's reply as it streams; the shown text only ever grows."""
+    """Step 4 (stream): the model's reply as it streams; the shown text only ever grows.
+    Each piece is read once (the state block hidden, then the prose guards), so a long or
+    hostile reply costs in step with its length."""
+    visible, prose = VisibleStream(), guard.stream()
+    shown: list[str] = []
+    reasoning: list[str] = []
     try:
         async with aclosing(provider.stream(prepared.request)) as events:
             async for event in events:
                 if event.kind == "text":
-                    reply.raw += event.text
-                    visible, loops = guard.streamed(visible_prefix(reply.raw))
-                    visible = visible.lstrip()  # as stored: no leading blank
-                    if len(visible) > len(reply.shown):
-                        yield Text(visible[len(reply.shown) :])
-                        reply.shown = visible
+                    new, loops = prose.feed(visible.feed(event.text))
+                    new = new if shown else new.lstrip()  # as stored: no leading blank
+                    if new:
+                        shown.append(new)
+                        yield Text(new)
                     if loops:
                         break  # the model is saying it all again: stop it (nothing is lost)
                 elif event.kind == "reasoning":
-                    reply.reasoning += event.text
+                    reasoning.append(event.text)
                     yield Reasoning(event.text)
                 elif event.kind == "done":
                     reply.finish = event.finish_reason
     except LLMError as exc:
         reply.failed = str(exc)
         return
+    finally:
+        reply.raw, reply.shown = visible.text, "".join(shown)
+        reply.reasoning = "".join(reasoning)
     # Surrogate halves (a pair split across a server's JSON escapes) cannot be stored.
     reply.raw, reply.reasoning = unicode_safe(reply.raw), unicode_safe(reply.reasoning)
 
