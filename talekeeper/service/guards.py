@@ -6,7 +6,7 @@ same guards before anyone reads it).
 prompt and the state it read: the repeat guard (context/repeats: a reply ends where it
 begins to say a sentence again) and the echo guard (context/echo: no line repeating the
 prompt's notes, and no protocol — a stat path, an `(id)` tag, JSON, a stat readout). The
-turn shows its stream through `ProseGuard.streamed` and keeps `finish`'s text; a
+turn shows its stream through `ProseGuard.stream` and keeps `finish`'s text; a
 companion's remark, which arrives whole, goes through `finish` alone. A guard added here
 applies to every role at once.
 """
