@@ -23,24 +23,27 @@ from fastapi.testclient import TestClient
 from talekeeper.core import Talekeeper
 from talekeeper.errors import NotFound
 from talekeeper.llm.scripted import ScriptedProvider
-from talekeeper.service import accounts, adventures, bundles, scenarios, tree_ops, turns
+from talekeeper.service import accounts, adventures, bundles, hosted, scenarios, tree_ops, turns
 from talekeeper.store import owner
 from talekeeper.store.models import Memory
 from talekeeper.web.app import create_app
+from tests.llm.standin import PUBLIC_ADDRESS, resolver_for
 
 PASSWORD = "correct horse battery"
 DEMO = "greywater-lantern"
 SECRET = "Ada's secret voyage"
 SECRET_WORLD = "Ada's secret world"
+SECRET_PROFILE = "Ada's secret connection"
 # Path parameters that name something owned, and what of Ada's fills them.
-OWNED = {"adventure_id", "scenario_id"}
+OWNED = {"adventure_id", "scenario_id", "profile_id"}
 INSIDE = {"node_id", "leaf_id", "save_point_id", "memory_id", "index", "part"}
 # Path parameters that name nothing of a player's: a schema, one's own sampler preset
 # (a per-player setting), a user (hosts only: changing one, or making their password-reset
-# link; test_a_player_reaches_no_route_about_another_user tries them all). Routes with no
+# link; test_a_player_reaches_no_route_about_another_user tries them all), a hosted
+# service's host name (the installation's permission, a host's to give). Routes with no
 # parameter act on the caller alone (`/account/password` changes one's own password) or on
 # a secret the request carries (`/reset`, `/signup`: the link's token).
-NOT_OWNED = {"name", "user_id"}
+NOT_OWNED = {"name", "user_id", "host"}
 
 
 def all_routes(app) -> list[tuple[str, str]]:
@@ -79,10 +82,16 @@ def table(isolated_home: Path) -> Iterator[dict]:
     provider = ScriptedProvider(
         ["The ferry slides out into the fog.", "Gulls.", "Rain.", "Bells."], chunk_size=50
     )
-    tk = Talekeeper(isolated_home, provider_override=provider, accounts=True)
+    tk = Talekeeper(
+        isolated_home,
+        provider_override=provider,
+        accounts=True,
+        resolver=resolver_for({"openrouter.ai": PUBLIC_ADDRESS}),
+    )
     with tk.db.session() as session:
         ada_id = accounts.create_user(session, "ada", PASSWORD).id
         bob_id = accounts.create_user(session, "bob", PASSWORD).id
+        hosted.allow(session, "openrouter.ai")  # the installation's permission (the CLI's)
     app = create_app(tk)
     with (
         TestClient(app, base_url="http://127.0.0.1:8000") as ada,
@@ -126,6 +135,11 @@ def table(isolated_home: Path) -> Iterator[dict]:
         data = {**ada.get(f"/api/scenarios/{sid}").json()["data"], "title": SECRET_WORLD}
         assert ada.put(f"/api/scenarios/{sid}", json=data).status_code == 200
         assert ada.put("/api/sampler-presets/ada-preset", json={"top_k": 7}).status_code == 200
+        profile = ada.post(
+            "/api/profiles",
+            json={"name": SECRET_PROFILE, "service": "openrouter", "api_key": "sk-or-ada"},
+        )
+        assert profile.status_code == 201, profile.text
         own = bob.post(
             "/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Bob"}}
         ).json()["id"]
@@ -145,6 +159,7 @@ def table(isolated_home: Path) -> Iterator[dict]:
                 "memory_id": memory_id,
                 "index": 0,
                 "part": "texts",
+                "profile_id": profile.json()["id"],
             },
             "bob_adventure": own,
         }
@@ -168,6 +183,7 @@ def adas_world(table: dict) -> dict:
         "samplers": ada.get(f"/api/adventures/{aid}/samplers").json(),
         "scenario": ada.get(f"/api/scenarios/{sid}").json(),
         "presets": ada.get("/api/sampler-presets").json(),
+        "profiles": ada.get("/api/profiles").json(),
         "list": ada.get("/api/adventures").json(),
     }
 
@@ -202,6 +218,7 @@ def test_every_route_on_another_players_adventure_or_scenario_is_404(table: dict
             f"{method} {url}: {response.status_code} {response.text[:200]}"
         )
         assert SECRET not in response.text and SECRET_WORLD not in response.text
+        assert SECRET_PROFILE not in response.text
         swept.append((method, path))
     # Read, play, undo, export and delete are among them, JSON and HTML.
     for needed in [
@@ -216,6 +233,10 @@ def test_every_route_on_another_players_adventure_or_scenario_is_404(table: dict
         ("DELETE", "/adventures/{adventure_id}"),
         ("DELETE", "/api/scenarios/{scenario_id}"),
         ("POST", "/scenarios/{scenario_id}/delete"),
+        ("GET", "/api/profiles/{profile_id}"),
+        ("PUT", "/api/profiles/{profile_id}"),
+        ("DELETE", "/api/profiles/{profile_id}"),
+        ("POST", "/settings/profiles/{profile_id}"),
     ]:
         assert needed in swept
     assert len(swept) > 80
@@ -254,6 +275,9 @@ def test_lists_and_pages_show_only_ones_own(table: dict) -> None:
     for page in ("/", "/scenarios", "/settings"):
         text = bob.get(page).text
         assert SECRET not in text and SECRET_WORLD not in text, page
+        assert SECRET_PROFILE not in text, page
+    assert bob.get("/api/profiles").json() == []
+    assert [p["name"] for p in table["ada"].get("/api/profiles").json()] == [SECRET_PROFILE]
     assert bob.get("/api/sampler-presets").json() == {}
     assert "ada-preset" in table["ada"].get("/api/sampler-presets").json()
 

@@ -221,3 +221,28 @@ def test_the_memory_writer_stores_no_echo() -> None:
         prompts.unechoed("Maren looks up from her ropes.", request, [excerpt])
         == "Maren looks up from her ropes."
     )
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.sampled_from([*ECHOES.values(), *PROSE, "", " ", "x", "Maren"]), min_size=1, max_size=7
+    ),
+    st.lists(st.sampled_from(["\n", "\n\n", " ", "", "\n \n"]), min_size=7, max_size=7),
+    st.lists(st.integers(1, 15), min_size=1, max_size=60),
+)
+def test_the_stream_shows_what_the_guard_shows_piece_by_piece(lines, gaps, cuts) -> None:
+    """EchoStream reads each piece once and shows what `shown` over the whole text shows."""
+    from talekeeper.context.echo import EchoStream
+
+    reply = "".join(line + gap for line, gap in zip(lines, gaps, strict=False))
+    stream, shown, reference, pos = EchoStream(GUARD), "", "", 0
+    for step in [*cuts, len(reply)]:
+        if pos >= len(reply):
+            break
+        piece, pos = reply[pos : pos + step], min(len(reply), pos + step)
+        shown += stream.feed(piece)
+        now = GUARD.shown(reply[:pos])
+        assert now.startswith(reference) or reference.startswith(now)
+        reference = now if now.startswith(reference) else reference
+        assert shown == reference, reply[:pos]

@@ -139,3 +139,37 @@ def test_a_looping_model_is_stopped_and_the_loop_never_shown_or_stored(
     assert scripted.chunks_sent < 3 * len(LOOP.split())  # stopped at once, not at a limit
     insights = client.get(f"/api/adventures/{adventure_id}/turns/{turn['id']}/insights").json()
     assert any("a second time" in note for note in insights["notes"])
+
+
+def _streamed_reference(guard: RepeatGuard, text: str, before: str) -> str:
+    """What `streamed` keeps, as a stream shows it: never less than it showed."""
+    kept, _ = guard.streamed(text)
+    assert kept.startswith(before) or before.startswith(kept), (before, kept)
+    return kept if kept.startswith(before) else before
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.sampled_from([*SENTENCES, ".", "!?", "'", " ", "\n", "x", "He nods."]), max_size=10
+    ),
+    st.lists(st.sampled_from([" ", "\n", "  ", "\n\n", ""]), min_size=10, max_size=10),
+    st.lists(st.integers(1, 12), min_size=1, max_size=60),
+)
+def test_the_stream_keeps_what_the_guard_keeps_piece_by_piece(parts, gaps, cuts) -> None:
+    """RepeatStream reads each piece once and keeps what `streamed` over the whole text
+    keeps (where that ever shrank, what was already shown stays)."""
+    from talekeeper.context.repeats import RepeatStream
+
+    reply = "".join(part + gap for part, gap in zip(parts, gaps, strict=False))
+    stream, kept, reference, pos = RepeatStream(), "", "", 0
+    for step in [*cuts, len(reply)]:
+        if pos >= len(reply):
+            break
+        piece, pos = reply[pos : pos + step], min(len(reply), pos + step)
+        new, loops = stream.feed(piece)
+        kept += new
+        reference = _streamed_reference(GUARD, reply[:pos], reference)
+        assert kept == reference and loops == GUARD.loops(reply[:pos]), reply[:pos]
+        if loops:
+            break

@@ -189,6 +189,7 @@ class EchoGuard:
         self._units: list[_Unit] = []
         self._verdicts: dict[str, Removed | None] = {}
         self._plain: dict[str, bool] = {}
+        self._openings: dict[str, tuple[str, str] | None] = {}
         self._shingles: dict[tuple[str, str, str], str] = {}
         self._story_texts = story  # read (once) only when a line looks like an echo: `_story`
         parts = [_source_section(section, text or "") for section, text in sources]
@@ -289,6 +290,16 @@ class EchoGuard:
 
     def _judge_opening(self, line: str) -> Removed | None:
         key = opening(line) or ""
+        known = self._openings.get(key, self)
+        if known is not self:  # a streamed line asks of the same opening piece after piece
+            return None if known is None else Removed(line, *known)
+        verdict = self._judge_key(line, key)
+        if len(self._openings) > 4096:
+            self._openings.clear()
+        self._openings[key] = None if verdict is None else (verdict.kind, verdict.section)
+        return verdict
+
+    def _judge_key(self, line: str, key: str) -> Removed | None:
         if self._writes_protocol(key):
             return Removed(line, "protocol", "")
         tokens = _tokens(key)
@@ -380,6 +391,89 @@ class EchoGuard:
                 continue  # no blank line at the start or twice in a row (where an echo was)
             kept.append(line)
         return kept, removed
+
+
+LONG = 1024
+"""Characters of an unfinished line judged whole on every streamed piece."""
+
+
+class EchoStream:
+    """`EchoGuard.shown` over a text fed in pieces, each read once.
+
+    Lines that ended are judged once, in order (`EchoGuard._filter`'s rules: an echo is
+    dropped, a blank line is kept only after a kept line and once). The unfinished last
+    line is judged whole while it is short (`LONG`); once shown it goes on being shown (the
+    guard's rule: what was shown is story whatever follows), and a long one not shown is
+    held until it ends — never shown sooner than `EchoGuard.shown` would show it.
+    """
+
+    def __init__(self, guard: EchoGuard) -> None:
+        self.guard = guard
+        self.text = ""
+        self._line = 0  # where the unfinished line starts
+        self._shown = 0  # …how much of it was shown (0: none)
+        self._started = False  # a line was shown
+        self._kept = False  # a line was kept (shown, or a blank line waiting)
+        self._blank: str | None = None  # a kept blank line, shown once a line follows it
+
+    def feed(self, piece: str) -> str:
+        """What is newly shown."""
+        if not piece:
+            return ""
+        text = self.text
+        self.text = ""
+        text += piece
+        self.text = text
+        out: list[str] = []
+        start = len(text) - len(piece)
+        newline = text.find("\n", start)
+        while newline >= 0:
+            self._ended(text[self._line : newline], out)
+            self._line, self._shown = newline + 1, 0
+            newline = text.find("\n", self._line)
+        self._unfinished(text, out)
+        return "".join(out)
+
+    def _show(self, line: str, out: list[str]) -> None:
+        if self._started:
+            out.append("\n")
+            if self._blank is not None:
+                out.append(self._blank + "\n")
+        out.append(line)
+        self._started = self._kept = True
+        self._blank = None
+
+    def _ended(self, line: str, out: list[str]) -> None:
+        if self._shown:  # shown while it streamed: story
+            out.append(line[self._shown :])
+            return
+        if not line.strip():
+            if self._kept and self._blank is None:
+                self._blank = line
+            return
+        if self.guard.judge(line) is None:
+            self._show(line, out)
+
+    def _unfinished(self, text: str, out: list[str]) -> None:
+        size = len(text)
+        if self._shown:
+            out.append(text[self._line + self._shown : size])
+            self._shown = size - self._line
+            return
+        if size - self._line > LONG:
+            return  # held until it ends
+        last = text[self._line : size]
+        if not last.strip():
+            return
+        words = last.split()
+        complete = len(words) if last[-1:].isspace() else len(words) - 1
+        guard = self.guard
+        if (
+            guard._story_from(words, complete)
+            or (complete >= OPENING_WORDS and guard._judge_opening(last) is None)
+        ) and guard.judge(last) is None:
+            self._show(last, out)
+            self._shown = len(last)
 
 
 RESTATE_SHARE = 0.75

@@ -121,3 +121,124 @@ def _could_become(words: list[str], keys: set[tuple[str, ...]]) -> bool:
     """Whether a sentence begun with `words` may still turn out to repeat one of `keys`."""
     start = tuple(words)
     return any(key[: len(start)] == start for key in keys)
+
+
+LONG = 1024
+"""Characters of an unfinished sentence read whole on every streamed piece."""
+
+_TERMINATOR = re.compile(r"[.!?…\n]")
+_MARKS = frozenset(".!?…")
+_CLOSERS = frozenset("\"'”’)]*_")
+
+
+class RepeatStream:
+    """`RepeatGuard.streamed` over a reply fed in pieces, each read once.
+
+    Sentences that a later one follows are judged once and remembered (their keys, and
+    every prefix of them, so "may this still become a repeat" is one lookup). The last,
+    unfinished sentence is read whole while it is short (`LONG`); a longer one that was
+    shown goes on being shown, and one that was not is held until it ends — the one place
+    this may hold longer than `RepeatGuard.shown`, never less.
+    """
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.kept = 0  # text[:kept] is what the guard keeps so far
+        self.looped = False
+        self._said: set[tuple[str, ...]] = set()
+        self._prefixes: set[tuple[str, ...]] = set()  # every prefix of a said key
+        self._start = 0  # the first sentence not yet followed by another
+        self._scan = 0  # its words end at a terminator not before here
+        self._body_end: int | None = None  # …at this one, once found
+        self._words: list[str] = []  # …which are these
+        self._end = 0  # the sentence (with its end marks and closers) ends here…
+        self._phase = "marks"  # …read so far through its marks, closers, then the gap
+
+    def feed(self, piece: str) -> tuple[str, bool]:
+        """What the guard newly keeps, and whether the reply has begun to loop."""
+        if self.looped or not piece:
+            return "", self.looped
+        text = self.text
+        self.text = ""
+        text += piece
+        self.text = text
+        before = self.kept
+        self._walk()
+        return self.text[before : self.kept], self.looped
+
+    def _walk(self) -> None:
+        text, size = self.text, len(self.text)
+        while not self.looped and self._start < size:
+            start = self._start
+            if self._body_end is None:
+                found = _TERMINATOR.search(text, self._scan)
+                if found is None:
+                    self._scan = size
+                    self._unfinished(start, size)
+                    return
+                self._body_end = self._end = found.start()
+                self._words = _tokens(text[start : self._body_end])
+                self._phase = "newline" if found.group() == "\n" else "marks"
+            gap_end = self._read_end(text, size)
+            if gap_end is None:  # ended by marks, nothing after them yet
+                self._unfinished(start, size, self._words)
+                return
+            key = _key(self._words)
+            if gap_end < size:  # another sentence follows: this one is settled
+                if len(self._words) >= MIN_WORDS and key in self._said:
+                    self.looped = True
+                    return
+                if len(self._words) >= MIN_WORDS:
+                    self._said.add(key)
+                    self._prefixes.update(key[:i] for i in range(len(key) + 1))
+                self.kept = self._start = self._scan = gap_end
+                self._body_end = None
+                continue
+            # complete, and the last: its gap may grow, or the reply end here
+            ended = text[self._body_end] in _MARKS
+            cut_short = not ended and len(self._words) >= 3 and tuple(self._words) in self._prefixes
+            if len(self._words) >= MIN_WORDS and key in self._said:
+                self.looped = True
+            elif not cut_short:
+                self.kept = size
+            return
+
+    def _read_end(self, text: str, size: int) -> int | None:
+        """Past the current sentence's end marks, closers and the blanks after them:
+        where the next sentence starts (`size` if none has yet), or None while the
+        sentence has no blank after its marks yet. Each character is read once."""
+        i = self._end
+        if self._phase == "newline":
+            i, self._phase = self._body_end + 1, "gap"  # type: ignore[operator]
+        while i < size:
+            c = text[i]
+            if self._phase == "marks" and c in _MARKS:
+                i += 1
+            elif self._phase in ("marks", "closers") and c in _CLOSERS:
+                self._phase = "closers"
+                i += 1
+            elif c.isspace():
+                self._phase = "gap"
+                i += 1
+            else:
+                break
+        if self._phase != "gap":
+            self._end = i
+            return None if i == size else i  # marks then a letter: the next one begins
+        self._end = i
+        return i
+
+    def _unfinished(self, start: int, size: int, words: list[str] | None = None) -> None:
+        """The last sentence, not yet ended: kept once it cannot turn out to repeat."""
+        if words is None:
+            if size - start > LONG:
+                if self.kept > start:
+                    self.kept = size  # shown before: it goes on being shown
+                return
+            words = _tokens(self.text[start:size])
+        if words and not self.text[size - 1].isspace():
+            words = words[:-1]  # its last word may still be growing
+        if len(words) >= PREFIX_WORDS and _key(words) in self._said:
+            self.looped = True
+        elif len(words) >= PREFIX_WORDS or tuple(words) not in self._prefixes:
+            self.kept = size

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from talekeeper.llm.catalog import ModelInfo
+
 
 class Message(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -129,6 +131,11 @@ class Provider(ABC):
     async def context_window(self) -> int | None:
         """Tokens the model can read at once, as the server reports it (None: unknown)."""
         return None
+
+    async def catalog(self) -> list[ModelInfo]:
+        """The models the server offers, with what it says about each (none: not a server
+        with a list)."""
+        return []
 
     @abstractmethod
     async def check(self) -> ConnectionReport:

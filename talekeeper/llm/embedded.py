@@ -148,9 +148,13 @@ class EmbeddedProvider(Provider):
 
     @classmethod
     def from_settings(
-        cls, settings: ModelSettings, transport: httpx.AsyncBaseTransport | None = None
+        cls,
+        settings: ModelSettings,
+        transport: httpx.AsyncBaseTransport | None = None,
+        resolver: object = None,
     ) -> EmbeddedProvider:
-        # `transport` is ignored: the embedded model is a real local process by design.
+        # `transport` and `resolver` are ignored: the embedded model is a real local
+        # process by design.
         return cls(
             settings.embedded_model_path,
             n_ctx=settings.embedded_context,

@@ -23,6 +23,7 @@ from talekeeper.llm.base import (
     Provider,
     StreamEvent,
 )
+from talekeeper.llm.catalog import ModelInfo
 from talekeeper.llm.errors import (
     EndpointRefused,
     LLMError,
@@ -137,6 +138,7 @@ class HTTPProvider(Provider):
         transport: httpx.AsyncBaseTransport | None = None,
         resolver: Resolver | None = None,
         mode: Literal["chat", "completion"] = "chat",
+        allowed_hosts: tuple[str, ...] = (),
     ) -> None:
         self.endpoint = endpoint
         self.model = model
@@ -152,6 +154,7 @@ class HTTPProvider(Provider):
         self._allow_remote = allow_remote
         self._inner_transport = transport
         self._resolver = resolver
+        self._allowed_hosts = tuple(allowed_hosts)
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._default_model: str | None = None
@@ -163,7 +166,10 @@ class HTTPProvider(Provider):
 
     @classmethod
     def from_settings(
-        cls, settings: ModelSettings, transport: httpx.AsyncBaseTransport | None = None
+        cls,
+        settings: ModelSettings,
+        transport: httpx.AsyncBaseTransport | None = None,
+        resolver: Resolver | None = None,
     ):
         endpoint = settings.endpoint or cls.default_endpoint
         if not endpoint:
@@ -171,12 +177,14 @@ class HTTPProvider(Provider):
         return cls(
             endpoint,
             settings.model,
-            api_key=settings.api_key,
+            api_key=settings.key(),
             connect_timeout=settings.connect_timeout,
             read_timeout=settings.read_timeout,
             allow_remote=settings.allow_remote,
             transport=transport,
+            resolver=resolver,
             mode=settings.mode,
+            allowed_hosts=settings.allowed_hosts,
         )
 
     # --- what a concrete provider supplies -------------------------------------------
@@ -184,6 +192,10 @@ class HTTPProvider(Provider):
     @abstractmethod
     async def list_models(self) -> list[str]:
         """Model names the server offers. Raises `LLMError`s."""
+
+    async def catalog(self) -> list[ModelInfo]:
+        """The models offered, with what the server says about each (ids alone here)."""
+        return [ModelInfo(name) for name in await self.list_models()]
 
     @abstractmethod
     def _request_for(self, request: GenerationRequest, model: str) -> tuple[str, dict[str, Any]]:
@@ -203,7 +215,10 @@ class HTTPProvider(Provider):
         if self._client is None or self._client_loop is not loop or self._client.is_closed:
             headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
             transport = PolicyTransport(
-                self._inner_transport, allow_remote=self._allow_remote, resolver=self._resolver
+                self._inner_transport,
+                allow_remote=self._allow_remote,
+                resolver=self._resolver,
+                allowed_hosts=self._allowed_hosts,
             )
             # trust_env=False: no proxies or .netrc from the environment decide where a
             # story goes; the policy transport is the only way out.
@@ -212,6 +227,14 @@ class HTTPProvider(Provider):
             )
             self._client_loop = loop
         return self._client
+
+    def _scrubbed(self, exc: LLMError) -> LLMError:
+        """`exc` with the API key blotted out of its words: a server that quotes the key
+        back in an error (a fake one, a proxy) must not put it on a page or in a log."""
+        key = self.api_key
+        if key and key in str(exc):
+            exc.args = (str(exc).replace(key, "[your API key]"), *exc.args[1:])
+        return exc
 
     async def _get_json(self, url: str) -> Any:
         """GET and decode JSON, with every failure translated."""
@@ -222,6 +245,14 @@ class HTTPProvider(Provider):
 
         With `model`, an error answer is read as being about that model (unknown model…).
         """
+        try:
+            return await self._json_unscrubbed(method, url, body, model)
+        except LLMError as exc:
+            raise self._scrubbed(exc) from exc.__cause__
+
+    async def _json_unscrubbed(
+        self, method: str, url: str, body: Any = None, model: str | None = None
+    ) -> Any:
         try:
             response = await self.client().request(method, url, json=body)
         except httpx.HTTPError as exc:
@@ -316,6 +347,13 @@ class HTTPProvider(Provider):
         )
 
     async def stream(self, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
+        try:
+            async for event in self._stream_once(request):
+                yield event
+        except LLMError as exc:
+            raise self._scrubbed(exc) from exc.__cause__
+
+    async def _stream_once(self, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
         model = await self.model_name()
         url, body = self._request_for(request, model)
         started = False

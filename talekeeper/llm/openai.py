@@ -18,6 +18,7 @@ import httpx
 
 from talekeeper.llm import window
 from talekeeper.llm.base import GenerationRequest, StreamEvent, Usage
+from talekeeper.llm.catalog import ModelInfo, from_models_answer
 from talekeeper.llm.errors import ProviderHTTPError, StreamInterrupted
 from talekeeper.llm.httpbase import (
     HTTPProvider,
@@ -85,9 +86,11 @@ class OpenAIProvider(HTTPProvider):
         return f"OpenAI-compatible at {self.endpoint}, model {self.model or '(first listed)'}"
 
     async def list_models(self) -> list[str]:
-        body = await self._get_json(f"{self.endpoint}/models")
-        entries = body.get("data", []) if isinstance(body, dict) else []
-        return [str(e["id"]) for e in entries if isinstance(e, dict) and "id" in e]
+        return [info.id for info in await self.catalog()]
+
+    async def catalog(self) -> list[ModelInfo]:
+        """`GET /models`, with the context, price and samplers a service says (OpenRouter)."""
+        return from_models_answer(await self._get_json(f"{self.endpoint}/models"))
 
     async def _ask_window(self) -> int | None:
         """llama.cpp's /props, vLLM's /v1/models, LM Studio's /api/v0, Ollama's /api/show."""

@@ -14,6 +14,11 @@ also pins the connection to the address it just checked (keeping the Host header
 TLS server name), so a DNS answer that changes between the check and the connect
 (DNS rebinding) cannot slip a forbidden address through.
 
+A hosted service the player allowed by name on the Settings page (`allowed_hosts`, e.g.
+openrouter.ai) may resolve to public addresses, as every host may when the operator sets
+TALEKEEPER_ALLOW_REMOTE_ENDPOINT=1; the permission is for that name only, and link-local,
+metadata and reserved addresses stay refused for it too.
+
 TLS is always verified, against the operator's OS trust store and certifi's bundle;
 there is deliberately no switch to turn verification off.
 """
@@ -114,6 +119,12 @@ def _is_ip_literal(host: str) -> bool:
     return True
 
 
+def allowed_by_name(host: str, allowed_hosts: Iterable[str]) -> bool:
+    """Whether `host` is one of the hosted services allowed by name (exact, case-blind)."""
+    name = host.strip("[]").lower().rstrip(".")
+    return bool(name) and name in {h.lower().rstrip(".") for h in allowed_hosts}
+
+
 def _judge(host: str, addresses: Iterable[str], allow_remote: bool, url: str) -> list[str]:
     """Every address must pass; returns them (for pinning) or raises EndpointRefused."""
     addresses = list(addresses)
@@ -126,6 +137,11 @@ def _judge(host: str, addresses: Iterable[str], allow_remote: bool, url: str) ->
             # every sentence (the refusal is shown as prose).
             resolved = "" if host == address else f"{host} resolves to {address}. "
             sentence = reason if reason.endswith(".") else reason + "."
+            if not _is_ip_literal(host) and not allow_remote and sentence.endswith(_HOW_TO_ALLOW):
+                sentence += (
+                    f" Or allow {host} by name on the Settings page (Hosted services): your "
+                    f"story, its cards and state are then sent to {host}."
+                )
             raise EndpointRefused(f"The model endpoint {url} is not allowed. {resolved}{sentence}")
     return addresses
 
@@ -142,13 +158,19 @@ def _resolve(host: str, port: int, resolver: Resolver, url: str) -> list[str]:
         ) from exc
 
 
-def check_endpoint(url: str, allow_remote: bool, resolver: Resolver | None = None) -> None:
+def check_endpoint(
+    url: str,
+    allow_remote: bool,
+    resolver: Resolver | None = None,
+    allowed_hosts: Iterable[str] = (),
+) -> None:
     """Raise `EndpointRefused` unless every address `url`'s host resolves to is allowed.
 
     Used when a setting is saved. A name that does not resolve raises `ServerUnavailable`.
     """
     host, port = _split_host_port(url)
-    _judge(host, _resolve(host, port, resolver or system_resolver, url), allow_remote, url)
+    remote = allow_remote or allowed_by_name(host, allowed_hosts)
+    _judge(host, _resolve(host, port, resolver or system_resolver, url), remote, url)
 
 
 @lru_cache(maxsize=1)
@@ -178,16 +200,19 @@ class PolicyTransport(httpx.AsyncBaseTransport):
         *,
         allow_remote: bool = False,
         resolver: Resolver | None = None,
+        allowed_hosts: Iterable[str] = (),
     ) -> None:
         self.inner = inner if inner is not None else default_transport()
         self.allow_remote = allow_remote
         self.resolver = resolver or system_resolver
+        self.allowed_hosts = tuple(allowed_hosts)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = str(request.url.copy_with(query=None, fragment=None))
         host, port = _split_host_port(request.url)
+        remote = self.allow_remote or allowed_by_name(host, self.allowed_hosts)
         if _is_ip_literal(host):
-            _judge(host, [host], self.allow_remote, url)
+            _judge(host, [host], remote, url)
             return await self.inner.handle_async_request(request)
         try:
             addresses = await asyncio.get_running_loop().run_in_executor(
@@ -198,7 +223,7 @@ class PolicyTransport(httpx.AsyncBaseTransport):
                 f"Could not look up the model server's name {host!r} ({url}): {exc}. "
                 "Check the address in the model settings."
             ) from exc
-        addresses = _judge(host, addresses, self.allow_remote, url)
+        addresses = _judge(host, addresses, remote, url)
         last_error: httpx.ConnectError | None = None
         for address in addresses:
             try:

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 import httpx
 
 from talekeeper.llm.base import Provider
+from talekeeper.llm.policy import Resolver
 from talekeeper.llm.settings import ModelSettings, openai_base, server_root
 
-Factory = Callable[[ModelSettings, httpx.AsyncBaseTransport | None], Provider]
+# (settings, transport) -> provider; the built-ins also take `resolver=` (the test seam).
+Factory = Callable[..., Provider]
 Describer = Callable[[ModelSettings], str]
 
 
@@ -50,11 +52,17 @@ def _entry(settings: ModelSettings) -> ProviderEntry:
 
 
 def build_provider(
-    settings: ModelSettings, transport: httpx.AsyncBaseTransport | None = None
+    settings: ModelSettings,
+    transport: httpx.AsyncBaseTransport | None = None,
+    resolver: Resolver | None = None,
 ) -> Provider:
     """The provider `settings` describe. `transport`: an inner httpx transport (tests pass
-    `httpx.MockTransport`); HTTP providers always wrap it in the endpoint policy."""
-    return _entry(settings).factory(settings, transport)
+    `httpx.MockTransport`); HTTP providers always wrap it in the endpoint policy, which
+    looks names up with `resolver` (tests: a name that claims a public address)."""
+    factory = _entry(settings).factory
+    if resolver is None:  # an extension's factory may take only (settings, transport)
+        return factory(settings, transport)
+    return factory(settings, transport, resolver=resolver)
 
 
 def describe(settings: ModelSettings) -> str:
@@ -65,22 +73,34 @@ def describe(settings: ModelSettings) -> str:
 # --- built-ins ---------------------------------------------------------------------------
 
 
-def _openai(settings: ModelSettings, transport: httpx.AsyncBaseTransport | None) -> Provider:
+def _openai(
+    settings: ModelSettings,
+    transport: httpx.AsyncBaseTransport | None,
+    resolver: Resolver | None = None,
+) -> Provider:
     from talekeeper.llm.openai import OpenAIProvider
 
-    return OpenAIProvider.from_settings(settings, transport)
+    return OpenAIProvider.from_settings(settings, transport, resolver)
 
 
-def _ollama(settings: ModelSettings, transport: httpx.AsyncBaseTransport | None) -> Provider:
+def _ollama(
+    settings: ModelSettings,
+    transport: httpx.AsyncBaseTransport | None,
+    resolver: Resolver | None = None,
+) -> Provider:
     from talekeeper.llm.ollama import OllamaProvider
 
-    return OllamaProvider.from_settings(settings, transport)
+    return OllamaProvider.from_settings(settings, transport, resolver)
 
 
-def _embedded(settings: ModelSettings, transport: httpx.AsyncBaseTransport | None) -> Provider:
+def _embedded(
+    settings: ModelSettings,
+    transport: httpx.AsyncBaseTransport | None,
+    resolver: Resolver | None = None,
+) -> Provider:
     from talekeeper.llm.embedded import EmbeddedProvider
 
-    return EmbeddedProvider.from_settings(settings, transport)
+    return EmbeddedProvider.from_settings(settings, transport, resolver)
 
 
 def _model_part(settings: ModelSettings) -> str:
@@ -88,6 +108,11 @@ def _model_part(settings: ModelSettings) -> str:
 
 
 def _describe_openai(settings: ModelSettings) -> str:
+    from talekeeper.llm.services import hosted_service_at
+
+    known = hosted_service_at(settings.endpoint)
+    if known is not None:  # "OpenRouter, model x": the service by its name
+        return f"{known.label}, {_model_part(settings)}"
     return f"OpenAI-compatible at {openai_base(settings.endpoint or '')}, {_model_part(settings)}"
 
 

@@ -1,9 +1,11 @@
 """Which model to talk to, and how: one validated settings object with help text.
 
 The same model drives the settings page, the CLI options and their documentation
-(each field's `description`). `allow_remote` is the one field a player must not be able
-to set: it comes from the operator's environment (`TALEKEEPER_ALLOW_REMOTE_ENDPOINT=1`)
-and the web layer strips it from anything a page submits.
+(each field's `description`). Two fields a request must never set: `allow_remote` comes from
+the operator's environment (`TALEKEEPER_ALLOW_REMOTE_ENDPOINT=1`) and `allowed_hosts` from
+the hosted services the player (a host, with accounts on) allowed by name on the Settings
+page (service/hosted.py); the service layer strips both from anything submitted. The API
+key is a `SecretStr`, so no repr, log line or traceback of these settings shows it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 ALLOW_REMOTE_ENV = "TALEKEEPER_ALLOW_REMOTE_ENDPOINT"
 
@@ -52,7 +54,7 @@ class ModelSettings(BaseModel):
             "model the server lists."
         ),
     )
-    api_key: str | None = Field(
+    api_key: SecretStr | None = Field(
         None, description="API key sent as a Bearer token, for servers that require one."
     )
     mode: Literal["chat", "completion"] = Field(
@@ -101,10 +103,20 @@ class ModelSettings(BaseModel):
         ),
     )
 
+    allowed_hosts: tuple[str, ...] = Field(
+        (),
+        description=(
+            "Hosted services the player allowed by name on the Settings page (e.g. "
+            "openrouter.ai): their public addresses may be used. Never from a request."
+        ),
+    )
+
     @field_validator("endpoint", "model", "api_key", "embedded_model_path", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         # Form fields arrive as "" when left empty; empty means "not set".
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
         if isinstance(value, str) and not value.strip():
             return None
         return value.strip() if isinstance(value, str) else value
@@ -135,6 +147,18 @@ class ModelSettings(BaseModel):
             )
         return self
 
+    def key(self) -> str | None:
+        """The API key itself, for a request's Authorization header only."""
+        return self.api_key.get_secret_value() if self.api_key is not None else None
+
+    def identity(self) -> str:
+        """What tells two settings apart, the key included (its digest: the key itself
+        stays out of any string that could be logged)."""
+        import hashlib
+
+        digest = hashlib.sha256((self.key() or "").encode()).hexdigest()
+        return self.model_dump_json() + digest
+
     def resolved_provider(self) -> Literal["openai", "ollama", "embedded"]:
         """'auto' made concrete: embedded without an endpoint, otherwise OpenAI-compatible."""
         if self.provider == "auto":
@@ -152,5 +176,9 @@ def server_root(endpoint: str) -> str:
 
 
 def openai_base(endpoint: str) -> str:
-    """The OpenAI API base URL, always ending in /v1, whether or not the user typed it."""
+    """The OpenAI API base URL, ending in /v1 whether or not the user typed it — except a
+    path ending in /openai, which is the base itself (Google's .../v1beta/openai)."""
+    path = urlsplit(endpoint.strip()).path.rstrip("/")
+    if path.endswith("/openai"):
+        return endpoint.strip().rstrip("/")
     return server_root(endpoint) + "/v1"

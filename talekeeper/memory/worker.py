@@ -37,12 +37,13 @@ class MemoryError_(Exception):
 
 
 async def embed(
-    tk: Talekeeper, texts: Sequence[str], model: str | None
+    tk: Talekeeper, texts: Sequence[str], model: str | None, adventure_id: int | None = None
 ) -> list[list[float]] | None:
-    """Vectors from the configured server's embedding model, or None (use BM25)."""
+    """Vectors from the embedding model on the adventure's connection, or None (use BM25)."""
     if not model or not texts:
         return None
-    return await embed_with(tk.provider(), texts, model)
+    settings = await asyncio.to_thread(tk.model_settings, adventure_id)
+    return await embed_with(tk.provider(settings), texts, model)
 
 
 async def embed_with(
@@ -88,7 +89,8 @@ async def run_post_turn(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
         return {"skipped": True}
     settings, plot, path, blocks, excerpts, current = found
     done: dict[str, Any] = {"memories": [], "summary": None, "embedded": 0, "forgotten": []}
-    provider = tk.provider()
+    # the adventure's own connection: a story kept on a local model is not summarised elsewhere
+    provider = tk.provider(await asyncio.to_thread(tk.model_settings, adventure_id))
 
     # Memories of due blocks: independent, so generated concurrently.
     async def summarise(text_: str) -> str:
@@ -167,7 +169,7 @@ async def _embed_pending(
         pending = bank.needing_vectors(session, adventure_id, model, MAX_EMBED_BATCH)
     if not pending:
         return
-    vectors = await embed(tk, [t for _, t in pending], model)
+    vectors = await embed(tk, [t for _, t in pending], model, adventure_id)
     if vectors is None:
         return
     with tk.db.session() as session:

@@ -28,6 +28,7 @@ from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.store import owner
 from talekeeper.store.models import (
     Adventure,
+    ConnectionProfile,
     Invitation,
     PasswordReset,
     Scenario,
@@ -479,13 +480,15 @@ def has_any_user(tk: Talekeeper) -> bool:
 
 
 def can_see(tk: Talekeeper, user_id: int, kind: str, key: str) -> bool:
-    """Whether this user may see the adventure (`kind` "adventure", `key` its id) or scenario
-    an address names. A row that does not exist is left to the route's own 404."""
+    """Whether this user may see the adventure (`kind` "adventure", `key` its id), connection
+    profile ("profile") or scenario an address names. A row that does not exist is left to
+    the route's own 404."""
     with owner.acting_as(user_id), tk.db.session() as session:
-        if kind == "adventure":
+        if kind in ("adventure", "profile"):
             if not key.isdigit() or len(key) > 18:
                 return True
-            row = session.get(Adventure, int(key))
+            model = Adventure if kind == "adventure" else ConnectionProfile
+            row = session.get(model, int(key))
         else:
             row = session.get(Scenario, key)
         return row is None or owner.visible(row)

@@ -159,9 +159,13 @@ def delete_adventure(session: Session, adventure: Adventure) -> None:
         Node.__table__.update().where(Node.adventure_id == adventure.id).values(parent_id=None)
     )
     session.execute(delete(Node).where(Node.adventure_id == adventure.id))
-    session.execute(
-        delete(Setting).where(Setting.key == f"adventure_samplers:{adventure.id}")
-    )  # service/samplers
+    session.execute(  # its samplers (service/samplers) and its connection (service/profiles)
+        delete(Setting).where(
+            Setting.key.in_(
+                [f"adventure_samplers:{adventure.id}", f"adventure_connection:{adventure.id}"]
+            )
+        )
+    )
     session.delete(adventure)
 
 
@@ -181,14 +185,11 @@ def node_view(node: Node) -> dict[str, Any]:
             else format_action(node.action_kind, node.action_text)
         ),
         "narration": node.narration,
+        "remark": state_engine.remark_of(node),  # a companion's aside it ends with: theirs
         "reasoning": node.reasoning,
         "model": node.model,
         "created_at": node.created_at.isoformat() if node.created_at else None,
         "changes": changes,
-        # What its narration said that the state does not (service/reading).
-        "contradictions": state_engine.contradictions_of(node),
-        # A correction that accepted the turn before's warning ("It's right").
-        "answers": bool(state_engine.ProposalRecord.of(node.proposal).answers),
     }
 
 

@@ -14,15 +14,23 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
+from sqlalchemy.orm import Session
 
 from talekeeper.llm.base import Provider
+from talekeeper.llm.policy import Resolver
 from talekeeper.llm.settings import ModelSettings
 from talekeeper.service import scenarios
 from talekeeper.service.advisory_locks import locks_for
-from talekeeper.service.settings import effective_model_settings, generation_settings
+from talekeeper.service.settings import (
+    effective_model_settings,
+    generation_settings,
+    seal_plain_key,
+)
 from talekeeper.store.db import DATABASE_URL_ENV, Database
+from talekeeper.store.secrets import KeyBox
 
 HOME_ENV = "TALEKEEPER_HOME"
+PROVIDERS_KEPT = 4  # connections kept open at once (adventures may use different ones)
 ACCOUNTS_ENV = "TALEKEEPER_ACCOUNTS"
 
 
@@ -49,6 +57,11 @@ class Talekeeper:
     # Several players, each signed in and seeing only their own stories (--accounts, or
     # $TALEKEEPER_ACCOUNTS=1); off, the single local player sees everything as ever.
     accounts: bool | None = None
+    # The network seam for tests: how the endpoint policy looks names up (a name that claims
+    # a public address), and the transport under it (a loopback fake standing in for a
+    # hosted service). The policy itself is never bypassed.
+    resolver: Resolver | None = None
+    transport: Any = None
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir)
@@ -57,19 +70,26 @@ class Talekeeper:
         url = self.database_url or os.environ.get(DATABASE_URL_ENV) or None
         self.db = Database(url) if url else Database.in_directory(self.data_dir)
         self.locks = locks_for(self.db)
-        self._provider: Provider | None = None
-        self._provider_key: str | None = None
+        self.keys = KeyBox(self.data_dir)  # API keys at rest (store/secrets.py)
+        self._providers: dict[str, Provider] = {}
         self._memory_worker = None  # created on first use by talekeeper.memory.worker
         with self.db.session() as session:
             scenarios.install_builtins(session)
+            seal_plain_key(session, self.keys)
 
     @classmethod
     def open(cls, data_dir: Path | None = None, **kwargs: Any) -> Talekeeper:
         return cls(data_dir or default_data_dir(), **kwargs)
 
-    def model_settings(self) -> ModelSettings:
-        with self.db.session() as session:
-            return effective_model_settings(session, self.model_overrides)
+    def model_settings(
+        self, adventure_id: int | None = None, session: Session | None = None
+    ) -> ModelSettings:
+        """The connection in force for `adventure_id` (or by default), its key filled in:
+        for talking to the model only — shown anywhere, `api_key` is left out."""
+        if session is not None:
+            return effective_model_settings(session, self.model_overrides, adventure_id, self.keys)
+        with self.db.session() as own:
+            return effective_model_settings(own, self.model_overrides, adventure_id, self.keys)
 
     def generation(self):
         with self.db.session() as session:
@@ -81,13 +101,16 @@ class Talekeeper:
         if self.provider_override is not None:
             return self.provider_override
         settings = settings or self.model_settings()
-        key = settings.model_dump_json()
-        if self._provider is None or key != self._provider_key:
+        key = settings.identity()
+        provider = self._providers.get(key)
+        if provider is None:
             from talekeeper.llm.registry import build_provider
 
-            self._provider = build_provider(settings)
-            self._provider_key = key
-        return self._provider
+            provider = build_provider(settings, self.transport, self.resolver)
+            while len(self._providers) >= PROVIDERS_KEPT:  # the oldest goes (kept open:
+                self._providers.pop(next(iter(self._providers)))  # a turn may still use it)
+            self._providers[key] = provider
+        return provider
 
     def model_description(self, settings: ModelSettings | None = None) -> str:
         if self.provider_override is not None:
@@ -102,7 +125,8 @@ class Talekeeper:
 
         if self._memory_worker is not None:
             await self._memory_worker.drain()  # let a memory being written finish
-        if self._provider is not None:
-            await self._provider.aclose()
+        for provider in list(self._providers.values()):
+            await provider.aclose()
+        self._providers.clear()
         stop_embedded_server()
         self.db.dispose()

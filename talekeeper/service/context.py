@@ -36,7 +36,7 @@ from talekeeper.context.tokens import counter_for
 from talekeeper.llm.base import GenerationRequest, Provider
 from talekeeper.memory import bank
 from talekeeper.memory.worker import embed_with
-from talekeeper.service import kept_history
+from talekeeper.service import kept_history, profiles
 from talekeeper.service import samplers as sampler_choice
 from talekeeper.service.roles import NARRATOR, STATE_PASS, Role, role_for_turn
 from talekeeper.service.settings import GenerationSettings, generation_settings
@@ -237,6 +237,7 @@ def turn_setting_keys(adventure_id: int) -> set[str]:
     """The settings keys a turn reads (its own and, with accounts on, the player's)."""
     keys = {CONTEXT_KEY, "generation", "model", sampler_choice.adventure_key(adventure_id)}
     keys |= {owner.setting_key(CONTEXT_KEY), owner.setting_key("generation")}
+    keys |= profiles.setting_keys(adventure_id)
     return keys | {owner.setting_key(sampler_choice.PRESETS_KEY)}
 
 
@@ -269,7 +270,8 @@ def load(
     # (cards with no timers of their own linger `trigger_window_turns`: see prompt.select_cards)
     lookback = max(_timer_lookback(plot), settings.trigger_window_turns + 1)
     recent = insights.records_on(session, path[-lookback:])  # the head's among them (lookback ≥ 1)
-    generation = generation_settings(session)
+    extras = profiles.extras(session, adventure.id)  # the connection's samplers and budget
+    generation = extras.applied_to(generation_settings(session))
     return ContextStart(
         adventure_id=adventure.id,
         head=head_view,
@@ -281,7 +283,7 @@ def load(
         plot=plot,
         settings=settings,
         generation=generation,
-        samplers=sampler_choice.for_adventure(session, adventure.id, generation),
+        samplers=sampler_choice.for_adventure(session, adventure.id, generation, extras.samplers),
         history=tuple(history),
         summary=summary,
         query=query,

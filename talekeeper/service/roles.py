@@ -208,24 +208,51 @@ def banter_role(
     )
 
 
+@dataclass(frozen=True)
+class ExtraCall:
+    """Another role's call for a turn, as Insights keeps it: its prompt, what it
+    answered, and what the guards took out of that (empty: nothing)."""
+
+    role: Role
+    prompt: str
+    answer: str = ""
+    note: str = ""
+
+
 def calls_record(
-    session: Session, adventure_id: int, role: Role, extra: list[tuple[Role, str]]
+    session: Session, adventure_id: int, role: Role, extra: list[ExtraCall]
 ) -> dict[str, Any]:
-    """Which role wrote a turn's main call, and every other role's prompt (kept by digest,
-    like all Insights texts) so Insights shows each one: keys for the turn's record."""
+    """Which role wrote a turn's main call, and every other role's prompt and answer (kept
+    by digest, like all Insights texts) so Insights shows each one: keys for the turn's
+    record."""
     calls = []
-    for other, text in extra:
-        digest = insights.text_digest(text)
-        insights.store_text(session, adventure_id, digest, text)
-        calls.append({"role": other.label, "h": digest})
+    for call in extra:
+        entry = {"role": call.role.label}
+        for key, text in (("h", call.prompt), ("a", call.answer)):
+            digest = insights.text_digest(text)
+            insights.store_text(session, adventure_id, digest, text)
+            entry[key] = digest
+        if call.note:
+            entry["note"] = call.note
+        calls.append(entry)
     return {"role": role.label, "calls": calls}
 
 
-def role_calls(session: Session, node_id: int, adventure_id: int) -> list[dict[str, str]]:
-    """Every extra role call recorded for a turn, with its prompt text."""
+def role_calls(session: Session, node_id: int, adventure_id: int) -> list[dict[str, str | None]]:
+    """Every extra role call recorded for a turn, with its prompt text and its answer
+    (None: recorded before answers were kept)."""
     row = session.get(TurnInsight, node_id)
     if row is None:
         return []
     calls = row.data.get("calls") or []
-    texts = insights.texts_for(session, adventure_id, {c["h"] for c in calls})
-    return [{"role": c["role"], "prompt": texts.get(c["h"], "")} for c in calls]
+    wanted = {c[k] for c in calls for k in ("h", "a") if c.get(k)}
+    texts = insights.texts_for(session, adventure_id, wanted)
+    return [
+        {
+            "role": c["role"],
+            "prompt": texts.get(c["h"], ""),
+            "answer": texts.get(c["a"]) if c.get("a") else None,
+            "note": c.get("note"),
+        }
+        for c in calls
+    ]

@@ -48,7 +48,7 @@ class Samplers(BaseModel):
     seed: int | str | None = None
 
 
-def _clean(values: dict[str, Any]) -> dict[str, Any]:
+def clean(values: dict[str, Any]) -> dict[str, Any]:
     """Validated values, unset ones dropped (checked by the settings page's own rules)."""
     try:
         given = Samplers.model_validate(values).model_dump(exclude_none=True)
@@ -84,7 +84,7 @@ def save_preset(session: Session, name: str, values: dict[str, Any]) -> dict[str
     stored = presets(session)
     if name not in stored and len(stored) >= MAX_PRESETS:
         raise SamplersInvalid(f"At most {MAX_PRESETS} presets; delete one first.")
-    stored[name] = _clean(values)
+    stored[name] = clean(values)
     _write(session, owner.setting_key(PRESETS_KEY), stored)
     return stored[name]
 
@@ -111,17 +111,22 @@ def set_adventure_choice(
 ) -> dict[str, Any]:
     if preset and preset not in presets(session):
         raise SamplersInvalid(f"There is no preset named {preset!r}; save it first.")
-    choice = {"preset": preset or None, "values": _clean(values)}
+    choice = {"preset": preset or None, "values": clean(values)}
     _write(session, adventure_key(adventure_id), choice)
     return choice
 
 
 def for_adventure(
-    session: Session, adventure_id: int, generation: GenerationSettings
+    session: Session,
+    adventure_id: int,
+    generation: GenerationSettings,
+    connection: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The samplers a turn of this adventure asks for, as `GenerationRequest` fields."""
+    """The samplers a turn of this adventure asks for, as `GenerationRequest` fields: the
+    settings', then its connection profile's, its preset's and its own values."""
     choice = adventure_choice(session, adventure_id)
     chosen = {k: getattr(generation, k) for k in FIELDS}
+    chosen.update(connection or {})
     if choice["preset"]:
         chosen.update(presets(session).get(choice["preset"], {}))  # a deleted preset: ignored
     chosen.update(choice["values"])

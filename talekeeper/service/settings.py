@@ -16,11 +16,13 @@ from sqlalchemy.orm import Session
 
 from talekeeper.context.settings import ContextSettings, context_settings, update_context_settings
 from talekeeper.errors import Forbidden, Invalid
-from talekeeper.llm.settings import ModelSettings
+from talekeeper.llm.settings import ModelSettings, operator_allows_remote
 from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import Setting
+from talekeeper.store.secrets import KeyBox
 
 if TYPE_CHECKING:
+    from talekeeper.llm.policy import Resolver
     from talekeeper.service.app import Talekeeper
 
 ENV_OVERRIDES = {
@@ -97,15 +99,6 @@ class GenerationSettings(BaseModel):
         ),
     )
 
-    contradictions: Literal["off", "flag"] = Field(
-        "flag",
-        description=(
-            "When the narration says what the state does not (someone here who is elsewhere, "
-            "a key you do not hold): 'flag' shows a warning under the turn, 'off' says nothing. "
-            "Changes the narration tells outright are read whatever this says."
-        ),
-    )
-
     @field_validator(
         "min_p", "top_k", "repetition_penalty", "presence_penalty", "seed", mode="before"
     )
@@ -178,27 +171,72 @@ def env_model_overrides(environ: dict[str, str] | None = None) -> dict[str, Any]
     return found
 
 
-def operator_allows_remote(environ: dict[str, str] | None = None) -> bool:
-    environ = os.environ if environ is None else environ
-    return environ.get(ALLOW_REMOTE_ENV, "").strip().lower() in {"1", "true", "yes"}
+# Fields that choose the connection itself: when the environment or a flag sets any of
+# them, the operator has fixed the model for this run and no profile is used (a profile's
+# key is never sent to an address it was not saved for).
+CONNECTION_FIELDS = {"endpoint", "provider", "model", "api_key", "mode"}
+
+
+def _server_values(session: Session, keys: KeyBox | None) -> dict[str, Any]:
+    """The server settings as stored, their sealed key revealed only with `keys`."""
+    values = _stored(session, "model")
+    values.pop("allow_remote", None)
+    values.pop("allowed_hosts", None)
+    sealed = values.pop("api_key_sealed", None)
+    if sealed and keys is not None:
+        values["api_key"] = keys.reveal(sealed)
+    elif keys is None:
+        values.pop("api_key", None)  # (a key stored before keys were sealed, until resealed)
+    return values
 
 
 def effective_model_settings(
-    session: Session, flag_overrides: dict[str, Any] | None = None
+    session: Session,
+    flag_overrides: dict[str, Any] | None = None,
+    adventure_id: int | None = None,
+    keys: KeyBox | None = None,
 ) -> ModelSettings:
-    values = _stored(session, "model")
-    values.pop("allow_remote", None)
-    values.update(env_model_overrides())
-    values.update({k: v for k, v in (flag_overrides or {}).items() if v is not None})
+    """The model settings in force: the connection chosen for the adventure (or by default,
+    service/profiles), overridden by the environment, overridden by flags. The API key is
+    filled in only with `keys` (what talks to the model); anything shown leaves it out."""
+    from talekeeper.service import hosted, profiles
+
+    setting_rows.prefetch(session, {"model", *profiles.setting_keys(adventure_id)})
+    flags = {k: v for k, v in (flag_overrides or {}).items() if v is not None}
+    operator = {**env_model_overrides(), **flags}
+    chosen = (
+        profiles.resolve(session, adventure_id, keys)
+        if not CONNECTION_FIELDS & operator.keys()
+        else None
+    )
+    values = (
+        dict(chosen.values)
+        if chosen is not None and chosen.values is not None
+        else _server_values(session, keys)
+    )
+    values.update(operator)
     values["allow_remote"] = operator_allows_remote()
+    values["allowed_hosts"] = hosted.allowed_hosts(session)
     try:
         return ModelSettings(**values)
     except ValidationError:
         # A stored value that no longer validates must not lock the player out:
         # fall back to the overrides alone and let the settings page show the problem.
-        values = {**env_model_overrides(), **(flag_overrides or {})}
-        values = {k: v for k, v in values.items() if v is not None}
-        return ModelSettings(**values, allow_remote=operator_allows_remote())
+        return ModelSettings(
+            **operator,
+            allow_remote=operator_allows_remote(),
+            allowed_hosts=hosted.allowed_hosts(session),
+        )
+
+
+def seal_plain_key(session: Session, keys: KeyBox) -> None:
+    """Seal an API key the server settings kept in plain text (before keys were sealed)."""
+    row = session.get(Setting, "model")
+    if row is None or not isinstance(row.value, dict) or not row.value.get("api_key"):
+        return
+    value = dict(row.value)
+    value["api_key_sealed"] = keys.seal(str(value.pop("api_key")))
+    row.value = value
 
 
 def generation_settings(session: Session) -> GenerationSettings:
@@ -209,9 +247,12 @@ def generation_settings(session: Session) -> GenerationSettings:
 
 
 def stored_settings(session: Session) -> dict[str, Any]:
+    """What is stored, as pages and the API show it: never a key, only whether one is kept."""
     model = _stored(session, "model")
-    if not may_change_model():  # a player sees which model narrates, never the host's key
-        model.pop("api_key", None)
+    has_key = bool(model.pop("api_key", None) or model.pop("api_key_sealed", None))
+    model.pop("api_key_sealed", None)
+    if has_key:
+        model["has_api_key"] = True
     return {"model": model, "generation": _stored(session, "generation")}
 
 
@@ -228,24 +269,51 @@ def overridden_fields(flag_overrides: dict[str, Any] | None = None) -> dict[str,
     return result
 
 
-def update_settings(session: Session, update: SettingsUpdate) -> dict[str, Any]:
-    """Validate and store new values; nothing is stored unless everything validates."""
+def update_settings(
+    session: Session,
+    update: SettingsUpdate,
+    keys: KeyBox | None = None,
+    resolver: Resolver | None = None,
+) -> dict[str, Any]:
+    """Validate and store new values; nothing is stored unless everything validates. A new
+    API key is stored sealed (`keys`); `"api_key": null` forgets the stored one."""
     from talekeeper.llm.policy import check_endpoint
+    from talekeeper.service import hosted
 
     new_model = None
     if update.model is not None and not may_change_model():
         raise HostOnly()
     if update.model is not None:
-        merged = {**_stored(session, "model"), **update.model}
-        merged.pop("allow_remote", None)  # an operator decision, never from a request
+        stored = _stored(session, "model")
+        sealed = stored.pop("api_key_sealed", None)
+        plain = stored.pop("api_key", None)  # stored before keys were sealed
+        given = dict(update.model)
+        key = given.pop("api_key", "")
+        merged = {**stored, **given}
+        for never in ("allow_remote", "allowed_hosts", "has_api_key", "api_key_sealed"):
+            merged.pop(never, None)  # an operator's (or a host's) decision, never a field
         merged = {k: v for k, v in merged.items() if v not in ("",)}
         try:
-            model = ModelSettings(**merged)
+            model = ModelSettings(**merged, api_key=key or None)
         except ValidationError as exc:
             raise SettingsError(_validation_message(exc, "model")) from exc
         if model.endpoint:
-            check_endpoint(model.endpoint, allow_remote=operator_allows_remote())
-        new_model = model.model_dump(exclude_none=True, exclude={"allow_remote"})
+            check_endpoint(
+                model.endpoint, operator_allows_remote(), resolver, hosted.allowed_hosts(session)
+            )
+        new_model = model.model_dump(
+            exclude_none=True, exclude={"allow_remote", "allowed_hosts", "api_key"}
+        )
+        if key is None:  # `"api_key": null`: forget the stored key
+            sealed = plain = None
+        elif model.key() is not None:
+            plain = model.key()  # a new key replaces the stored one
+        if plain is not None:
+            if keys is None:
+                raise SettingsError("An API key can be stored only through the application.")
+            sealed = keys.seal(plain)
+        if sealed:
+            new_model["api_key_sealed"] = sealed
     new_generation = None
     if update.generation is not None:
         try:
@@ -288,7 +356,7 @@ def settings_view(tk: Talekeeper) -> dict[str, Any]:
     """The stored settings, what is in effect for this run and why, and the model in use."""
     return {
         **stored(tk),
-        "effective_model": tk.model_settings().model_dump(exclude={"api_key"}),
+        "effective_model": tk.model_settings().model_dump(exclude={"api_key", "allowed_hosts"}),
         "overridden": overridden_fields(tk.model_overrides),
         "generation": tk.generation().model_dump(),
         "model_description": tk.model_description(),
@@ -300,7 +368,11 @@ def save(
 ) -> dict[str, Any]:
     """Store model and generation settings (and context settings when given): all or nothing."""
     with tk.db.session() as session:
-        result = update_settings(session, update)
+        result = update_settings(session, update, tk.keys, tk.resolver)
+        if update.model is not None:  # the server settings, just saved, are what narrates
+            from talekeeper.service import profiles
+
+            profiles.choose_default(session, None)
         if context is not None:
             update_context_settings(session, context)
         return result

@@ -2,8 +2,8 @@
 
 The SSE stream (`event: <kind>`, `data: <payload() as JSON>`) and the terminal render the
 same events, in this order: `accepted` once, then `text` and `reasoning` pieces, `status`
-while the state updates after the narration (structured mode), and last exactly one of
-`done` or `error`. The README lists the same kinds (a test checks).
+while the state updates after the narration (structured mode), a companion's `remark`
+when one speaks up, and last exactly one of `done` or `error`. The README lists the same kinds (a test checks).
 """
 
 from __future__ import annotations
@@ -69,6 +69,19 @@ class Status(_Event):
 
 
 @dataclass(frozen=True)
+class Remark(_Event):
+    """A companion's remark on the turn, after the narration: shown as theirs, labelled
+    with their name (it passed the same guards as the narration)."""
+
+    by: str
+    text: str
+    kind: Literal["remark"] = "remark"
+
+    def payload(self) -> dict[str, Any]:
+        return {"by": self.by, "text": self.text}
+
+
+@dataclass(frozen=True)
 class Done(_Event):
     """The turn is written: the turn, its changes and the story's undo/redo state."""
 
@@ -90,7 +103,7 @@ class Error(_Event):
         return {"message": self.message}
 
 
-TurnEvent = Accepted | Text | Reasoning | Status | Done | Error
+TurnEvent = Accepted | Text | Reasoning | Status | Remark | Done | Error
 KINDS: tuple[str, ...] = tuple(
     get_args(get_type_hints(cls)["kind"])[0] for cls in get_args(TurnEvent)
 )

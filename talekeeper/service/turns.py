@@ -16,9 +16,7 @@ holds every reference to this list).
     5. extract: the state proposal, from the reply's own block (inline mode), or from a
        second short request that extends the narrator's (structured mode)
     6. settle: validate the proposal and apply it to the start's state
-       (service/state_engine), then read the narration against the state: the changes it
-       tells outright applied after the model's, its clashes kept for the warning under
-       the turn (state_engine.read_into)
+       (service/state_engine)
     7. remark: a companion may add a remark on the turn — its own call, built from the
        same start (no transaction)
     8. commit: the node, the head, Insights and the memories used — one transaction
@@ -42,16 +40,15 @@ from typing import Any
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session, defer
 
-from talekeeper.context import echo, endings, insights
+from talekeeper.context import echo, insights
 from talekeeper.context.prose_guard import ProseGuard
-from talekeeper.context.repeats import RepeatGuard
 from talekeeper.errors import Unavailable, Upstream
 from talekeeper.llm.base import Provider
 from talekeeper.llm.errors import LLMError
 from talekeeper.llm.settings import ModelSettings
 from talekeeper.memory import bank
 from talekeeper.memory.worker import worker_for
-from talekeeper.service import roles, state_engine, state_updates
+from talekeeper.service import guards, roles, state_engine, state_updates
 from talekeeper.service.adventures import (
     check_owner,
     get_adventure,
@@ -60,9 +57,17 @@ from talekeeper.service.adventures import (
 )
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.context import Call, ContextStart, PreparedContext, build, load, prompt_text
-from talekeeper.service.settings import effective_model_settings
-from talekeeper.service.turn_events import Accepted, Done, Error, Reasoning, Status, Text, TurnEvent
-from talekeeper.state import Document, Rules, visible_prefix
+from talekeeper.service.turn_events import (
+    Accepted,
+    Done,
+    Error,
+    Reasoning,
+    Remark,
+    Status,
+    Text,
+    TurnEvent,
+)
+from talekeeper.state import Document, Rules, VisibleStream
 from talekeeper.store import owner
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story import tree
@@ -147,8 +152,8 @@ async def play_turn(
     """Play an action below the head; with `take_of`, write a new take of that turn instead
     (a sibling below the same parent; the old take and its future stay)."""
     kind, text = normalise_action(kind, text)
-    # The database steps, 2 (load) and 8 (commit), run in worker threads (asyncio.to_thread): while one
-    # turn waits on a round trip, the event loop goes on serving every other player.
+    # The database steps, 2 (load) and 8 (commit), run in worker threads (asyncio.to_thread):
+    # while one turn waits on a round trip, the event loop goes on serving every other player.
     if owner.current() is not None:  # accounts on: not another player's story
         await asyncio.to_thread(check_owner, tk, adventure_id)
     tk.locks.acquire(adventure_id)  # 1. lock
@@ -185,12 +190,11 @@ async def play_turn(
         if not narration:
             yield Error(NO_NARRATION)
             return
-        read_narration(start, settled, narration)
-        banter = await banter_remark(tk, provider, start, prepared, narration, settled)  # 7. remark
-        if banter:
-            narration += "\n\n" + banter[0]
-            yield Text("\n\n" + banter[0])
-            read_narration(start, settled, narration, remark=banter[0])
+        remark = await banter_remark(provider, start, prepared, narration, settled)  # 7. remark
+        if remark is not None and remark.text:
+            narration += "\n\n" + remark.text
+            settled.proposal["remark"] = {"by": remark.by, "text": remark.text}
+            yield Remark(remark.by, remark.text)
         if reply.echoed:
             assembly.notes.append(echo.summary(reply.echoed))
         if reply.unfinished:
@@ -199,7 +203,7 @@ async def play_turn(
                 f"kept: “{echo.shorten(reply.unfinished)}”."
             )
         done = await asyncio.to_thread(
-            commit, tk, start, prepared, narration, reply, settled, banter
+            commit, tk, start, prepared, narration, reply, settled, remark
         )  # 8. commit
         worker_for(tk).schedule(adventure_id, rewarm(tk, adventure_id))  # 9. after
         yield Done(done)
@@ -230,7 +234,7 @@ def load_turn(
             if taken is None or taken.adventure_id != adventure_id:
                 taken = get_turn(session, adventure, take_of)  # the usual "no such turn"
             below = tree.parent_for_take(session, taken)
-        model = effective_model_settings(session, tk.model_overrides)
+        model = tk.model_settings(adventure_id, session)  # this adventure's connection
         return TurnStart(model, load(session, adventure, below, kind, text, model.mode == "chat"))
 
 
@@ -241,38 +245,41 @@ async def build_prompt(provider: Provider, start: TurnStart, mode: str) -> Prepa
 
 def prose_guard(prepared: PreparedContext, start: TurnStart) -> ProseGuard:
     """Lines that only repeat the prompt's own notes, and a reply's loop, are never shown
-    or stored (context/prose_guard)."""
-    sections = [(s.name, s.text) for s in prepared.assembly.sections]
-    return ProseGuard(
-        echo.EchoGuard.for_sections(sections, start.before.entities),
-        RepeatGuard(),
-    )
+    or stored: the guards every role's text passes (service/guards)."""
+    return guards.for_call(prepared, start.before)
 
 
 async def stream_reply(
     provider: Provider, prepared: PreparedContext, guard: ProseGuard, reply: Reply
 ) -> AsyncIterator[TurnEvent]:
-    """Step 4 (stream): the model's reply as it streams; the shown text only ever grows."""
+    """Step 4 (stream): the model's reply as it streams; the shown text only ever grows.
+    Each piece is read once (the state block hidden, then the prose guards), so a long or
+    hostile reply costs in step with its length."""
+    visible, prose = VisibleStream(), guard.stream()
+    shown: list[str] = []
+    reasoning: list[str] = []
     try:
         async with aclosing(provider.stream(prepared.request)) as events:
             async for event in events:
                 if event.kind == "text":
-                    reply.raw += event.text
-                    visible, loops = guard.streamed(visible_prefix(reply.raw))
-                    visible = visible.lstrip()  # as stored: no leading blank
-                    if len(visible) > len(reply.shown):
-                        yield Text(visible[len(reply.shown) :])
-                        reply.shown = visible
+                    new, loops = prose.feed(visible.feed(event.text))
+                    new = new if shown else new.lstrip()  # as stored: no leading blank
+                    if new:
+                        shown.append(new)
+                        yield Text(new)
                     if loops:
                         break  # the model is saying it all again: stop it (nothing is lost)
                 elif event.kind == "reasoning":
-                    reply.reasoning += event.text
+                    reasoning.append(event.text)
                     yield Reasoning(event.text)
                 elif event.kind == "done":
                     reply.finish = event.finish_reason
     except LLMError as exc:
         reply.failed = str(exc)
         return
+    finally:
+        reply.raw, reply.shown = visible.text, "".join(shown)
+        reply.reasoning = "".join(reasoning)
     # Surrogate halves (a pair split across a server's JSON escapes) cannot be stored.
     reply.raw, reply.reasoning = unicode_safe(reply.raw), unicode_safe(reply.reasoning)
 
@@ -313,12 +320,10 @@ def kept_prose(guard: ProseGuard, reply: Reply, prose: str) -> str:
     state block after it). The same again for prose already kept (structured mode reads
     it before its state pass and after)."""
     cut_in_prose = reply.finish == "length" and reply.raw.rstrip().endswith(prose.rstrip())
-    kept, removed = guard.clean(prose)
-    reply.echoed.extend(removed)
-    if cut_in_prose:
-        kept, rest = endings.unfinished_end(kept)
-        reply.unfinished = rest or reply.unfinished
-    return kept
+    guarded = guards.finish(guard, prose, cut_in_prose)
+    reply.echoed.extend(guarded.removed)
+    reply.unfinished = guarded.unfinished or reply.unfinished
+    return guarded.text
 
 
 def validate_and_apply(start: TurnStart, guard: ProseGuard, reply: Reply) -> state_engine.Settled:
@@ -337,35 +342,26 @@ def validate_and_apply(start: TurnStart, guard: ProseGuard, reply: Reply) -> sta
     return settled
 
 
-def guard_mode(start: TurnStart) -> str:
-    """The setting `generation.contradictions`: off or flag."""
-    return start.context.generation.contradictions
+@dataclass(frozen=True)
+class CompanionRemark:
+    """What step 7 (remark) made: the companion's call, what it answered, and the remark
+    as kept by the guards every role's text passes (empty when nothing of it was story)."""
 
-
-def read_narration(
-    start: TurnStart, settled: state_engine.Settled, narration: str, remark: str = ""
-) -> None:
-    """In step 6 (settle): the narration read against the state — what it tells outright
-    applied after the model's events, its clashes kept with the turn's record. With a
-    companion's remark after it (step 7 (remark)), the remark is guarded too."""
-    if remark:
-        state_engine.guard_remark(
-            settled, remark, start.rules, start.turn_number, guard_mode(start)
-        )
-        return
-    state_engine.read_into(
-        settled, narration, start.before, start.rules, start.turn_number, guard_mode(start)
-    )
+    role: roles.Role
+    by: str  # the companion's name
+    prompt: PreparedContext
+    answer: str  # what the model answered, as it came
+    text: str
+    note: str = ""  # what the guards took out, and why (Insights)
 
 
 async def banter_remark(
-    tk: Talekeeper,
     provider: Provider,
     start: TurnStart,
     prepared: PreparedContext,
     narration: str,
     settled: state_engine.Settled,
-) -> tuple[str, roles.Role, PreparedContext] | None:
+) -> CompanionRemark | None:
     """Step 7 (remark): a companion's remark on the narrator's turn, in its own call,
     built from the turn's start (no transaction) with the state after the turn; or None.
     A failing call costs the turn nothing: the remark is optional."""
@@ -380,11 +376,18 @@ async def banter_remark(
     call = Call(role, "off", kind="story", text=beat, document=after)
     remark_prompt = await build(provider, start.context, call)
     try:
-        reply = await provider.complete(remark_prompt.request)
+        answer = unicode_safe(await provider.complete(remark_prompt.request))
     except LLMError:
         return None
-    remark = state_engine.extract_prose(reply).strip()
-    return (remark, role, remark_prompt) if remark else None
+    guarded = guards.finish(
+        guards.for_call(remark_prompt, after), state_engine.extract_prose(answer).strip()
+    )
+    text = clean_narration(guarded.text)
+    note = echo.summary(guarded.removed) if guarded.removed else ""
+    if not text and not note:
+        return None  # it said nothing
+    name = after.entities[role.who].name if role.who in after.entities else str(role.who)
+    return CompanionRemark(role, name, remark_prompt, answer, text, note)
 
 
 def commit(
@@ -394,7 +397,7 @@ def commit(
     narration: str,
     reply: Reply,
     settled: state_engine.Settled,
-    banter: tuple[str, roles.Role, PreparedContext] | None,
+    remark: CompanionRemark | None,
 ) -> dict[str, Any]:
     """Step 8 (commit), one transaction: the node, the head, Insights and the memories used."""
     with tk.db.session() as session:
@@ -418,7 +421,11 @@ def commit(
                 model=tk.model_description(start.model),
             ),
         )
-        extra = [(banter[1], prompt_text(banter[2]))] if banter else []
+        extra = (
+            [roles.ExtraCall(remark.role, prompt_text(remark.prompt), remark.answer, remark.note)]
+            if remark
+            else []
+        )
         calls = roles.calls_record(session, start.adventure_id, start.role, extra)
         texts = insights.texts_key(session, adventure)
         digests = insights.store(
@@ -490,7 +497,7 @@ async def warm_next_turn(tk: Talekeeper, adventure_id: int) -> None:
     turn after a restart would otherwise wait for the whole prompt to be read (~25 s on two
     cores). Only for the embedded model: a server of the player's own is left alone.
     """
-    provider = tk.provider()
+    provider = tk.provider(tk.model_settings(adventure_id))
     if provider.id != "embedded" or tk.locks.is_busy(adventure_id):
         return
     try:

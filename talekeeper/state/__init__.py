@@ -11,7 +11,8 @@ declares, checked by path), `initial` (a new adventure's document), `normalise` 
 stored document back), `events` (the closed allowlist), `resolve` (names → ids),
 `validate` (the layers), `stats` (stat mechanics), `apply`, `report`, `prompt` (the
 id-ful text for a model that writes events), `notes` (the canon in words, for every role
-that only reads it), `extract` (the state-block protocol), `schema` (published schemas).
+that only reads it), `extract` (the state-block protocol),
+`streaming` (the state block hidden while a reply streams), `schema` (published schemas).
 Reading the narration: `reader` (text → claims, with `lexicon`), `situation` (who is where
 at each point of it), `told` (the changes it states outright), `contradictions` (its
 clashes with the state), `telling` (all three for one narration).
@@ -36,7 +37,7 @@ from .document import (
     empty_document,
 )
 from .events import EVENT_TYPES, EVENTS, MAX_EVENTS
-from .extract import FENCE_INFO, Extraction, emit_instructions, extract_reply, visible_prefix
+from .extract import FENCE_INFO, Extraction, emit_instructions, extract_reply
 from .initial import initial_document
 from .normalise import normalise
 from .notes import refusal_notes, stat_guide_words, state_notes
@@ -53,6 +54,7 @@ from .resolve import stat_paths
 from .rules import Rules, RulesError, StatRule, check_rules, empty_rules, load_rules
 from .schema import document_schema, proposal_schema, rules_schema
 from .stats import band_label
+from .streaming import VisibleStream, visible_prefix
 
 __all__ = [
     "EVENTS",
@@ -101,6 +103,7 @@ __all__ = [
     "stat_paths",
     "state_for_prompt",
     "state_notes",
+    "VisibleStream",
     "visible_prefix",
     "vocabulary_prompt",
     "compact_vocabulary",

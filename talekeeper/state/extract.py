@@ -97,8 +97,29 @@ class _Block:
     closed: bool
 
 
+_STATE_RUN = re.compile(r"(?<!`)(`{3,}+)[ \t]*+state(?![\w-])", re.IGNORECASE)
+_STATE_AT = re.compile(r"(`{3,}+)[ \t]*+state(?![\w-])", re.IGNORECASE)
+_STATE_PATTERNS = (_STATE_RUN, _STATE_AT)
+
+
+def search_state_open(text: str, pos: int = 0, end: int | None = None) -> re.Match[str] | None:
+    """`_STATE_OPEN.search(text, pos, end)` in linear time.
+
+    That pattern, tried at every backtick of a run and backtracking over the rest of it,
+    read a run of n backticks about n²/2 times (a reply of backticks stalled a turn). A
+    match found inside a run is also a match from the run's start (more backticks), so only
+    runs' starts are tried — and `pos` itself, when a search starts inside a run."""
+    end = len(text) if end is None else end
+    if 0 < pos < end and text[pos - 1] == "`" and text[pos] == "`":
+        found = _STATE_AT.match(text, pos, end)
+        if found is not None:
+            return found
+    return _STATE_RUN.search(text, pos, end)
+
+
 def _closing_fence(text: str, pos: int, ticks: int) -> re.Match[str] | None:
-    return re.compile(f"`{{{ticks},}}").search(text, pos)
+    # only a run's start is tried (see search_state_open): any run long enough matches there
+    return re.compile(f"(?<!`)`{{{ticks},}}+").search(text, pos)
 
 
 def _balanced_end(text: str, start: int) -> int | None:
@@ -172,11 +193,30 @@ def _unicode_safe(value: Any) -> Any:
     return value
 
 
-def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
-    """Find protocol blocks. In streaming mode, also return where the first construct
-    that *might* be protocol begins (an open fence or object not yet decided)."""
+class _Found:
+    """Each pattern's next match in a text, searched once: the scan asks again at every
+    position it reaches, and a match not yet passed (or none at all) still stands."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.last: dict[str, tuple[int, re.Match[str] | None]] = {}
+
+    def next(self, kind: str, search: Any, pos: int) -> re.Match[str] | None:
+        known = self.last.get(kind)
+        if known is not None and known[0] <= pos and (known[1] is None or known[1].start() >= pos):
+            return known[1]
+        match = search(self.text, pos)
+        self.last[kind] = (pos, match)
+        return match
+
+
+def _scan(text: str) -> list[_Block]:
+    """Find the protocol blocks of a finished reply, in one pass: each pattern's search and
+    each fence's closing line are looked for once (`_Found`), so a reply made of fences or
+    braces costs in step with its length."""
     blocks: list[_Block] = []
     pos = 0
+    found = _Found(text)
     while pos < len(text):
         after_block = (
             _AFTER_BLOCK_OBJECT.match(text, pos) if blocks and blocks[-1].end == pos else None
@@ -184,9 +224,9 @@ def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
         candidates = [
             m
             for m in (
-                _STATE_OPEN.search(text, pos),
-                _FENCE_OPEN.search(text, pos),
-                _LINE_OBJECT.search(text, pos),
+                found.next("state", search_state_open, pos),
+                found.next("fence", _FENCE_OPEN.search, pos),
+                found.next("object", _LINE_OBJECT.search, pos),
                 after_block,
             )
             if m
@@ -197,10 +237,10 @@ def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
             candidates,
             key=lambda x: (
                 x.start(1) if x.re is _FENCE_OPEN else x.start(),
-                x.re is not _STATE_OPEN,
+                x.re not in _STATE_PATTERNS,
             ),
         )
-        if m.re is _STATE_OPEN:
+        if m.re in _STATE_PATTERNS:
             close = _closing_fence(text, m.end(), len(m.group(1)))
             end = close.end() if close else len(text)
             blocks.append(
@@ -215,25 +255,20 @@ def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
         elif m.re is _FENCE_OPEN:
             ticks, info = len(m.group(1)), m.group(2).strip().casefold()
             body_start = m.end() + 1
-            # while streaming, a closing fence counts only once its line is complete
-            closing = rf"^[ \t]{{0,3}}`{{{ticks},}}[ \t]*" + (r"\n" if streaming else "$")
             close = (
-                re.compile(closing, re.MULTILINE).search(text, body_start)
+                found.next(f"close{ticks}", _closing_line(ticks).search, body_start)
                 if body_start <= len(text)
                 else None
             )
-            content = text[body_start : close.start()] if close else text[body_start:]
+            body_end = close.start() if close else len(text)
             end = close.end() if close else len(text)
-            if close is None and streaming:
-                return blocks, m.start(1)
-            looks = info in _JSON_INFOS and _proposal_like(content, closed=close is not None)
-            if looks:
-                blocks.append(_Block(m.start(1), end, content, close is not None))
+            if info in _JSON_INFOS and _proposal_like_at(text, body_start, body_end, close):
+                blocks.append(_Block(m.start(1), end, text[body_start:body_end], close is not None))
                 pos = end
             elif (
                 close is None
-                or _STATE_OPEN.search(text, m.end(), end)
-                or _INNER_FENCE.search(content)
+                or search_state_open(text, m.end(), end)
+                or _inner_fence(text, body_start, body_end)
             ):
                 # A story's own block stays, but what it may hide is read: a state fence
                 # inside it, or — when it is never closed, or holds another fence's opening
@@ -243,39 +278,57 @@ def _scan(text: str, streaming: bool) -> tuple[list[_Block], int | None]:
                 pos = end
         else:
             brace = m.end() - 1
-            if not _could_be_events(text[brace:], final=not streaming):
+            if not _EVENTS_KEY_AT.match(text, brace):
                 pos = m.end()
                 continue
             end = _balanced_end(text, brace)
             content = text[brace : end if end else len(text)]
             if end is None:
-                if streaming:
-                    return blocks, brace
                 blocks.append(_Block(brace, len(text), content, False))
                 break
             if _as_proposal(_loads(content)) is not None:
                 blocks.append(_Block(brace, end, content, True))
                 pos = end
             else:
-                pos = m.end() if _STATE_OPEN.search(text, m.end(), end) else end
-    return blocks, None
+                pos = m.end() if search_state_open(text, m.end(), end) else end
+    return blocks
 
 
-_EVENT_KEYS = ('"events"', "'events'", "events")
+_CLOSING_LINES: dict[int, re.Pattern[str]] = {}
+_INNER_FENCE_AT = re.compile(r"[ \t]{0,3}`{3,}[ \t]*[^\s`]")
+_EVENTS_KEY_AT = re.compile(r"""\{\s*["']?events["']?\s*:""")
+_BLANKS = re.compile(r"\s*")
 
 
-def _could_be_events(text: str, final: bool) -> bool:
-    """Whether a line-start `{` opens (or, while streaming, may yet open) an object whose
-    first key is `events`."""
-    if _EVENTS_KEY.match(text):
-        return True
-    if final:
-        return False
-    rest = text[1:].lstrip()
-    return any(
-        key.startswith(rest) or (rest.startswith(key) and not rest[len(key) :].strip())
-        for key in _EVENT_KEYS
-    )
+def _closing_line(ticks: int) -> re.Pattern[str]:
+    """The line that closes a fence of `ticks` backticks."""
+    pattern = _CLOSING_LINES.get(ticks)
+    if pattern is None:
+        pattern = _CLOSING_LINES[ticks] = re.compile(
+            rf"^[ \t]{{0,3}}`{{{ticks},}}[ \t]*$", re.MULTILINE
+        )
+    return pattern
+
+
+def _inner_fence(text: str, start: int, end: int) -> bool:
+    """`_INNER_FENCE.search(text[start:end])`, without copying the body out."""
+    if (
+        start < end
+        and start
+        and text[start - 1] != "\n"
+        and _INNER_FENCE_AT.match(text, start, end)
+    ):
+        return True  # the body's first line, which the copy would have begun with
+    return _INNER_FENCE.search(text, start, end) is not None
+
+
+def _proposal_like_at(text: str, start: int, end: int, close: Any) -> bool:
+    """`_proposal_like(text[start:end], closed=close is not None)`; an open fence's body (to
+    the end of the reply) is read only at its start."""
+    if close is not None:
+        return _proposal_like(text[start:end], closed=True)
+    first = _BLANKS.match(text, start, end).end()
+    return bool(_EVENTS_KEY_AT.match(text, first, end)) or text.startswith('[{"type"', first, end)
 
 
 def _proposal_like(content: str, closed: bool) -> bool:
@@ -411,7 +464,7 @@ def _before_player_line(piece: str) -> tuple[str, bool]:
 
 def extract_reply(text: str) -> Extraction:
     """Split a finished reply into (prose, raw_block, proposal, error)."""
-    blocks, _ = _scan(text, streaming=False)
+    blocks = _scan(text)
     pieces: list[str] = []
     pos = 0
     for block in blocks:
@@ -451,93 +504,3 @@ def extract_reply(text: str) -> Extraction:
             errors.append("a state block held no events list")
         parsed = [{"events": events}]
     return Extraction(prose, raw, parsed[0] if parsed else None, "; ".join(errors) or None)
-
-
-def visible_prefix(streaming_text: str) -> str:
-    """What is safe to show while a reply is still streaming.
-
-    Everything before the first thing that is, or might still become, protocol: a state
-    fence (even a partial ```` `` ```` or ```` ```sta ```` at the very end), a fence or a
-    line-start `{` not yet closed, a label line, a line that may be echoing the reminder,
-    or a line the model wrote as the player's action (`> You …`). Held text is released once it turns out to be prose, so the visible text
-    only ever grows, and it is a prefix of the final prose.
-    """
-    text = streaming_text
-    blocks, undecided = _scan(text, streaming=True)
-    cut = min(
-        [b.start for b in blocks] + ([undecided] if undecided is not None else []) + [len(text)]
-    )
-    shown, _ = _before_player_line(text[:cut])
-    body = shown.rstrip()
-    last_start = body.rfind("\n") + 1
-    if _FENCE_ONLY.match(body[last_start:]) and _fences(body) % 2:  # may be wrapping a block
-        shown = shown[:last_start]
-    offset = 0
-    for line in shown.split("\n"):  # an echoed reminder line: stop before it
-        if _norm_line(line) in _REMINDER_LINES:
-            shown = shown[:offset]
-            break
-        offset += len(line) + 1
-    tail = _opening_tail(shown)
-    if (
-        tail is not None
-    ):  # backticks at the very end (runs of them, spaced) may be opening a state fence
-        shown = shown[:tail]
-    body = shown.rstrip()
-    if _LABEL_LINE.match(body[body.rfind("\n") + 1 :]):  # a label line may introduce a block
-        shown = shown[: body.rfind("\n") + 1]
-    start = shown.rfind("\n") + 1
-    last = shown[start:]
-    if (
-        not last.strip(_MARKUP)
-        or _label_prefix(last)
-        or any(r.startswith(_norm_line(last)) for r in _REMINDER_LINES)
-    ):
-        shown = shown[:start]  # the unfinished last line may still become a label or an echo
-    return shown
-
-
-_MARKUP = " \t-*_#>"
-
-
-_STATE_WORD_TAIL = re.compile(r"s(?:t(?:a(?:t(?:e)?)?)?)?\Z", re.IGNORECASE)
-
-
-def _opening_tail(text: str) -> int | None:
-    """Where the backticks at the very end of `text` begin (runs of them, spaced, perhaps
-    closing on ```` ```sta ````), or None: they may yet open a state fence.
-
-    A scan, not a regex: the pattern this replaces (a repeated group of backtick runs,
-    anchored at the end) backtracked exponentially over a long run of backticks followed by
-    anything else (a 65-character reply took minutes; found by atheris)."""
-    end = len(text)
-    word = _STATE_WORD_TAIL.search(text)
-    if word:  # a partial "state" must follow three backticks (and spaces)
-        i = word.start()
-        while i and text[i - 1] in " \t":
-            i -= 1
-        run = i
-        while run and text[run - 1] == "`":
-            run -= 1
-        if i - run < 3:
-            return None
-        end = run
-    start = end
-    while start and text[start - 1] in "` \t":
-        start -= 1
-    while start < end and text[start] != "`":  # the tail begins with a backtick
-        start += 1
-    if start == end:
-        return end if word else None
-    return start
-
-
-def _label_prefix(line: str) -> bool:
-    """Whether an unfinished last line could still become a label line ("State:")."""
-    stripped = line.strip().strip("*_#> ").casefold()
-    if not stripped:
-        return False
-    labels = ("state block:", "state update:", "state changes:", "changes:", "events:", "json:")
-    return any(
-        label.startswith(stripped) or stripped.rstrip(":") == label.rstrip(":") for label in labels
-    )

@@ -140,6 +140,33 @@ class Setting(Base):
     value: Mapped[Any] = mapped_column(JSON, nullable=True)  # as migration 0001 made it
 
 
+class ConnectionProfile(Base):
+    """A named way to reach a model (migration 0006): which service, where, which model,
+    its key (encrypted, see store/secrets.py), mode, samplers and context budget. Chosen
+    as the player's default or for one adventure (settings rows, service/profiles.py)."""
+
+    __tablename__ = "connection_profiles"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # The player whose profile it is, with accounts on (None: local mode, no accounts).
+    owner_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), nullable=True, index=True
+    )
+    name: Mapped[str] = mapped_column(String(80))
+    service: Mapped[str] = mapped_column(String(40), default="custom")  # llm/services.py
+    provider: Mapped[str] = mapped_column(String(20), default="openai")  # openai | ollama
+    endpoint: Mapped[str] = mapped_column(String(500))
+    model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    mode: Mapped[str] = mapped_column(String(16), default="chat")
+    key_sealed: Mapped[str | None] = mapped_column(Text, nullable=True)  # a Fernet token
+    samplers: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    context_budget: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, onupdate=utcnow
+    )
+
+
 # --- Accounts (migration 0004): off by default; see service/accounts.py ----------------
 
 

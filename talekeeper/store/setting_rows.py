@@ -25,7 +25,10 @@ _FOUND = "talekeeper.settings_found"
 def prefetch(session: Session, keys: Iterable[str]) -> None:
     """Read the rows for `keys` into the session (a reader's session: a key written later
     in it would still read as absent)."""
-    wanted = set(keys)
+    known = session.info.get(_FOUND, {}).keys() | session.info.get(_ABSENT, set())
+    wanted = set(keys) - known  # read once per session, however many readers ask
+    if not wanted:
+        return
     found = {row.key: row for row in session.scalars(_ROWS, {"keys": list(wanted)})}
     # held here: the session's identity map keeps only what something else refers to
     session.info.setdefault(_FOUND, {}).update(found)

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.prompt import IntPrompt, Prompt
 from rich.table import Table
 
-from talekeeper.errors import Conflict, Invalid, NotFound
+from talekeeper.errors import Invalid
 from talekeeper.llm.errors import LLMError
 from talekeeper.service import adventures, corrections, scenarios, state_updates
 from talekeeper.service.adventures import AdventureNotFound
@@ -23,6 +23,7 @@ from talekeeper.service.turns import TurnEvent, current_state_mode, play_turn
 from talekeeper.story import tree
 from talekeeper.story.actions import ActionError
 from talekeeper.terminal import character as terminal_character
+from talekeeper.terminal import connection as terminal_connection
 from talekeeper.terminal import tree as terminal_tree
 from talekeeper.terminal.fix import events_from_words
 from talekeeper.terminal.state import show_state
@@ -33,7 +34,7 @@ HELP = (
     "Type an action and press Enter. Prefix with [bold]say[/] or [bold]story[/] to change the kind "
     "(default: do); [bold]talk Name: words[/] speaks to a character, who answers in their own voice. Commands: [bold]/continue[/], [bold]/undo[/], [bold]/redo[/], [bold]/retry[/], "
     "[bold]/takes[/], [bold]/edit[/], [bold]/lines[/], [bold]/save[/], [bold]/saves[/], "
-    "[bold]/restore[/], [bold]/state[/], [bold]/fix[/] (correct the state), [bold]/quit[/]; [bold]/help[/] lists them all."
+    "[bold]/restore[/], [bold]/state[/], [bold]/fix[/] (correct the state), [bold]/model[/], [bold]/quit[/]; [bold]/help[/] lists them all."
 )
 QUIT = ("/quit", "/q", "/exit")
 # The chip colours of the web page (web/static/app.css), in Rich's words.
@@ -134,7 +135,11 @@ def _print_story(tk: Talekeeper, adventure_id: int, last: int = 6) -> None:
     for turn in view["turns_shown"]:
         if turn["action_line"]:
             console.print(f"[italic cyan]{turn['action_line']}[/]", markup=True, highlight=False)
-        console.print(turn["narration"], markup=False, highlight=False)
+        remark = turn.get("remark")
+        told = turn["narration"][: len(turn["narration"]) - len(remark["text"])] if remark else ""
+        console.print(told.rstrip() if remark else turn["narration"], markup=False, highlight=False)
+        if remark:
+            print_remark(remark["by"], remark["text"])
         console.print()
 
 
@@ -160,6 +165,9 @@ async def _show_stream(events: AsyncIterator[TurnEvent], echo_action: bool = Tru
         elif event.kind == "text":
             printed += event.text
             console.print(event.text, end="", markup=False, highlight=False)
+        elif event.kind == "remark":  # a companion's aside: theirs, labelled
+            console.print()
+            print_remark(event.data["by"], event.data["text"])
         elif event.kind == "reasoning":
             console.print(f"[dim]{event.text}[/]", end="")
         elif event.kind == "error":
@@ -172,39 +180,11 @@ async def _show_stream(events: AsyncIterator[TurnEvent], echo_action: bool = Tru
                     "[dim](The reply was cut off mid-sentence; the story keeps it up to its last whole sentence.)[/]\n"
                 )
             show_changes(event.data.get("changes") or [])
-            show_clashes((event.data.get("turn") or {}).get("contradictions") or [])
 
 
-def show_clashes(clashes: list[dict[str, Any]]) -> None:
-    """The contradiction guard's warning under a turn, as the web shows it, with the two
-    answers: /retry tells the turn again, /accept makes the state agree with it."""
-    for n, clash in enumerate(clashes, 1):
-        number = f" {n}" if len(clashes) > 1 else ""
-        console.print(f"  [yellow]⚠ {escape(clash['line'])}[/]  [dim](/accept{number})[/]")
-    if clashes:
-        console.print(
-            "  [dim]/retry tells it again · /accept updates the state to match the story[/]\n"
-        )
-
-
-def _accept(tk: Talekeeper, adventure_id: int, line: str) -> None:
-    """/accept [N]: the last turn's warning N is right — update the state (Undo takes it back)."""
-    arg = line.partition(" ")[2].strip() or "1"
-    if not arg.isdigit() or int(arg) < 1:
-        console.print("[red]Say which warning by its number, e.g. /accept 1.[/]")
-        return
-    head = adventures.story(tk, adventure_id, limit=1)
-    try:
-        answer = corrections.accept(tk, adventure_id, head["head_id"], int(arg) - 1)
-    except corrections.CorrectionRefused as exc:
-        console.print("[yellow]Nothing was changed:[/]")
-        show_changes(exc.errors)
-        return
-    except (Invalid, AdventureBusy, NotFound, Conflict) as exc:
-        console.print(f"[red]{escape(str(exc))}[/]")
-        return
-    console.print("[bold]The state now agrees with the story[/] (Undo takes it back):")
-    show_changes(answer["changes"])
+def print_remark(by: str, text: str) -> None:
+    """A companion's remark, apart from the narration and under their name."""
+    console.print(f"\n[bold]{escape(by)}:[/] [italic]{escape(text)}[/]", highlight=False)
 
 
 def show_changes(changes: list[dict[str, Any]]) -> None:
@@ -261,8 +241,8 @@ def play(tk: Talekeeper, scenario_id: str | None = None, adventure_id: int | Non
         if line == "/fix" or line.startswith("/fix "):
             _fix(tk, adventure_id, line)
             continue
-        if line == "/accept" or line.startswith("/accept "):
-            _accept(tk, adventure_id, line)
+        if terminal_connection.handles(line):
+            terminal_connection.run(tk, adventure_id, line, console)
             continue
         if line.startswith("/") and not (terminal_tree.handles(line) or line == "/continue"):
             command = line.split(" ", 1)[0]

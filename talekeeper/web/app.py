@@ -21,6 +21,7 @@ from talekeeper.web import (
     api_state,
     api_tree,
     apidocs,
+    connections,
     errors,
     pages,
     pages_context,
@@ -69,6 +70,8 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     app.include_router(rename.router)
     app.include_router(search.router)
     app.include_router(samplers.router)
+    app.include_router(connections.router)
+    app.include_router(connections.page_router)
     app.include_router(samplers.page_router)
     app.include_router(pages_tree.router)
     app.include_router(pages_state.router)

@@ -54,7 +54,7 @@ NOBODY = 0
 POST_FORM = re.compile(rb"<form\b[^>]*\bmethod=[\"']?post[\"']?[^>]*>", re.IGNORECASE)
 HEAD_TAG = re.compile(rb"<head\b[^>]*>", re.IGNORECASE)
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
-OWNED_ADDRESS = re.compile(r"^/(?:api/)?(adventures|scenarios)/([^/]+)")
+OWNED_ADDRESS = re.compile(r"^/(?:api/|settings/)?(adventures|scenarios|profiles)/([^/]+)")
 # Words in those places that are actions, not ids (a scenario id may not shadow them).
 NOT_IDS = {"import", "new", "check"}
 
@@ -134,15 +134,14 @@ class AccountsMiddleware:
         if who is not None:
             found = OWNED_ADDRESS.match(path)
             if found and found.group(2) not in NOT_IDS:
-                kind = "adventure" if found.group(1) == "adventures" else "scenario"
+                kind = found.group(1)[:-1]  # adventure, scenario or profile
                 if not await anyio.to_thread.run_sync(
                     accounts.can_see, self.tk, who.user_id, kind, found.group(2)
                 ):
-                    what = (
-                        f"No {kind} with id {found.group(2)!r}."
-                        if kind == "scenario"
-                        else f"No adventure with id {found.group(2)}."
-                    )
+                    what = {
+                        "scenario": f"No scenario with id {found.group(2)!r}.",
+                        "profile": f"There is no connection profile {found.group(2)}.",
+                    }.get(kind, f"No adventure with id {found.group(2)}.")
                     await JSONResponse(error_body(what, "NotFound"), status_code=404)(
                         scope, receive, send
                     )

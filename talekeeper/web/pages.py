@@ -14,14 +14,14 @@ from talekeeper.core import Talekeeper
 from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.llm.errors import EndpointRefused, LLMError
 from talekeeper.llm.settings import ModelSettings
-from talekeeper.service import adventures, corrections, scenarios, tree_ops
+from talekeeper.service import adventures, profiles, scenarios, tree_ops
 from talekeeper.service import plot as plot_service
 from talekeeper.service import settings as settings_service
 from talekeeper.service.adventures import Shown
 from talekeeper.service.turns import warm_next_turn
 from talekeeper.service.views.scenarios import ScenarioListed
 from talekeeper.service.views.story import AdventureSummary
-from talekeeper.web import turns
+from talekeeper.web import connections, turns
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render, templates  # noqa: F401 - `templates` is imported from here too
 
@@ -129,6 +129,7 @@ def play(
         "play.html",
         **turns.drawn(answer),
         model=tk.model_description(),
+        connection=profiles.connection_view(tk, adventure_id),
         panel=panel if panel in PANELS else None,
         voices=voices,
     )
@@ -180,33 +181,6 @@ def redo(
     return _move(request, adventure_id, tree_ops.redo, tk, Shown(shown_head, shown_first))
 
 
-@router.post(
-    "/adventures/{adventure_id}/turns/{turn_id}/contradictions/{index}/accept",
-    response_class=HTMLResponse,
-)
-def accept_contradiction(
-    request: Request,
-    adventure_id: int,
-    turn_id: int,
-    index: int,
-    shown_head: int | None = Form(None),
-    shown_first: int | None = Form(None),
-    tk: Talekeeper = Depends(get_tk),
-) -> HTMLResponse:
-    """It's right — update the state (service/corrections.accept), then what changed; a
-    refusal (the rules say no, the turn is no longer the last) is shown under the story."""
-    message = None
-    try:
-        corrections.accept(tk, adventure_id, turn_id, index)
-    except corrections.CorrectionRefused as exc:
-        refused = [c["chip"]["text"] for c in exc.errors if c.get("status") == "rejected"]
-        message = "The state was not changed: " + ("; ".join(refused) or str(exc))
-    except (Conflict, NotFound) as exc:
-        message = str(exc)
-    answer = adventures.story_for_page(tk, adventure_id, Shown(shown_head, shown_first))
-    return turns.story_response(request, answer, message=message)
-
-
 # --- settings -----------------------------------------------------------------------------
 
 LABELS = {
@@ -215,7 +189,6 @@ LABELS = {
     "top_p": "Top p",
     "context_budget": "Context budget (tokens)",
     "state_updates": "State updates",
-    "contradictions": "When the narration contradicts the state",
     "memory_enabled": "Write memories and summaries automatically",
     "memory_every": "Turns per memory",
     "memory_start": "First memory at turn",
@@ -238,11 +211,6 @@ STATE_UPDATE_CHOICES = {
     "structured": "Structured: a second short request under a JSON Schema",
     "off": "Off: a plain narrative, no state changes",
 }
-CONTRADICTION_CHOICES = {
-    "flag": "Warn me under the turn",
-    "off": "Say nothing",
-}
-CHOICES = {"state_updates": STATE_UPDATE_CHOICES, "contradictions": CONTRADICTION_CHOICES}
 MEMORY_FIELDS = (
     "memory_enabled",
     "memory_every",
@@ -283,7 +251,7 @@ def form_fields(
             kind = "int"
         elif annotation is float:
             kind = "float"
-        elif name in CHOICES:
+        elif name == "state_updates":
             kind = "select"
         low = bounds.get("Ge") or bounds.get("Gt")
         high = bounds.get("Le") or bounds.get("Lt")
@@ -296,7 +264,7 @@ def form_fields(
                 "min": getattr(low, "ge", getattr(low, "gt", None)) if low else None,
                 "max": getattr(high, "le", getattr(high, "lt", None)) if high else None,
                 "value": getattr(values, name),
-                "choices": CHOICES.get(name),
+                "choices": STATE_UPDATE_CHOICES if name == "state_updates" else None,
                 "error": errors.get(name),
             }
         )
@@ -328,6 +296,7 @@ def _settings_context(
     except LLMError:
         ignored = []
     return {
+        **connections.settings_context(tk),
         "samplers_ignored": ignored,
         "section": "settings",
         "may_change_model": settings_service.may_change_model(),
@@ -351,6 +320,27 @@ def _settings_context(
 @router.get("/settings", response_class=HTMLResponse)
 def settings_page(request: Request, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
     return render(request, "settings.html", **_settings_context(tk))
+
+
+def settings_page_with(
+    request: Request, tk: Talekeeper, connection_error: str, form: dict[str, Any]
+) -> HTMLResponse:
+    """The Settings page with the "Add a connection" form refused: what was typed (never
+    the key) and why, and the privacy sentence of the service it named."""
+    from talekeeper.llm import services
+    from talekeeper.service import hosted
+
+    form = {k: v for k, v in form.items() if k != "api_key"}
+    preset = services.BY_ID.get(str(form.get("service") or ""))
+    return render(
+        request,
+        "settings.html",
+        status_code=422,
+        connection_error=connection_error,
+        form=form,
+        form_sentence=hosted.sentence(preset.host) if preset and preset.hosted else "",
+        **_settings_context(tk),
+    )
 
 
 def _field_errors(exc: ValidationError) -> dict[str, str]:

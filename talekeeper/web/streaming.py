@@ -18,7 +18,9 @@ TURN_STREAM = {
                     "type": "string",
                     "description": "Server-sent events, each `event: <kind>` with a JSON `data` line, in this "
                     "order: `accepted` once (`{action_line, kind, text}`), then `text` and `reasoning` pieces "
-                    "(`{text}`), `status` while the state updates (`{message}`), and last exactly one of "
+                    "(`{text}`), `status` while the state updates (`{message}`), a companion's `remark` "
+                    "when one speaks up (`{by, text}`: shown under their name, after the narration), "
+                    "and last exactly one of "
                     "`done` (the finished turn: `TurnResult`, the JSON answer's shape) or `error` "
                     "(`{message}`; nothing was written).",
                 }

@@ -80,10 +80,17 @@ class PromptAsSent(View):
 
 
 class RoleCall(View):
-    """Another role's call for the same turn (a companion's remark), with its prompt."""
+    """Another role's call for the same turn (a companion's remark): its prompt and what
+    the model answered."""
 
     role: str
     prompt: str
+    answer: str | None = Field(
+        None, description="What the model answered, as it came (null: not recorded)."
+    )
+    note: str | None = Field(
+        None, description="What the guards took out of the answer before it was shown, and why."
+    )
 
 
 class Insights(Assembly):

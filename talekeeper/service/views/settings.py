@@ -14,7 +14,9 @@ from talekeeper.service.views.base import View
 
 
 class ModelSettingsView(View, ModelSettings):
-    """Model settings; only the fields that are set appear."""
+    """Model settings; only the fields that are set appear. Never the API key itself."""
+
+    has_api_key: bool | None = Field(None, description="True when a key is stored (sealed).")
 
 
 class SettingsView(View):
@@ -95,3 +97,96 @@ class AdventureSamplersView(SamplerChoice):
     effective: EffectiveSamplers = Field(
         description="What this adventure's turns ask the model for."
     )
+
+
+# --- connection profiles, the choice of connection, hosted services ---------------------------
+
+
+class ServiceView(View):
+    """A service a connection can start from (llm/services.py)."""
+
+    id: str
+    label: str
+    base_url: str = Field(
+        description="Its documented OpenAI-compatible base URL ('' for a custom server)."
+    )
+    provider: str = Field(description="openai or ollama (native API).")
+    hosted: bool = Field(description="On the internet: the story is sent there once allowed.")
+    needs_key: bool
+    key_help: str
+    notes: str
+    host: str
+
+
+class ProfileView(View):
+    """A connection profile; its key is never shown, only whether one is kept."""
+
+    id: int
+    name: str
+    service: str
+    service_label: str
+    provider: str
+    endpoint: str
+    host: str
+    hosted: bool = Field(description="Its host is a hosted service on the internet.")
+    allowed: bool = Field(description="Its host is allowed to receive the story.")
+    model: str | None
+    mode: str
+    has_key: bool
+    samplers: SamplerValues
+    context_budget: int | None
+
+
+class ConnectionChoiceView(View):
+    """One connection a player can pick."""
+
+    use: int | str = Field(description="A profile's id, `embedded` or `server`.")
+    label: str
+    sent_to: str | None = Field(description="The hosted service it sends the story to, if any.")
+
+
+class ConnectionView(View):
+    """Which connection narrates (for an adventure, or by default), and the choices."""
+
+    use: int | str = Field(description="What narrates: a profile's id, `embedded` or `server`.")
+    chosen_by: str = Field(description="`adventure`, `default` or `none` (the server settings).")
+    name: str
+    model: str = Field(description="The model in use, in words.")
+    sent_to: str | None = Field(description="The hosted service the story goes to, if any.")
+    choices: list[ConnectionChoiceView]
+
+
+class ConnectionChoice(View):
+    """The body that picks a connection."""
+
+    use: int | str | None = Field(
+        None, description="A profile's id, `embedded`, `server`, or null (follow the default)."
+    )
+
+
+class HostedServiceView(View):
+    """A hosted service allowed to receive the story."""
+
+    host: str
+    service: str
+    allowed_at: str | None
+    sentence: str = Field(description="What allowing it means, in one sentence.")
+
+
+class ModelInfoView(View):
+    """A model a service offers."""
+
+    id: str
+    name: str
+    context: int | None = Field(description="Its context window in tokens, where said.")
+    cost_per_turn: str = Field(
+        description="An estimate for one full turn, where priced ('' otherwise)."
+    )
+    supported: list[str] | None = Field(description="Request fields it takes, where said.")
+
+
+class ModelListView(View):
+    """The models a connection's service offers."""
+
+    models: list[ModelInfoView]
+    turn_size: str = Field(description="The turn the cost estimate is for, in words.")

@@ -188,6 +188,11 @@
         } else if (event === "text") {
           narration.textContent += data.text;
           scrollIfFollowing();
+        } else if (event === "remark") {  // a companion's aside: theirs, labelled
+          const remark = element("p", "remark");
+          remark.append(element("span", "remark-by", `${data.by}:`), ` ${data.text}`);
+          status.before(remark);
+          scrollIfFollowing();
         } else if (event === "reasoning") {
           thinking.hidden = false;
           thinkingText.textContent += data.text;
@@ -257,7 +262,7 @@
 
   // Story controls are re-rendered with the story, so listen on the document.
   document.addEventListener("click", (e) => {
-    if (e.target.closest("#retry") || e.target.closest(".clash-retry")) retryLast();
+    if (e.target.closest("#retry")) retryLast();
     else if (e.target.closest(".close-edit")) e.target.closest(".edit-slot").replaceChildren();
     else if (e.target.closest(".close-panel")) closePanel();
   });

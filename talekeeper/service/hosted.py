@@ -1,0 +1,146 @@
+"""The player's privacy choice: which hosted model services may receive the story.
+
+By default talekeeper talks only to model servers on this computer or the private network
+(llm/policy.py). A player who wants a better model than their machine can run may allow
+a hosted service by name — after reading what that means: "your story, its cards and
+state are sent to openrouter.ai". The permission is per host name, stored (the settings
+row `hosted_services`), revocable, and shown on the play page while a connection uses it.
+With accounts on, only a host may allow or revoke one, for the whole installation.
+
+How it relates to the operator's switch: `TALEKEEPER_ALLOW_REMOTE_ENDPOINT=1` allows every
+public address for every connection, without asking; a permission here allows one named
+host. Either way link-local, metadata and reserved addresses stay refused and TLS stays
+verified — the permission changes which names may resolve to the internet, nothing else.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.orm import Session
+
+from talekeeper.errors import Forbidden, Invalid, NotFound
+from talekeeper.llm import services
+from talekeeper.store import owner, setting_rows
+from talekeeper.store.models import Setting
+
+if TYPE_CHECKING:
+    from talekeeper.service.app import Talekeeper
+
+KEY = "hosted_services"
+MAX_HOSTS = 100
+
+
+class HostNotAllowed(Invalid):
+    pass
+
+
+class OnlyHostsAllow(Forbidden):
+    def __init__(self) -> None:
+        super().__init__(
+            "Only a host of this talekeeper can allow a hosted model service or take the "
+            "permission back."
+        )
+
+
+class PermissionNotFound(NotFound):
+    pass
+
+
+def sentence(host: str) -> str:
+    """What allowing `host` means, in one plain sentence (the page shows it before asking)."""
+    return f"Your story, its cards and state are sent to {host}."
+
+
+def normal_host(host: str) -> str:
+    """`host` as permissions are kept: lower-case, no trailing dot; refuses what is no name."""
+    name = (host or "").strip().lower().rstrip(".")
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    if not name or len(name) > 253 or any(c.isspace() or c in "/:@?#" for c in name):
+        if ":" in name:  # an IPv6 address
+            try:
+                return str(ipaddress.ip_address(name))
+            except ValueError:
+                pass
+        raise HostNotAllowed(f"{host!r} is not a host name (for example openrouter.ai).")
+    return name
+
+
+def permissions(session: Session) -> dict[str, dict[str, Any]]:
+    """host → {"allowed_at": ISO time}, as stored."""
+    row = setting_rows.row(session, KEY)
+    value = row.value if row is not None and isinstance(row.value, dict) else {}
+    return {str(h): dict(v) if isinstance(v, dict) else {} for h, v in value.items()}
+
+
+def allowed_hosts(session: Session) -> tuple[str, ...]:
+    return tuple(sorted(permissions(session)))
+
+
+def _write(session: Session, value: dict[str, dict[str, Any]]) -> None:
+    row = session.get(Setting, KEY)
+    if row is None:
+        session.add(Setting(key=KEY, value=value))
+    else:
+        row.value = value
+
+
+def allow(session: Session, host: str) -> dict[str, Any]:
+    if not owner.may_manage_installation():
+        raise OnlyHostsAllow()
+    name = normal_host(host)
+    stored = permissions(session)
+    if name not in stored and len(stored) >= MAX_HOSTS:
+        raise HostNotAllowed(f"At most {MAX_HOSTS} hosted services; take one back first.")
+    stored.setdefault(name, {"allowed_at": datetime.now(UTC).isoformat(timespec="seconds")})
+    _write(session, stored)
+    return view(name, stored[name])
+
+
+def revoke(session: Session, host: str) -> None:
+    if not owner.may_manage_installation():
+        raise OnlyHostsAllow()
+    name = normal_host(host)
+    stored = permissions(session)
+    if name not in stored:
+        raise PermissionNotFound(f"{name} is not among the allowed hosted services.")
+    del stored[name]
+    _write(session, stored)
+
+
+def view(host: str, record: dict[str, Any]) -> dict[str, Any]:
+    known = services.hosted_service_at(f"https://{host}/")
+    return {
+        "host": host,
+        "service": known.label if known else host,
+        "allowed_at": record.get("allowed_at"),
+        "sentence": sentence(host),
+    }
+
+
+def sent_to(endpoint: str | None, allowed: tuple[str, ...]) -> str | None:
+    """The allowed hosted service a connection to `endpoint` sends the story to (None: a
+    local one, or one the operator's switch allows without a name)."""
+    host = services.host_of(endpoint or "")
+    return host if host and host in allowed else None
+
+
+# --- entry points (each owns its transaction) ------------------------------------------------
+
+
+def list_allowed(tk: Talekeeper) -> list[dict[str, Any]]:
+    with tk.db.session() as session:
+        return [view(host, record) for host, record in sorted(permissions(session).items())]
+
+
+def allow_host(tk: Talekeeper, host: str) -> dict[str, Any]:
+    with tk.db.session() as session:
+        return allow(session, host)
+
+
+def revoke_host(tk: Talekeeper, host: str) -> None:
+    with tk.db.session() as session:
+        revoke(session, host)

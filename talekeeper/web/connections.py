@@ -1,0 +1,323 @@
+"""Connections over HTTP: profiles, which one narrates, and the hosted services allowed.
+
+The JSON routes (`router`) and the pages (`page_router`: the Settings page's connections,
+one profile's page, the play page's switch) call the same services (service/profiles.py,
+service/hosted.py). No answer ever carries an API key: profiles say `has_key`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, Response
+from pydantic import ValidationError
+
+from talekeeper.core import Talekeeper
+from talekeeper.errors import TalekeeperError
+from talekeeper.llm import services
+from talekeeper.llm.errors import LLMError
+from talekeeper.service import hosted, profiles
+from talekeeper.service.views import settings as views
+from talekeeper.store import owner
+from talekeeper.web import flash
+from talekeeper.web.deps import get_tk
+from talekeeper.web.errors import ERRORS
+from talekeeper.web.render import render
+
+router = APIRouter(prefix="/api", tags=["connections"], responses=ERRORS)
+
+
+def service_views() -> list[dict[str, Any]]:
+    return [
+        {
+            "id": s.id,
+            "label": s.label,
+            "base_url": s.base_url,
+            "provider": s.provider,
+            "hosted": s.hosted,
+            "needs_key": s.needs_key,
+            "key_help": s.key_help,
+            "notes": s.notes,
+            "host": s.host,
+        }
+        for s in services.SERVICES
+    ]
+
+
+@router.get("/services", response_model=list[views.ServiceView])
+def list_services() -> list[dict[str, Any]]:
+    """The services a connection can start from, with their documented addresses."""
+    return service_views()
+
+
+@router.get("/profiles", response_model=list[views.ProfileView])
+def list_profiles(tk: Talekeeper = Depends(get_tk)) -> list[dict[str, Any]]:
+    return profiles.list_profiles(tk)
+
+
+@router.post("/profiles", response_model=views.ProfileView, status_code=201)
+def create_profile(body: profiles.ProfileIn, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    """A new connection. Its `api_key` is stored sealed and never shown again."""
+    return profiles.keep(tk, body)
+
+
+@router.get("/profiles/{profile_id}", response_model=views.ProfileView)
+def read_profile(profile_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    return profiles.read(tk, profile_id)
+
+
+@router.put("/profiles/{profile_id}", response_model=views.ProfileView)
+def replace_profile(
+    profile_id: int, body: profiles.ProfileIn, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
+    """Replace a connection; an empty `api_key` keeps the stored one (`forget_key` drops it)."""
+    return profiles.keep(tk, body, profile_id)
+
+
+@router.delete("/profiles/{profile_id}", status_code=204)
+def delete_profile(profile_id: int, tk: Talekeeper = Depends(get_tk)) -> None:
+    profiles.forget(tk, profile_id)
+
+
+@router.get("/profiles/{profile_id}/models", response_model=views.ModelListView)
+async def profile_models(profile_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    """The models the connection's service offers, with context and an estimate per turn."""
+    return await profiles.models_of(tk, profile_id)
+
+
+@router.get("/connection", response_model=views.ConnectionView)
+def default_connection(tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    """Which connection narrates by default, and every one that could."""
+    return profiles.connection_view(tk)
+
+
+@router.put("/connection", response_model=views.ConnectionView)
+def choose_default(
+    body: views.ConnectionChoice, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
+    profiles.use_by_default(tk, profiles.parse_choice(body.use))
+    return profiles.connection_view(tk)
+
+
+@router.get("/adventures/{adventure_id}/connection", response_model=views.ConnectionView)
+def adventure_connection(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    return profiles.connection_view(tk, adventure_id)
+
+
+@router.put("/adventures/{adventure_id}/connection", response_model=views.ConnectionView)
+def choose_for_adventure(
+    adventure_id: int, body: views.ConnectionChoice, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
+    """This adventure's connection; null follows the default again."""
+    profiles.use_for_adventure(tk, adventure_id, profiles.parse_choice(body.use))
+    return profiles.connection_view(tk, adventure_id)
+
+
+@router.get("/hosted-services", response_model=list[views.HostedServiceView])
+def allowed_services(tk: Talekeeper = Depends(get_tk)) -> list[dict[str, Any]]:
+    """The hosted services allowed to receive the story."""
+    return hosted.list_allowed(tk)
+
+
+@router.put("/hosted-services/{host}", response_model=views.HostedServiceView)
+def allow_service(host: str, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    """Allow `host` (e.g. openrouter.ai): your story, its cards and state are sent there
+    by the connections that use it. With accounts on, a host's decision."""
+    return hosted.allow_host(tk, host)
+
+
+@router.delete("/hosted-services/{host}", status_code=204)
+def revoke_service(host: str, tk: Talekeeper = Depends(get_tk)) -> None:
+    """Take the permission back: no request goes to `host` from now on."""
+    hosted.revoke_host(tk, host)
+
+
+# --- pages -------------------------------------------------------------------------------------
+
+page_router = APIRouter(include_in_schema=False)
+
+
+def settings_context(tk: Talekeeper) -> dict[str, Any]:
+    """What the Settings page's connections section shows."""
+    return {
+        "connection": profiles.connection_view(tk),
+        "profiles": profiles.list_profiles(tk),
+        "services": service_views(),
+        "allowed": hosted.list_allowed(tk),
+        "may_allow": owner.may_manage_installation(),
+        "sentences": {s.host: hosted.sentence(s.host) for s in services.SERVICES if s.hosted},
+    }
+
+
+def _profile_in(form: Any, current: dict[str, Any] | None = None) -> profiles.ProfileIn:
+    """A profile from a form; fields the form does not carry keep `current`'s values."""
+    current = current or {}
+
+    def text(name: str) -> str | None:
+        value = form.get(name)
+        return str(value) if value is not None else current.get(name)
+
+    samplers = dict(current.get("samplers") or {})
+    return profiles.ProfileIn(
+        name=text("name") or "",
+        service=text("service") or "custom",
+        endpoint=text("endpoint"),
+        model=text("model"),
+        mode=text("mode") or "chat",
+        api_key=str(form.get("api_key") or "") or None,
+        forget_key=bool(form.get("forget_key")),
+        samplers=samplers,
+        context_budget=text("context_budget")
+        if "context_budget" in form
+        else current.get("context_budget"),
+    )
+
+
+def _refusal(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"])
+        return f"{where}: {error['msg']}" if where else error["msg"]
+    return str(exc)
+
+
+def _allow_if_asked(tk: Talekeeper, form: Any) -> None:
+    """The form's "allow this host" box, ticked after reading the privacy sentence."""
+    if form.get("allow_host"):
+        preset = services.BY_ID.get(str(form.get("service") or ""))
+        endpoint = str(form.get("endpoint") or "") or (preset.base_url if preset else "")
+        host = services.host_of(endpoint)
+        if host:
+            hosted.allow_host(tk, host)
+
+
+@page_router.post("/settings/profiles", response_class=HTMLResponse)
+async def add_profile(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
+    """Add a connection (allowing its hosted service first, when the box is ticked), then
+    open its page to pick a model."""
+    form = await request.form()
+    try:
+        _allow_if_asked(tk, form)
+        created = profiles.keep(tk, _profile_in(form))
+    except (TalekeeperError, ValidationError) as exc:
+        from talekeeper.web.pages import settings_page_with
+
+        return settings_page_with(request, tk, connection_error=_refusal(exc), form=dict(form))
+    return flash.redirect(
+        f"/settings/profiles/{created['id']}",
+        f"Saved “{created['name']}”. Pick a model, then use it.",
+    )
+
+
+def _profile_page(
+    request: Request, tk: Talekeeper, profile_id: int, message: str | None = None, status: int = 200
+) -> HTMLResponse:
+    profile = profiles.read(tk, profile_id)
+    return render(
+        request,
+        "profile.html",
+        status_code=status,
+        section="settings",
+        profile=profile,
+        services=service_views(),
+        connection=profiles.connection_view(tk),
+        message=message,
+        sentence=hosted.sentence(profile["host"]) if profile["hosted"] else None,
+    )
+
+
+@page_router.get("/settings/profiles/{profile_id}", response_class=HTMLResponse)
+def profile_page(
+    request: Request, profile_id: int, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
+    return _profile_page(request, tk, profile_id)
+
+
+@page_router.post("/settings/profiles/{profile_id}", response_class=HTMLResponse)
+async def save_profile(
+    request: Request, profile_id: int, tk: Talekeeper = Depends(get_tk)
+) -> Response:
+    """Save a connection's fields; with `use`, it also becomes the default connection."""
+    form = await request.form()
+    try:
+        saved = profiles.keep(tk, _profile_in(form, profiles.read(tk, profile_id)), profile_id)
+        if form.get("use"):
+            profiles.use_by_default(tk, saved["id"])
+    except (TalekeeperError, ValidationError) as exc:
+        return _profile_page(request, tk, profile_id, message=_refusal(exc), status=422)
+    if form.get("use"):
+        return flash.redirect("/settings#connections", f"Now narrating with “{saved['name']}”.")
+    return flash.redirect(f"/settings/profiles/{profile_id}", "Saved.")
+
+
+@page_router.post("/settings/profiles/{profile_id}/delete", response_class=HTMLResponse)
+def remove_profile(profile_id: int, tk: Talekeeper = Depends(get_tk)) -> Response:
+    profiles.forget(tk, profile_id)
+    return flash.redirect("/settings#connections", "Connection deleted.")
+
+
+@page_router.get("/settings/profiles/{profile_id}/models", response_class=HTMLResponse)
+async def models_fragment(
+    request: Request, profile_id: int, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
+    """The model picker, filled from the service's own list."""
+    profile = profiles.read(tk, profile_id)
+    try:
+        listing = await profiles.models_of(tk, profile_id)
+        error = None
+    except (LLMError, TalekeeperError) as exc:
+        listing, error = {"models": [], "turn_size": ""}, str(exc)
+    return render(request, "_models.html", profile=profile, listing=listing, error=error)
+
+
+@page_router.post("/settings/connection", response_class=HTMLResponse)
+async def use_connection(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
+    form = await request.form()
+    try:
+        profiles.use_by_default(tk, profiles.parse_choice(form.get("use")))
+    except TalekeeperError as exc:
+        return flash.redirect("/settings#connections", str(exc))
+    name = profiles.connection_view(tk)["name"]
+    return flash.redirect("/settings#connections", f"Now narrating with {name}.")
+
+
+@page_router.post("/settings/hosts", response_class=HTMLResponse)
+async def allow_host(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
+    form = await request.form()
+    try:
+        allowed = hosted.allow_host(tk, str(form.get("host") or ""))
+    except TalekeeperError as exc:
+        return flash.redirect("/settings#hosted", str(exc))
+    return flash.redirect("/settings#hosted", f"{allowed['host']} may now receive your story.")
+
+
+@page_router.post("/settings/hosts/{host}/revoke", response_class=HTMLResponse)
+def revoke_host(host: str, tk: Talekeeper = Depends(get_tk)) -> Response:
+    try:
+        hosted.revoke_host(tk, host)
+    except TalekeeperError as exc:
+        return flash.redirect("/settings#hosted", str(exc))
+    return flash.redirect(
+        "/settings#hosted", f"{host} no longer receives anything; its connections are refused."
+    )
+
+
+@page_router.post("/adventures/{adventure_id}/connection", response_class=HTMLResponse)
+async def switch_for_adventure(
+    request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
+    """The play page's switch: this adventure's connection, answered with the new note."""
+    form = await request.form()
+    try:
+        profiles.use_for_adventure(tk, adventure_id, profiles.parse_choice(form.get("use")))
+        error = None
+    except TalekeeperError as exc:
+        error = str(exc)
+    return render(
+        request,
+        "_connection_note.html",
+        adventure_id=adventure_id,
+        connection=profiles.connection_view(tk, adventure_id),
+        switch_error=error,
+    )
