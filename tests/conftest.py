@@ -1,13 +1,23 @@
-"""Shared fixtures: every test gets its own data directory and never the user's."""
+"""Shared fixtures: every test gets its own data directory and never the user's.
+
+Property tests keep what they find. Every failing example Hypothesis shrinks is saved in
+`tests/.hypothesis-examples/` — in the repository, so commit it — and replayed first by
+every later run, here and in CI (where the folder is read, never written): a bug found
+once by chance stays found. Each run's seed is printed in pytest's header; rerun with
+`--hypothesis-seed=N` to draw the same examples again.
+"""
 
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import settings
+from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 
 from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
@@ -16,6 +26,28 @@ from talekeeper.web.app import create_app
 from tests import pg
 
 DEMO = "greywater-lantern"
+EXAMPLES = Path(__file__).resolve().parent / ".hypothesis-examples"
+
+_examples = DirectoryBasedExampleDatabase(EXAMPLES)
+settings.register_profile(
+    "talekeeper",
+    database=ReadOnlyDatabase(_examples) if os.environ.get("CI") else _examples,
+    print_blob=True,  # a failure prints the @reproduce_failure line that replays it exactly
+)
+settings.load_profile("talekeeper")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Every run has a seed, chosen here when none was given, so it can be printed and
+    the run repeated (Hypothesis's own plugin reads the option after this)."""
+    if config.getoption("hypothesis_seed", None) is None:
+        config.option.hypothesis_seed = str(random.randrange(2**32))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    seed = config.getoption("hypothesis_seed", None)
+    return f"hypothesis seed: {seed} (repeat this run's examples with --hypothesis-seed={seed})"
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -32,7 +32,15 @@ from talekeeper.story import savepoints, tree
 
 DEMO = "greywater-lantern"
 REPO = Path(__file__).resolve().parent.parent
-CORPUS = REPO.parent / "shared" / "interop-corpus"
+CORPUS = next(
+    (
+        folder / "shared" / "interop-corpus"
+        for folder in REPO.parents
+        if (folder / "shared" / "interop-corpus").is_dir()
+    ),
+    REPO.parent / "shared" / "interop-corpus",
+)
+"""The third-party corpus, read where it lies (beside the checkout, or above a worktree)."""
 
 
 def build_story(tk: Talekeeper, ops: list[tuple[str, Any]]) -> int:

@@ -174,7 +174,7 @@ def test_story_cards_crud_and_trigger(client: TestClient, adventure_id: int) -> 
         == "Gone."
     )
     assert (
-        client.put(f"{base}/999", json={"name": "x", "entry": "y", "triggers": "z"}).status_code
+        client.put(f"{base}/999", json={"name": "x", "entry": "y", "triggers": "zebra"}).status_code
         == 404
     )
     assert client.delete(f"{base}/{index}").status_code == 204

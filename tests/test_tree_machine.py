@@ -467,7 +467,6 @@ def test_the_tree_keeps_its_invariants(tmp_path: Path, monkeypatch: pytest.Monke
                 stateful_step_count=25,
                 deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-                database=None,
             ),
         )
     finally:

@@ -173,7 +173,7 @@ def test_gate_mistakes_are_reported_by_path() -> None:
     errors = card_errors(
         {
             "entry": "x",
-            "triggers": "a",
+            "triggers": "anchor",
             "gates": [
                 {"kind": "flag", "id": "ferry_hierd"},
                 {"kind": "stat", "id": "npc.maren.trust", "band": "loving"},
@@ -193,15 +193,16 @@ def test_gate_mistakes_are_reported_by_path() -> None:
     assert card_errors({"entry": "x", "triggers": "/a(/"}, RULES)[0].startswith(
         "triggers: '/a(/' is not a valid regular expression"
     )
-    assert card_errors({"entry": "x", "triggers": "a", "probability": 150}, RULES)[0].startswith(
-        "probability:"
-    )
+    assert card_errors({"entry": "x", "triggers": "anchor", "probability": 150}, RULES)[
+        0
+    ].startswith("probability:")
     assert card_errors({"entry": "x", "gates": [{"kind": "flag", "id": "ferry_hired"}]}, None)[
         0
     ].startswith("gates[0]: this story has no state rules")
     assert (
         card_errors(
-            {"entry": "x", "triggers": "a", "gates": [{"kind": "flag", "id": "ferry_hired"}]}, RULES
+            {"entry": "x", "triggers": "anchor", "gates": [{"kind": "flag", "id": "ferry_hired"}]},
+            RULES,
         )
         == []
     )

@@ -21,11 +21,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from talekeeper.context.keys import BadKey, parse_keys
+from talekeeper.context.keys import BadKey, parse_keys, weak_key
 
 Logic = Literal["and_any", "and_all", "not_any", "not_all"]
 Position = Literal["before_history", "after_history", "at_depth", "author_note"]
 GateKind = Literal["flag", "milestone", "location", "status", "stat", "thread", "item"]
+
+MAX_ENTRY = 20_000
+"""A card's entry, in characters: long lore (a lorebook's history of a kingdom) is kept
+whole; the token budget decides each turn what fits."""
 
 LOGIC_WORDS = {
     "and_any": "and any of",
@@ -88,7 +92,7 @@ class StoryCard(BaseModel):
     )
     entry: str = Field(
         "",
-        max_length=4000,
+        max_length=MAX_ENTRY,
         description="What the model is told when the card fires. SillyTavern: content.",
     )
     triggers: str = Field(
@@ -221,10 +225,16 @@ def card_errors(raw: Any, rules: Mapping[str, Any] | None) -> list[str]:
         errors.append("entry: a card needs an entry — it is the only part the model sees")
     for field in ("triggers", "secondary_triggers"):
         try:
-            parse_keys(getattr(card, field), card.case_sensitive, card.whole_words)
+            keys = parse_keys(getattr(card, field), card.case_sensitive, card.whole_words)
         except BadKey as exc:
             errors.append(f"{field}: {exc}")
-    if not card.constant and not card.gates and not card.delay_until_recursion:
+            continue
+        errors += [
+            f"{field}: {why}"
+            for key in keys
+            if (why := weak_key(key, card.whole_words)) is not None
+        ]
+    if card.enabled and not card.constant and not card.gates and not card.delay_until_recursion:
         try:
             keys = parse_keys(card.triggers, card.case_sensitive, card.whole_words)
         except BadKey:

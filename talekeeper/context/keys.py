@@ -170,3 +170,37 @@ def parse_keys_tuple(text: str, case_sensitive: bool, whole_words: bool) -> tupl
 def parse_keys(text: str, case_sensitive: bool = False, whole_words: bool = False) -> list[Key]:
     """The card's keys, ready to match; raises BadKey for an invalid regex."""
     return list(parse_keys_tuple(text or "", case_sensitive, whole_words))
+
+
+STOP_WORDS = frozenset(
+    """a an and are as at be but by do for from had has have he her him his i if in is it its
+    me my no not of on or our she so than that the their them then there they this to up us
+    was we were what when which who will with you your""".split()
+)
+"""Words in nearly every English sentence: as a trigger, a card would fire on every turn."""
+
+
+def _spaced_script(text: str) -> bool:
+    """Whether `text` is written in a script that puts spaces between words (Latin, Greek,
+    Cyrillic …): there one or two letters are a fragment of many words. In Chinese,
+    Japanese, Korean and Thai, one or two characters are a word of their own."""
+    return all(
+        not ("\u0e00" <= ch <= "\u0e7f" or "\u1100" <= ch <= "\u11ff" or ch >= "\u2e80")
+        for ch in text
+    )
+
+
+def weak_key(key: Key, whole_words: bool = False) -> str | None:
+    """Why a plain key would fire on nearly every turn (a common word, or one or two letters
+    that sit inside many words), or None. A regex says what it matches itself."""
+    if key.is_regex:
+        return None
+    word = key.text.strip().casefold()
+    if word in STOP_WORDS:
+        return f"'{key.text}' is one of the commonest words, so the card would fire on nearly every turn"
+    if len(word) < 3 and not whole_words and _spaced_script(word):
+        return (
+            f"'{key.text}' is {'one letter' if len(word) == 1 else 'two letters'}, found inside many words "
+            "(use a longer word, turn on whole words, or a /regex/ like /\\bHP\\b/)"
+        )
+    return None

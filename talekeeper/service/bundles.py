@@ -7,6 +7,7 @@ reopen: the CLI passes a path, the web route spools the upload to a temporary fi
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -14,6 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from sqlalchemy.exc import SQLAlchemyError
+
+from talekeeper.errors import TalekeeperError
 from talekeeper.service.adventures import get_adventure
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.interop import bundle_export, bundle_import
@@ -30,6 +34,7 @@ __all__ = [
 ]
 
 Progress = Callable[[int, int], None]
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -98,9 +103,23 @@ def import_file(
     size: int,
     progress: Progress | None = None,
 ) -> ImportResult:
-    """Check the whole bundle, then write it as a new adventure. Raises BundleInvalid."""
+    """Check the whole bundle, then write it as a new adventure. Raises BundleInvalid.
+
+    The check must refuse what it cannot read with BundleInvalid; anything else it raises
+    (but the store's own errors, which have their answers) is a bug in talekeeper, logged
+    and answered as a refusal with its reason, never a server error. Nothing was written."""
     with tk.db.session() as session:
-        checked = bundle_import.check(session, open_stream, size, progress)
+        try:
+            checked = bundle_import.check(session, open_stream, size, progress)
+        except (TalekeeperError, SQLAlchemyError):
+            raise
+        except Exception as exc:
+            log.exception("checking a bundle of %d bytes failed unexpectedly", size)
+            reason = f"{type(exc).__name__}: {str(exc)[:200]}".rstrip(": ")
+            raise BundleInvalid(
+                "(file)",
+                f"talekeeper could not read it ({reason}; talekeeper's fault, not the file's, and logged)",
+            ) from None
     with tk.db.session() as session:
         adventure = bundle_import.write(session, checked, open_stream, size, progress)
         return ImportResult(

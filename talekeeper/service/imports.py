@@ -5,20 +5,48 @@ document (checked whole, like any scenario). Export a scenario as a Character Ca
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from talekeeper.service import scenarios
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.interop import card_export
 from talekeeper.service.interop.containers import Refused
-from talekeeper.service.interop.detect import convert
+from talekeeper.service.interop.detect import Converted, convert
 
-__all__ = ["Refused", "add_cards", "card_json", "card_png", "own_scenarios", "preview", "save"]
+__all__ = [
+    "Refused",
+    "add_cards",
+    "card_json",
+    "card_png",
+    "convert_file",
+    "own_scenarios",
+    "preview",
+    "save",
+]
+log = logging.getLogger(__name__)
+
+
+def convert_file(raw: bytes, filename: str = "") -> list[Converted]:
+    """The one converter behind every door (the web form, the API, `talekeeper
+    import-card`). A converter must refuse what it cannot read with `Refused`; anything
+    else it raises is a bug in talekeeper, logged here and answered as a refusal with its
+    reason, never as a server error."""
+    try:
+        return convert(raw, filename)
+    except Refused:
+        raise
+    except Exception as exc:
+        log.exception("converting %r (%d bytes) failed unexpectedly", filename, len(raw))
+        reason = f"{type(exc).__name__}: {str(exc)[:200]}".rstrip(": ")
+        raise Refused(
+            f"talekeeper could not read this file ({reason}). This is talekeeper's fault, not the file's; the error was logged."
+        ) from None
 
 
 def preview(tk: Talekeeper, raw: bytes, filename: str = "") -> dict[str, Any]:
     """What the file would become, with its report. Raises Refused. Writes nothing."""
-    results = convert(raw, filename)
+    results = convert_file(raw, filename)
     items = []
     with tk.db.session() as session:
         taken: set[str] = set()

@@ -7,6 +7,7 @@ import re
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from anyascii import anyascii
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -19,7 +20,10 @@ from talekeeper.store.models import Scenario
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper
 
-_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PLACEHOLDER = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# `$${x}` is the text `${x}`, not a placeholder: what an imported card's own template code
+# (JavaScript's `${score}`) becomes, so only the placeholders a scenario declares are asked.
+_ESCAPED = re.compile(r"\$(\$\{[A-Za-z_][A-Za-z0-9_]*\})")
 
 
 class ScenarioError(Invalid):
@@ -82,9 +86,13 @@ def scenario_summary(row: Scenario) -> dict[str, Any]:
 
 
 def fill_placeholders(value: Any, answers: dict[str, str]) -> Any:
-    """Replace `${key}` everywhere in a scenario value; unknown keys are left visible."""
+    """Replace `${key}` everywhere in a scenario value; unknown keys are left visible, and
+    an escaped `$${key}` becomes the text `${key}`."""
     if isinstance(value, str):
-        return _PLACEHOLDER.sub(lambda m: answers.get(m.group(1), m.group(0)), value)
+        if "${" not in value:
+            return value
+        filled = _PLACEHOLDER.sub(lambda m: answers.get(m.group(1), m.group(0)), value)
+        return _ESCAPED.sub(r"\1", filled)
     if isinstance(value, list):
         return [fill_placeholders(v, answers) for v in value]
     if isinstance(value, dict):
@@ -418,7 +426,9 @@ def _own(session: Session, scenario_id: str) -> Scenario:
 def free_id(session: Session, wanted: str) -> str:
     """`wanted`, or `wanted-2`, `wanted-3`… — the first id no scenario the player can see
     has (with accounts on, another player's scenarios make no difference)."""
-    base = re.sub(r"[^a-z0-9_-]+", "-", wanted.lower()).strip("-_")[: _room() - 10] or "scenario"
+    # Any script transliterated first: a Chinese title gives `luoqixi`, not `scenario`.
+    base = re.sub(r"[^a-z0-9_-]+", "-", anyascii(wanted).lower()).strip("-_")[: _room() - 10]
+    base = base or "scenario"
     candidate, n = base, 1
     while _taken(session, candidate):
         n += 1
@@ -517,6 +527,12 @@ def import_scenario(session: Session, raw: bytes) -> tuple[Scenario, list[str]]:
     except json.JSONDecodeError as exc:
         raise ScenarioError(
             f"That file is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}). Nothing was imported."
+        ) from None
+    try:  # a `\udXXX` escape of half a character parses, but can be neither stored nor shown
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ScenarioError(
+            "That file holds text that is not valid Unicode (a lone surrogate escape like \\ud800). Nothing was imported."
         ) from None
     if isinstance(data, dict) and "scenario" in data and "format" in data:
         if data.get("format") != EXPORT_FORMAT:

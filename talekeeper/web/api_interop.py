@@ -11,7 +11,9 @@
     GET  /api/scenarios/{id}/card.png    the same card inside a PNG
 
 A refused file answers 422 with `detail` (for a bundle, the path of the first problem)
-and changes nothing.
+and changes nothing. An import's body is a file, not a JSON request: the body guard does
+not measure its nesting (PNG, zip and gzip bytes hold brackets at random); the reader
+checks the JSON it parses. Conversion runs off the event loop.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
 from talekeeper.core import Talekeeper
 from talekeeper.service import bundles, imports
@@ -93,8 +96,8 @@ def export_adventure(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> Str
 async def import_adventure(request: Request, tk: Talekeeper = Depends(get_tk)) -> Any:
     """The body is a bundle written by export. It becomes a new adventure."""
     spooled = await spool(request)
-    try:
-        result = import_spooled(tk, spooled)
+    try:  # checking a large bundle takes seconds: off the event loop, so others are served
+        result = await run_in_threadpool(import_spooled, tk, spooled)
     finally:
         spooled.close()
     return {
@@ -119,8 +122,8 @@ async def import_preview(
     books, AI Dungeon scenarios and world info, KoboldAI saves, NovelAI lorebooks,
     stories and scenarios, Agnai memory books: converted and reported, not saved."""
     raw = await request.body()
-    try:
-        return imports.preview(tk, raw, filename)
+    try:  # converting a large file takes a while: off the event loop, so others are served
+        return await run_in_threadpool(imports.preview, tk, raw, filename)
     except imports.Refused as exc:
         return error_response(422, f"{exc} Nothing was imported.", "Refused")
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
 from talekeeper.core import Talekeeper
 from talekeeper.errors import TalekeeperError
@@ -61,7 +62,7 @@ async def import_adventure(request: Request, tk: Talekeeper = Depends(get_tk)) -
     upload.file.seek(0, 2)
     size = upload.file.tell()
     try:
-        result = bundles.import_file(tk, _Reopen(upload.file), size)
+        result = await run_in_threadpool(bundles.import_file, tk, _Reopen(upload.file), size)
     except bundles.BundleInvalid as exc:
         return pages._home(request, tk, 422, bundle_error=str(exc))
     return RedirectResponse(f"/adventures/{result.adventure_id}", status_code=303)
@@ -75,7 +76,7 @@ async def import_preview(request: Request, tk: Talekeeper = Depends(get_tk)) -> 
         return _scenarios_page(request, tk, "Choose a file to import.")
     raw = await upload.read()
     try:
-        preview = imports.preview(tk, raw, upload.filename)
+        preview = await run_in_threadpool(imports.preview, tk, raw, upload.filename)
     except imports.Refused as exc:
         return _scenarios_page(request, tk, f"{exc} Nothing was imported.")
     for item in preview["items"]:

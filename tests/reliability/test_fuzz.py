@@ -44,7 +44,7 @@ FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-    database=None,  # the suite's runs are independent; a failure prints its reproduction
+    # The suite's example database (tests/conftest.py) keeps and replays what fails.
 )
 # HTTP: examples per route (about 40 routes), so every route is exercised in a short run.
 HTTP_FUZZ = settings(

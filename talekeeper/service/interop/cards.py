@@ -14,10 +14,11 @@ that comes back exactly.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from . import lore
-from .draft import Draft, entity
+from . import card_export, cbs, lore
+from .draft import Draft, entity, escape_foreign
 from .report import Report
 
 TALEKEEPER_EXTENSION = "talekeeper"
@@ -92,6 +93,178 @@ def talekeeper_scenario(data: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+# The visible fields talekeeper writes, and the scenario field each one came from.
+_TEXTS = (
+    ("name", "title"),
+    ("first_mes", "opening"),
+    ("description", "plot_essentials"),
+    ("system_prompt", "narrator_instructions"),
+    ("post_history_instructions", "ai_instructions"),
+    ("creator_notes", "description"),
+    ("scenario", "description"),
+)
+
+
+def restore(data: dict[str, Any], report: Report) -> dict[str, Any] | None:
+    """The scenario a talekeeper-exported card carries, with the edits another tool made
+    to its visible fields: where a visible field differs from what talekeeper wrote, the
+    visible one wins and the report names it. None when the card carries no (usable)
+    scenario."""
+    from talekeeper.service.scenarios import check_scenario
+
+    scenario = talekeeper_scenario(data)
+    if scenario is None:
+        return None
+    problems = check_scenario({**scenario, "id": "check"})
+    if problems:
+        report.dropped(
+            "extensions.talekeeper",
+            f"the scenario talekeeper embedded is damaged ({problems[0][:100]}); the card's own fields were read instead",
+        )
+        return None
+    expected = card_export.to_card(scenario)["data"]
+    result = copy.deepcopy(scenario)
+    title = _s(data.get("name")).strip() or _s(scenario.get("title"))
+    declared = {p["key"] for p in result.get("placeholders") or [] if isinstance(p, dict)}
+    draft = Draft(title=title, report=Report(), char=title)
+
+    def back(value: str) -> str:
+        return escape_foreign(draft.resolve(value), declared, set())
+
+    changed: list[str] = []
+    for card_key, key in _TEXTS:
+        value = data.get(card_key)
+        if isinstance(value, str) and value != expected.get(card_key):
+            result[key] = back(value).strip() if key != "title" else value.strip()[:200]
+            changed.append(card_key)
+    tags = [t for t in _list(data.get("tags")) if isinstance(t, str)]
+    if tags != expected["tags"]:
+        result["tags"] = tags[:20]
+        changed.append("tags")
+    ext = data.get("extensions") if isinstance(data.get("extensions"), dict) else {}
+    depth = ext.get("depth_prompt") if isinstance(ext.get("depth_prompt"), dict) else {}
+    note = depth.get("prompt")
+    if isinstance(note, str) and note != expected["extensions"]["depth_prompt"]["prompt"]:
+        result["author_note"] = back(note).strip()
+        changed.append("extensions.depth_prompt")
+    greetings = [g for g in _list(data.get("alternate_greetings")) if isinstance(g, str)]
+    if greetings != expected["alternate_greetings"]:
+        result["origins"] = _greetings_back([back(g) for g in greetings], result)
+        changed.append("alternate_greetings")
+    book = data.get("character_book") if isinstance(data.get("character_book"), dict) else {}
+    entries = lore.records(book.get("entries"))
+    if _entry_cards(entries, report) != _entry_cards(
+        (expected.get("character_book") or {}).get("entries") or [], Report()
+    ):
+        result["story_cards"] = _cards_back(entries, scenario, back, report)
+        changed.append("character_book")
+    if not changed:
+        report.imported(
+            "extensions.talekeeper", "a scenario exported by talekeeper: restored exactly"
+        )
+        return scenario
+    report.approximated(
+        "extensions.talekeeper",
+        f"a scenario exported by talekeeper, edited in another tool since: the edited fields win over the embedded copy ({', '.join(changed)})",
+    )
+    problems = check_scenario({**result, "id": "check"})
+    if problems:
+        report.dropped(
+            ", ".join(changed)[:120],
+            f"the other tool's edits do not make a valid scenario ({problems[0][:100]}); the embedded copy was kept",
+        )
+        return scenario
+    return result
+
+
+def _greetings_back(greetings: list[str], scenario: dict[str, Any]) -> list[dict[str, Any]]:
+    """Origins with the edited alternate greetings as their openings (in order); origins
+    without an opening of their own stay, a removed greeting's origin goes, a new one
+    is added."""
+    origins = [o for o in scenario.get("origins") or [] if isinstance(o, dict)]
+    found, queue = [], list(greetings)
+    for origin in origins:
+        if not _s(origin.get("opening")).strip():
+            found.append(origin)
+        elif queue:
+            found.append({**origin, "opening": queue.pop(0).strip()})
+    taken = {o.get("id") for o in found}
+    for number, greeting in enumerate(queue, start=len(found) + 1):
+        origin_id = f"greeting-{number}"
+        while origin_id in taken:
+            number += 100
+            origin_id = f"greeting-{number}"
+        taken.add(origin_id)
+        found.append(
+            {
+                "id": origin_id,
+                "title": f"Greeting {number}",
+                "description": greeting.strip()[:200],
+                "opening": greeting.strip(),
+            }
+        )
+    return found[:50]
+
+
+def _entry_cards(entries: list[dict[str, Any]], report: Report) -> list[dict[str, Any]]:
+    """Book entries as the story cards they would import as (what they mean, not how a
+    tool happened to write them)."""
+    found = lore.to_story_cards(
+        lore.from_character_book({"entries": entries}, report),
+        "a character book",
+        report,
+        "character_book.entries",
+    )[0]
+    return [{k: v for k, v in card.items() if k != "notes"} for card in found]
+
+
+def _cards_back(
+    entries: list[dict[str, Any]], scenario: dict[str, Any], back: Any, report: Report
+) -> list[dict[str, Any]]:
+    """The story cards from the edited book: an entry unchanged since talekeeper wrote it
+    (found by its `id`) keeps its card whole; an edited or new one is read as a character
+    book entry, keeping what only talekeeper holds (gates, own budget, notes)."""
+    originals = [c for c in scenario.get("story_cards") or [] if isinstance(c, dict)]
+    written = {
+        e.get("id"): e
+        for e in card_export.to_card({"story_cards": originals})["data"]
+        .get("character_book", {})
+        .get("entries", [])
+    }
+    found = []
+    for entry in entries:
+        number = entry.get("id")
+        original = (
+            originals[number - 1]
+            if isinstance(number, int)
+            and not isinstance(number, bool)
+            and 0 < number <= len(originals)
+            else None
+        )
+        if original is not None and _entry_cards([entry], Report()) == _entry_cards(
+            [written[number]], Report()
+        ):
+            found.append(original)
+            continue
+        cards, _ = lore.to_story_cards(
+            lore.from_character_book({"entries": [entry]}, report),
+            "a character book",
+            report,
+            "character_book.entries",
+            back,
+        )
+        for card in cards:
+            if original is not None:
+                kept = {
+                    k: original[k]
+                    for k in ("type", "notes", "gates", "max_tokens")
+                    if k in original
+                }
+                card = {**card, **kept}
+            found.append(card)
+    return found
+
+
 def from_card(card: dict[str, Any], report: Report) -> tuple[Draft, str]:
     data, label = card_data(card)
     name = _s(data.get("name")).strip() or "Unnamed character"
@@ -115,12 +288,22 @@ def from_card(card: dict[str, Any], report: Report) -> tuple[Draft, str]:
     )
     draft.entities = [entity(name, description or personality, report, "description")]
     greeting = draft.resolve(_s(data.get("first_mes")))
-    draft.opening = greeting
-    if greeting.strip():
-        report.imported("first_mes", "became the opening")
     greetings = [
         g for g in _list(data.get("alternate_greetings")) if isinstance(g, str) and g.strip()
     ]
+    branches = cbs.alternatives(greeting)
+    if branches:
+        # A RisuAI greeting of conditional blocks: RisuAI shows one branch; each becomes a
+        # starting point to choose from, the first one the opening.
+        greeting = branches[0][1]
+        greetings = [text for _, text in branches[1:]] + greetings
+        report.approximated(
+            "first_mes",
+            f"a greeting written as {len(branches)} RisuAI conditional blocks ({{{{#if}}}}) became {len(branches)} starting points, one per branch",
+        )
+    draft.opening = greeting
+    if greeting.strip():
+        report.imported("first_mes", "became the opening")
     if greetings:
         draft.origins = [
             {
@@ -198,11 +381,12 @@ def from_card(card: dict[str, Any], report: Report) -> tuple[Draft, str]:
         )
     book = data.get("character_book")
     if isinstance(book, dict):
-        entries = lore.from_character_book(book)
-        if book.get("lexicon"):
+        entries = lore.from_character_book(book, report)
+        lexicon = lore.records(book.get("lexicon"))
+        if lexicon:
             report.imported(
                 "character_book.lexicon",
-                f"Chub's lexicon ({len(book['lexicon'])} lore items) was read as entries too",
+                f"Chub's lexicon ({len(lexicon)} lore items) was read as entries too",
             )
         cards, always = lore.to_story_cards(
             entries, f"{name}'s character book", report, "character_book.entries", draft.resolve

@@ -17,6 +17,7 @@ import zipfile
 from typing import Any
 
 from talekeeper.errors import Invalid
+from talekeeper.service import json_depth
 
 from .png import PngError, text_chunks
 
@@ -31,14 +32,30 @@ class Refused(Invalid):
     """The file cannot be imported; the message is for the player."""
 
 
-def normalise_text(value: Any) -> Any:
-    """CRLF and lone CR to LF, everywhere in a parsed document."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(text: str) -> str | None:
+    """The first lone surrogate in `text` (JSON's `\\udXXX` escape of half a character,
+    which no UTF-8 text can hold), written as its escape; None when the text is whole."""
+    found = _SURROGATE.search(text)
+    return f"\\u{ord(found.group()):04x}" if found else None
+
+
+def normalise_text(value: Any, what: str = "The file") -> Any:
+    """CRLF and lone CR to LF, everywhere in a parsed document; Refused for a string (or
+    key) holding a lone surrogate, which could be neither stored nor shown."""
     if isinstance(value, str):
+        bad = lone_surrogate(value)
+        if bad:
+            raise Refused(
+                f"{what} holds text that is not valid Unicode (the escape {bad}, half of a character); talekeeper cannot read it."
+            )
         return value.replace("\r\n", "\n").replace("\r", "\n") if "\r" in value else value
     if isinstance(value, list):
-        return [normalise_text(v) for v in value]
+        return [normalise_text(v, what) for v in value]
     if isinstance(value, dict):
-        return {k: normalise_text(v) for k, v in value.items()}
+        return {normalise_text(k, what): normalise_text(v, what) for k, v in value.items()}
     return value
 
 
@@ -50,14 +67,18 @@ def parse_json(raw: bytes | str, what: str = "The file") -> Any:
     if isinstance(raw, bytes):
         try:
             raw = raw.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise Refused(f"{what} is not UTF-8 text.") from None
+        except UnicodeDecodeError as exc:
+            raise Refused(
+                f"{what} is not UTF-8 text (byte {exc.start:,} cannot be decoded); talekeeper cannot read it."
+            ) from None
     try:
-        return normalise_text(json.loads(raw))
-    except RecursionError:
+        json_depth.check(raw)
+    except json_depth.TooDeep:
         raise Refused(
-            f"{what} is nested too deeply to be a card or lorebook (a JSON bomb?)."
+            f"{what} nests too deeply to be a card or lorebook (at most {json_depth.MAX_DEPTH} levels)."
         ) from None
+    try:
+        return normalise_text(json.loads(raw), what)
     except json.JSONDecodeError as exc:
         raise Refused(
             f"{what} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); it may be truncated."
