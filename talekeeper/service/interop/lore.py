@@ -40,9 +40,7 @@ _EWI_DIRECTIVE = re.compile(r"#\[[^\]]*\]")
 # A key written as a pattern: an alternation, a regex escape (`\b`), a character class,
 # a quantified group or class, `.*`, or one word with an optional last letter (`gulls?`).
 # Parentheses alone are text (`Kiana (K-423)`), as is a question (`What is Honkai?`).
-_PATTERN = re.compile(
-    r"\||\\[bBwWsSdD]|\[[^\]]+\]|[)\]][?*+]|\.[*+]|^\w+[?*+]$|\(\?[:=!i]"
-)
+_PATTERN = re.compile(r"\||\\[bBwWsSdD]|\[[^\]]+\]|[)\]][?*+]|\.[*+]|^\w+[?*+]$|\(\?[:=!i]")
 _META = re.compile(r"[|()\[\]\\?*+.^${}]")
 _DECORATOR = re.compile(r"^@@@?([A-Za-z_][A-Za-z0-9_]*)[ \t]*(.*)$")
 # Fields with no meaning for the story (an editor's bookkeeping), read without a report.
