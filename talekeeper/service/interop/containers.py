@@ -71,12 +71,10 @@ def parse_json(raw: bytes | str, what: str = "The file") -> Any:
             raise Refused(
                 f"{what} is not UTF-8 text (byte {exc.start:,} cannot be decoded); talekeeper cannot read it."
             ) from None
-    try:
-        json_depth.check(raw)
-    except json_depth.TooDeep:
-        raise Refused(
-            f"{what} nests too deeply to be a card or lorebook (at most {json_depth.MAX_DEPTH} levels)."
-        ) from None
+    try:  # the same measure and words as the web's body guard (half characters: below)
+        json_depth.DepthScanner(whole_characters=False).feed(raw, final=True)
+    except json_depth.TooDeep as exc:
+        raise Refused(str(exc).replace(" Nothing was changed.", "")) from None
     try:
         return normalise_text(json.loads(raw), what)
     except json.JSONDecodeError as exc:
