@@ -1,6 +1,6 @@
 """Honest chips: a note that restates the narration or writes ids makes no chip; a note is
-shown as a note, never as a change; recent events carry no ids; an edited narration says
-plainly that it kept the old take's changes, and its chips are its own."""
+shown as a note, never as a change; recent events carry no ids; an edited narration's
+changes are read from the edited text, and its chips are its own."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def test_recent_events_carry_no_ids_or_paths(turns) -> None:
     assert "(" not in text and not any(f" {p}" in text for p in ("t1", "f1", "f2", "r1")), text
 
 
-def test_an_edited_narration_says_it_kept_the_old_takes_changes(
+def test_an_edited_narration_reads_its_changes_from_the_edited_text(
     client: TestClient, adventure_id: int, scripted: ScriptedProvider
 ) -> None:
     reply = "Maren agrees to take you." + block(
@@ -117,22 +117,26 @@ def test_an_edited_narration_says_it_kept_the_old_takes_changes(
     )
     one = play(client, adventure_id, scripted, reply, "ask Maren")["turn"]
     url = f"/api/adventures/{adventure_id}/turns/{one['id']}/edit"
-    shown = client.post(url, json={"narration": "Maren nods, once."}).json()["turns_shown"][-1]
-    kinds = [(c["type"], c["chip"]["kind"]) for c in shown["changes"]]
-    # the flag is kept and re-checked; the old take's note described the old text: gone;
-    # and the take says plainly where its changes came from
-    assert kinds == [("set_flag", "applied"), ("kept_changes", "note")]
-    assert "edited this text" in shown["changes"][-1]["chip"]["text"]
-    # the page shows the same chips under the take it shows, the note muted and collapsed
+    # the edited text tells a move: that is its change, read from it (the old take's flag
+    # and note described the old text and are not carried over)
+    shown = client.post(
+        url, json={"narration": "Maren rows you across to the lighthouse, cursing the tide."}
+    ).json()["turns_shown"][-1]
+    assert {c["type"] for c in shown["changes"]} == {"set_location", "set_scene"}
+    assert all(c["by"] == "narration" for c in shown["changes"])
+    assert "Read from the narration" in shown["changes"][0]["chip"]["detail"]
+    state = client.get(f"/api/adventures/{adventure_id}/state").json()
+    assert state["document"]["entities"]["player"]["location"] == "lighthouse"
+    assert state["document"]["flags"]["ferry_hired"] is False
+    # the page shows the same chips under the take it shows
     page = client.get(f"/adventures/{adventure_id}").text
     article = page[page.index(f'id="turn-{shown["id"]}"') :]
     article = article[: article.index("</article>")]
-    assert 'class="chip chip-applied"' in article and "chip-note" in article
-    assert (
-        '<details class="chip-notes">' in article
-        and '<details class="chip-notes" open' not in article
-    )
-    # an edit with its own state block is read from the edited text: no "kept" note
+    assert article.count('class="chip chip-applied"') == len(shown["changes"])
+    # an edit that tells nothing changes nothing: no chips, no note about kept changes
+    shown = client.post(url, json={"narration": "Maren nods, once."}).json()["turns_shown"][-1]
+    assert shown["changes"] == []
+    # an edit with its own state block: the block's changes, and what the text tells
     block_off = block({"type": "set_flag", "flag": "ferry_hired", "value": False})
     shown = client.post(url, json={"narration": "Maren refuses." + block_off}).json()[
         "turns_shown"

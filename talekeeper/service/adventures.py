@@ -190,6 +190,10 @@ def node_view(node: Node) -> dict[str, Any]:
         "model": node.model,
         "created_at": node.created_at.isoformat() if node.created_at else None,
         "changes": changes,
+        # What its narration said that the state does not (service/reading).
+        "contradictions": state_engine.contradictions_of(node),
+        # A correction that accepted the turn before's warning ("It's right").
+        "answers": bool(state_engine.ProposalRecord.of(node.proposal).answers),
     }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from talekeeper.errors import Invalid
+from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.service import state_engine
 from talekeeper.service.adventures import get_turn, reading, story_view, writing
 from talekeeper.service.names import Names
@@ -25,6 +25,10 @@ if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper
 
 MAX_EVENTS = 50
+
+
+class NotTheLatest(Conflict):
+    """A warning can be answered only while its turn is the one being read, at the end."""
 
 
 class CorrectionRefused(Invalid):
@@ -75,12 +79,21 @@ def canon_log(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
         return build_canon_log(state_engine.document_of(head.state, rules), rules, head.depth)
 
 
-def correct(tk: Talekeeper, adventure_id: int, events: list[Any]) -> dict[str, Any]:
-    """Apply the player's correction below the head; the verdicts and the story after it."""
+def correct(
+    tk: Talekeeper, adventure_id: int, events: list[Any], answers: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """Apply the player's correction below the head; the verdicts and the story after it.
+    `answers`: the turn and warning it accepts (service/reading) — that turn must still be
+    the head, or nothing is written."""
     if len(events) > MAX_EVENTS:
         raise Invalid(f"A correction holds at most {MAX_EVENTS} events.")
     with writing(tk, adventure_id) as (session, adventure):
         head = tree.head(session, adventure)
+        if answers is not None and head.id != answers["turn"]:
+            raise NotTheLatest(
+                "That warning is on a turn you have moved on from: go back to it first, or "
+                "correct the state in the State panel."
+            )
         rules = state_engine.rules_of(adventure)
         before = state_engine.document_of(head.state, rules)
         state, record, report = state_engine.correct(before, events, rules, head.depth + 1)
@@ -88,6 +101,8 @@ def correct(tk: Talekeeper, adventure_id: int, events: list[Any]) -> dict[str, A
         if follow is not None:  # the scene moves with the player (and who is here with it)
             events = [*events, follow]
             state, record, report = state_engine.correct(before, events, rules, head.depth + 1)
+        if answers is not None:
+            record["answers"] = answers
         outcomes = state_engine.outcome_views(report, state)
         if not any(_changes_something(o) for o in outcomes):
             raise CorrectionRefused(outcomes)
@@ -144,6 +159,24 @@ def scene_follows(before: Document, after: Document, events: list[Any]) -> dict[
     return {"type": "set_scene", "location": where, "present": here}
 
 
+class NoSuchWarning(NotFound):
+    """The turn has no such warning."""
+
+
+def accept(tk: Talekeeper, adventure_id: int, node_id: int, index: int) -> dict[str, Any]:
+    """It's right — update the state: the events a turn's warning implies (what its
+    narration said, made true: Tobin brought into the scene, the key given to you), as your
+    own correction below the turn — the same validator, a step Undo takes back. The turn
+    must be the one being read (NotTheLatest otherwise)."""
+    with reading(tk, adventure_id) as (session, adventure):
+        found = state_engine.stored_contradictions(get_turn(session, adventure, node_id))
+    if not 0 <= index < len(found) or not isinstance(found[index].get("events"), list):
+        raise NoSuchWarning(f"This turn has no warning {index + 1} to accept.")
+    return correct(
+        tk, adventure_id, found[index]["events"], answers={"turn": node_id, "index": index}
+    )
+
+
 def _changes_something(outcome: dict[str, Any]) -> bool:
     """Applied and not a no-op: setting a stat to the value it has is no correction."""
     if outcome["status"] not in ("applied", "limited"):
@@ -161,6 +194,9 @@ def _audit_entry(node) -> dict[str, Any]:
         "parse_error": record.parse_error,
         "events": record.events,
         "changes": state_engine.changes_of(node),
+        "read": (record.read or {}).get("changes") or [],
+        "contradictions": state_engine.stored_contradictions(node),
+        "retold": record.retold,
     }
 
 
@@ -175,4 +211,5 @@ def turn_proposal(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, 
     """What was proposed with one turn (raw text, parse error, events) and what became of it."""
     with reading(tk, adventure_id) as (session, adventure):
         entry = _audit_entry(get_turn(session, adventure, node_id))
-        return {k: entry[k] for k in ("source", "raw", "parse_error", "events", "changes")}
+        keys = ("source", "raw", "parse_error", "events", "changes", "read", "contradictions")
+        return {k: entry[k] for k in (*keys, "retold")}

@@ -99,6 +99,15 @@ class GenerationSettings(BaseModel):
         ),
     )
 
+    contradictions: Literal["off", "flag"] = Field(
+        "flag",
+        description=(
+            "When the narration says what the state does not (someone here who is elsewhere, "
+            "a key you do not hold): 'flag' shows a warning under the turn, 'off' says nothing. "
+            "Changes the narration tells outright are read whatever this says."
+        ),
+    )
+
     @field_validator(
         "min_p", "top_k", "repetition_penalty", "presence_penalty", "seed", mode="before"
     )

@@ -37,6 +37,7 @@ from talekeeper.state import (
 )
 from talekeeper.state.canon import event_line, record_event
 from talekeeper.state.report import Outcome
+from talekeeper.state.telling import Telling, read_telling
 from talekeeper.store.models import Adventure, Node
 
 
@@ -75,6 +76,25 @@ class ProposalRecord(BaseModel):
         None,
         description="A companion's remark the narration ends with, `{by, text}`: shown as theirs.",
     )
+    read: dict[str, Any] | None = Field(
+        None,
+        description="The changes read from the narration (not the model's): each with the "
+        "sentence that told it, its events, and the validator's verdicts (a Report).",
+    )
+    contradictions: list[dict[str, Any]] | None = Field(
+        None,
+        description="What the narration said that the state does not: kind, subject, says, "
+        "state, line, the rule that fired, and the events that would make it so.",
+    )
+    retold: dict[str, Any] | None = Field(
+        None,
+        description="The narration told first and its contradictions, when it was told again "
+        "once before it was shown (the setting `contradictions: retry`).",
+    )
+    answers: dict[str, Any] | None = Field(
+        None,
+        description="A correction that accepted a turn's warning: the turn and which warning.",
+    )
 
     @classmethod
     def of(cls, stored: dict[str, Any] | None) -> ProposalRecord:
@@ -89,7 +109,16 @@ class ProposalRecord(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         data = self.model_dump()
-        for optional in ("edited_from", "kept_changes_of", "dropped", "remark"):
+        for optional in (
+            "edited_from",
+            "kept_changes_of",
+            "dropped",
+            "remark",
+            "read",
+            "contradictions",
+            "retold",
+            "answers",
+        ):
             if data[optional] is None:
                 del data[optional]
         return data
@@ -167,6 +196,8 @@ class Settled:
     state: dict[str, Any]
     proposal: dict[str, Any]
     outcomes: list[dict[str, Any]]
+    document: Document | None = None
+    """`state` as a document, when it was made here (the narration is read against it)."""
 
 
 def settle_reply(
@@ -194,14 +225,62 @@ def settle_reply(
     if extraction.proposal is None:
         # Code writes the turn's recent-event line even when no block came (seed 003).
         after = record_event(before, event_line(None, extraction.prose), turn)
-        return Settled(extraction.prose, after.to_json(), record.to_json(), [])
+        return Settled(extraction.prose, after.to_json(), record.to_json(), [], after)
     proposal, dropped = without_empty_notes(extraction.proposal, extraction.prose, before)
     record.dropped = dropped or None
     after, report = apply_proposal(before, proposal, rules, turn)
     after = record_event(after, event_line(report, extraction.prose), turn)
     record.report = report.to_json()
     state = after.to_json()
-    return Settled(extraction.prose, state, record.to_json(), outcome_views(report, state))
+    return Settled(extraction.prose, state, record.to_json(), outcome_views(report, state), after)
+
+
+def read_into(
+    settled: Settled,
+    text: str,
+    start: Document,
+    rules: Rules,
+    turn: int,
+    guard: str = "flag",
+) -> Telling:
+    """Read a turn's narration against the state (state/telling) and fold what it told
+    into `settled`: the changes it states outright, applied after the model's own (never
+    one the model already made: its outcomes name the targets) and marked in the audit as
+    read from the narration, with their chips; and its clashes with the state at each
+    point, kept with the record for the warning under the turn. `guard` is the setting
+    `generation.contradictions` ("off": no clashes; the changes are read whatever it says).
+    Called again on the same turn (its state pass settled later), it starts over."""
+    before = settled.document or document_of(settled.state, rules)
+    telling = read_telling(
+        text, start, before, rules, turn, last_report(settled.proposal), guard=guard != "off"
+    )
+    settled.proposal.pop("read", None)
+    if telling.told and telling.report is not None and telling.after is not None:
+        settled.state, settled.document = telling.after.to_json(), telling.after
+        settled.proposal["read"] = telling.record()
+        sentences = [t.claim.sentence for t in telling.told for _event in t.events]
+        settled.outcomes = [
+            *settled.outcomes,
+            *read_views(telling.report, settled.state, sentences),
+        ]
+    settled.proposal.pop("contradictions", None)
+    if telling.contradictions:
+        settled.proposal["contradictions"] = [c.to_json() for c in telling.contradictions]
+    return telling
+
+
+def guard_remark(settled: Settled, remark: str, rules: Rules, turn: int, guard: str) -> None:
+    """A companion's remark after the narration, guarded against the state it was made
+    from (the turn's, narration read): its clashes join the turn's warnings."""
+    if guard == "off":
+        return
+    seen = settled.document or document_of(settled.state, rules)
+    heard = read_telling(remark, seen, seen, rules, turn, changes=False).contradictions
+    clashes = list(settled.proposal.get("contradictions") or [])
+    known = {(c["kind"], c["about"]) for c in clashes}
+    clashes += [c.to_json() for c in heard if (c.kind, c.about) not in known]
+    if clashes:
+        settled.proposal["contradictions"] = clashes
 
 
 def without_empty_notes(
@@ -244,39 +323,25 @@ def correct(
 
 
 def rederive_for_edit(
-    parent: Node, original: Node, narration: str, rules: Rules
+    parent: Node, original: Node, narration: str, rules: Rules, guard: str = "flag"
 ) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """An edited narration's take: the parent's state plus what the edited text implies.
 
-    A state block written into the edited text is what it implies; without one, the
-    events the original take's narration implied are re-validated against the parent's
-    state (an edit usually mends the prose, not what happened).
+    A state block written into the edited text is what it implies; with or without one,
+    the edited text is read again like a narration (`read_into`): the changes it tells
+    outright are its changes — never the original take's, which described the old text —
+    and its clashes with the state are its warnings.
     """
     before = document_of(parent.state, rules)
     extraction = extract_reply(narration)
     if extraction.proposal is not None:
         settled = settle_reply(narration, before, rules, original.depth)
-        settled.proposal.update(source="player_edit", edited_from=original.id)
-        return settled.prose, settled.state, settled.proposal
-    # The old take's notes described the old text; its other changes are kept, re-checked.
-    events = [
-        e
-        for e in ProposalRecord.of(original.proposal).events or []
-        if not (isinstance(e, dict) and e.get("type") == "note_event")
-    ]
-    after, report = apply_proposal(before, {"events": events}, rules, original.depth)
-    after = record_event(
-        after, event_line(report if events else None, extraction.prose), original.depth
-    )
-    record = ProposalRecord(
-        source="player_edit",
-        edited_from=original.id,
-        events=events,
-        report=report.to_json() if events else None,
-        # said plainly under the take: its changes were not read from the edited text
-        kept_changes_of=original.id if events else None,
-    )
-    return extraction.prose, after.to_json(), record.to_json()
+    else:
+        after = record_event(before, event_line(None, extraction.prose), original.depth)
+        settled = Settled(extraction.prose, after.to_json(), ProposalRecord().to_json(), [], after)
+    settled.proposal.update(source="player_edit", edited_from=original.id)
+    read_into(settled, settled.prose, before, rules, original.depth, guard)
+    return settled.prose, settled.state, settled.proposal
 
 
 def remark_of(node: Node) -> dict[str, str] | None:
@@ -294,10 +359,12 @@ def outcome_views(report: Report, state: dict[str, Any] | None = None) -> list[d
     each with its words (`service.chips`), naming things as `state` (a document's JSON,
     the state after the turn) does."""
     names = Names(state)
-    return [_outcome_view(o, names, report.authority) for o in report.outcomes]
+    return [outcome_view(o, names, report.authority) for o in report.outcomes]
 
 
-def _outcome_view(outcome: Outcome, names: Names, by: str) -> dict[str, Any]:
+def outcome_view(outcome: Outcome, names: Names, by: str) -> dict[str, Any]:
+    """One outcome as a chip's data; `by`: story (the model), player, or narration (read
+    from the narration itself)."""
     return {
         "status": outcome.status,
         "type": outcome.type,
@@ -321,6 +388,7 @@ KEPT_CHANGES = (
 def changes_of(node: Node) -> list[dict[str, Any]]:
     report = last_report(node.proposal)
     views = outcome_views(report, node.state) if report else []
+    views += read_changes_of(node)
     if views and ProposalRecord.of(node.proposal).kept_changes_of:
         views.append(
             {
@@ -337,6 +405,55 @@ def changes_of(node: Node) -> list[dict[str, Any]]:
             }
         )
     return views
+
+
+WARNING_FIELDS = ("kind", "subject", "says", "state", "line")
+
+
+def stored_contradictions(node: Node) -> list[dict[str, Any]]:
+    """The clashes kept with a turn (each with its rule and its correction), as stored."""
+    return [c for c in ProposalRecord.of(node.proposal).contradictions or [] if isinstance(c, dict)]
+
+
+def contradictions_of(node: Node) -> list[dict[str, str]]:
+    """A turn's clashes as the API and the page show them — kind, subject, says, state
+    and line, in words (the rule and the correction stay in Insights and the record)."""
+    return [{f: str(c.get(f, "")) for f in WARNING_FIELDS} for c in stored_contradictions(node)]
+
+
+READ_FROM = "Read from the narration"
+
+
+def read_views(
+    report: Report, state: dict[str, Any] | None, sentences: list[str]
+) -> list[dict[str, Any]]:
+    """The chips of the changes read from the narration: ordinary chips (`by: narration`)
+    whose tooltip quotes the sentence that told each one (`sentences`, one per event)."""
+    names = Names(state)
+    views = []
+    for outcome in report.outcomes:
+        view = outcome_view(outcome, names, "narration")
+        at = outcome.index if outcome.index is not None else -1
+        said = sentences[at] if 0 <= at < len(sentences) else ""
+        view["chip"] = {**view["chip"], "detail": f"{READ_FROM}: “{said}”" if said else READ_FROM}
+        views.append(view)
+    return views
+
+
+def read_changes_of(node: Node) -> list[dict[str, Any]]:
+    """A stored turn's chips for the changes read from its narration."""
+    record = ProposalRecord.of(node.proposal).read or {}
+    try:
+        report = Report.model_validate(record.get("report"))
+    except ValueError:
+        return []
+    sentences = [
+        str(change.get("sentence", ""))
+        for change in record.get("changes") or []
+        if isinstance(change, dict)
+        for _event in change.get("events") or []
+    ]
+    return read_views(report, node.state, sentences)
 
 
 def stat_views(document: Document, rules: Rules) -> list[dict[str, Any]]:

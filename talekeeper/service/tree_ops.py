@@ -111,7 +111,9 @@ def edit_narration(
     """A new take of turn `node_id` carrying the player's text; the original is kept.
 
     No model is called. The state is re-derived from the parent's snapshot plus what the
-    edited text implies (`state_engine.rederive_for_edit`), never taken from the edited take.
+    edited text implies — its state block if it has one, and the changes it tells outright,
+    read again by the narration reader (`state_engine.rederive_for_edit`) — never taken from
+    the edited take.
     The opening is the exception: it has no parent to hold takes, so until the first turn
     is played its text is replaced (`tree.rewrite_opening`); after that it is refused.
     """
@@ -124,6 +126,7 @@ def edit_narration(
         raise tree.TreeError(
             f"The narration is too long (at most {MAX_NARRATION_CHARS} characters)."
         )
+    guard = tk.generation().contradictions
     with writing(tk, adventure_id) as (session, adventure):
         original = get_turn(session, adventure, node_id)
         if original.parent_id is None:  # the opening: rewritten in place, before any turn
@@ -131,7 +134,7 @@ def edit_narration(
             return _answer(session, adventure, shown)
         parent = tree.parent_for_take(session, original)
         prose, state, proposal = state_engine.rederive_for_edit(
-            parent, original, narration, state_engine.rules_of(adventure)
+            parent, original, narration, state_engine.rules_of(adventure), guard
         )
         tree.append_child(
             session,

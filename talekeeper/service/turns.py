@@ -16,7 +16,9 @@ holds every reference to this list).
     5. extract: the state proposal, from the reply's own block (inline mode), or from a
        second short request that extends the narrator's (structured mode)
     6. settle: validate the proposal and apply it to the start's state
-       (service/state_engine)
+       (service/state_engine), then read the narration against the state: the changes it
+       tells outright applied after the model's, its clashes kept for the warning under
+       the turn (state_engine.read_into)
     7. remark: a companion may add a remark on the turn — its own call, built from the
        same start (no transaction)
     8. commit: the node, the head, Insights and the memories used — one transaction
@@ -190,10 +192,12 @@ async def play_turn(
         if not narration:
             yield Error(NO_NARRATION)
             return
+        read_narration(start, settled, narration)
         remark = await banter_remark(provider, start, prepared, narration, settled)  # 7. remark
         if remark is not None and remark.text:
             narration += "\n\n" + remark.text
             settled.proposal["remark"] = {"by": remark.by, "text": remark.text}
+            read_narration(start, settled, narration, remark=remark.text)
             yield Remark(remark.by, remark.text)
         if reply.echoed:
             assembly.notes.append(echo.summary(reply.echoed))
@@ -340,6 +344,27 @@ def validate_and_apply(start: TurnStart, guard: ProseGuard, reply: Reply) -> sta
     if reply.state_error:
         settled.proposal["parse_error"] = reply.state_error
     return settled
+
+
+def guard_mode(start: TurnStart) -> str:
+    """The setting `generation.contradictions`: off or flag."""
+    return start.context.generation.contradictions
+
+
+def read_narration(
+    start: TurnStart, settled: state_engine.Settled, narration: str, remark: str = ""
+) -> None:
+    """In step 6 (settle): the narration read against the state — what it tells outright
+    applied after the model's events, its clashes kept with the turn's record. With a
+    companion's remark after it (step 7 (remark)), the remark is guarded too."""
+    if remark:
+        state_engine.guard_remark(
+            settled, remark, start.rules, start.turn_number, guard_mode(start)
+        )
+        return
+    state_engine.read_into(
+        settled, narration, start.before, start.rules, start.turn_number, guard_mode(start)
+    )
 
 
 @dataclass(frozen=True)

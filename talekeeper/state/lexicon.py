@@ -32,6 +32,13 @@ CARRY = frozenset(
     "escort show punt walk".split()
 )
 """Verbs that take someone along: "Maren rows you across to the lighthouse"."""
+ON_FOOT = frozenset(
+    "go walk stalk stomp storm stride march hurry run rush dash bolt flee limp hobble "
+    "shuffle stumble trudge amble wander stroll saunter slip head plod pad tiptoe creep "
+    "sneak".split()
+)
+"""Going on one's own feet: "walks away", "stalks off" leave the scene. A boat pushed or
+rowed off may carry the player along, so those verbs leave no one behind."""
 ENTER = frozenset("enter reach board".split())
 """Verbs whose direct object is the place arrived at."""
 ARRIVE = frozenset("arrive appear join".split())

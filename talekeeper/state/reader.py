@@ -1048,7 +1048,7 @@ class _Reader:
                 and _word_at(rest, 0) not in ("back", "home", "from", "away", "out")
             ):
                 return "arrives", None
-            if (
+            if base in lx.ON_FOOT and (
                 _word_at(rest, 0) in ("away", "off", "home")
                 or (_word_at(rest, 0) == "out" and not _has_place(rest))
                 or (_word_at(rest, 0) == "back" and _word_at(rest, 1) in ("home", ""))

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.prompt import IntPrompt, Prompt
 from rich.table import Table
 
-from talekeeper.errors import Invalid
+from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.llm.errors import LLMError
 from talekeeper.service import adventures, corrections, scenarios, state_updates
 from talekeeper.service.adventures import AdventureNotFound
@@ -180,6 +180,39 @@ async def _show_stream(events: AsyncIterator[TurnEvent], echo_action: bool = Tru
                     "[dim](The reply was cut off mid-sentence; the story keeps it up to its last whole sentence.)[/]\n"
                 )
             show_changes(event.data.get("changes") or [])
+            show_clashes((event.data.get("turn") or {}).get("contradictions") or [])
+
+
+def show_clashes(clashes: list[dict[str, Any]]) -> None:
+    """The contradiction guard's warning under a turn, as the web shows it, with the two
+    answers: /retry tells the turn again, /accept makes the state agree with it."""
+    for n, clash in enumerate(clashes, 1):
+        number = f" {n}" if len(clashes) > 1 else ""
+        console.print(f"  [yellow]⚠ {escape(clash['line'])}[/]  [dim](/accept{number})[/]")
+    if clashes:
+        console.print(
+            "  [dim]/retry tells it again · /accept updates the state to match the story[/]\n"
+        )
+
+
+def _accept(tk: Talekeeper, adventure_id: int, line: str) -> None:
+    """/accept [N]: the last turn's warning N is right — update the state (Undo takes it back)."""
+    arg = line.partition(" ")[2].strip() or "1"
+    if not arg.isdigit() or int(arg) < 1:
+        console.print("[red]Say which warning by its number, e.g. /accept 1.[/]")
+        return
+    head = adventures.story(tk, adventure_id, limit=1)
+    try:
+        answer = corrections.accept(tk, adventure_id, head["head_id"], int(arg) - 1)
+    except corrections.CorrectionRefused as exc:
+        console.print("[yellow]Nothing was changed:[/]")
+        show_changes(exc.errors)
+        return
+    except (Invalid, AdventureBusy, NotFound, Conflict) as exc:
+        console.print(f"[red]{escape(str(exc))}[/]")
+        return
+    console.print("[bold]The state now agrees with the story[/] (Undo takes it back):")
+    show_changes(answer["changes"])
 
 
 def print_remark(by: str, text: str) -> None:
@@ -243,6 +276,9 @@ def play(tk: Talekeeper, scenario_id: str | None = None, adventure_id: int | Non
             continue
         if terminal_connection.handles(line):
             terminal_connection.run(tk, adventure_id, line, console)
+            continue
+        if line == "/accept" or line.startswith("/accept "):
+            _accept(tk, adventure_id, line)
             continue
         if line.startswith("/") and not (terminal_tree.handles(line) or line == "/continue"):
             command = line.split(" ", 1)[0]

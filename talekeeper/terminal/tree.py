@@ -86,6 +86,7 @@ LOOP_COMMANDS: dict[str, str] = {
     "/fix …": "correct the state (Undo takes it back): set <stat> <n> · add <stat> <±n> · flag <flag> on|off · "
     "milestone <id> · give <item> to <holder> · move <who> to <place> · status <who> <status> · or events as JSON",
     "/model [N]": "list the model connections, or narrate this adventure with connection N (built-in, default)",
+    "/accept [N]": "the story is right: update the state to match the last turn's warning N (Undo takes it back)",
 }
 LAST_COMMANDS: dict[str, str] = {
     "/help": "list these commands",

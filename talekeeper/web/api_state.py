@@ -59,6 +59,21 @@ def post_correction(
     return corrections.correct(tk, adventure_id, body.events)
 
 
+@router.post(
+    "/adventures/{adventure_id}/turns/{turn_id}/contradictions/{index}/accept",
+    response_model=views.Corrected,
+)
+def accept_contradiction(
+    adventure_id: int, turn_id: int, index: int, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
+    """ "It's right — update the state": make the state agree with what the turn's narration
+    said (its `contradictions[index]`, counted from 0) — the events the warning implies, as
+    your own correction: the same validator, a step of the story of its own that Undo takes
+    back. Only while that turn is the one being read, at the end of its line (409 otherwise);
+    422 with each verdict if the rules refuse it (a dead man brought back, say)."""
+    return corrections.accept(tk, adventure_id, turn_id, index)
+
+
 @router.get("/adventures/{adventure_id}/state/audit", response_model=list[views.AuditEntry])
 def audit(
     adventure_id: int, limit: int = Query(50, ge=1, le=500), tk: Talekeeper = Depends(get_tk)

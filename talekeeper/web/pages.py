@@ -14,7 +14,7 @@ from talekeeper.core import Talekeeper
 from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.llm.errors import EndpointRefused, LLMError
 from talekeeper.llm.settings import ModelSettings
-from talekeeper.service import adventures, profiles, scenarios, tree_ops
+from talekeeper.service import adventures, corrections, profiles, scenarios, tree_ops
 from talekeeper.service import plot as plot_service
 from talekeeper.service import settings as settings_service
 from talekeeper.service.adventures import Shown
@@ -181,6 +181,33 @@ def redo(
     return _move(request, adventure_id, tree_ops.redo, tk, Shown(shown_head, shown_first))
 
 
+@router.post(
+    "/adventures/{adventure_id}/turns/{turn_id}/contradictions/{index}/accept",
+    response_class=HTMLResponse,
+)
+def accept_contradiction(
+    request: Request,
+    adventure_id: int,
+    turn_id: int,
+    index: int,
+    shown_head: int | None = Form(None),
+    shown_first: int | None = Form(None),
+    tk: Talekeeper = Depends(get_tk),
+) -> HTMLResponse:
+    """It's right — update the state (service/corrections.accept), then what changed; a
+    refusal (the rules say no, the turn is no longer the last) is shown under the story."""
+    message = None
+    try:
+        corrections.accept(tk, adventure_id, turn_id, index)
+    except corrections.CorrectionRefused as exc:
+        refused = [c["chip"]["text"] for c in exc.errors if c.get("status") == "rejected"]
+        message = "The state was not changed: " + ("; ".join(refused) or str(exc))
+    except (Conflict, NotFound) as exc:
+        message = str(exc)
+    answer = adventures.story_for_page(tk, adventure_id, Shown(shown_head, shown_first))
+    return turns.story_response(request, answer, message=message)
+
+
 # --- settings -----------------------------------------------------------------------------
 
 LABELS = {
@@ -189,6 +216,7 @@ LABELS = {
     "top_p": "Top p",
     "context_budget": "Context budget (tokens)",
     "state_updates": "State updates",
+    "contradictions": "When the narration contradicts the state",
     "memory_enabled": "Write memories and summaries automatically",
     "memory_every": "Turns per memory",
     "memory_start": "First memory at turn",
@@ -211,6 +239,11 @@ STATE_UPDATE_CHOICES = {
     "structured": "Structured: a second short request under a JSON Schema",
     "off": "Off: a plain narrative, no state changes",
 }
+CONTRADICTION_CHOICES = {
+    "flag": "Warn me under the turn",
+    "off": "Say nothing",
+}
+CHOICES = {"state_updates": STATE_UPDATE_CHOICES, "contradictions": CONTRADICTION_CHOICES}
 MEMORY_FIELDS = (
     "memory_enabled",
     "memory_every",
@@ -251,7 +284,7 @@ def form_fields(
             kind = "int"
         elif annotation is float:
             kind = "float"
-        elif name == "state_updates":
+        elif name in CHOICES:
             kind = "select"
         low = bounds.get("Ge") or bounds.get("Gt")
         high = bounds.get("Le") or bounds.get("Lt")
@@ -264,7 +297,7 @@ def form_fields(
                 "min": getattr(low, "ge", getattr(low, "gt", None)) if low else None,
                 "max": getattr(high, "le", getattr(high, "lt", None)) if high else None,
                 "value": getattr(values, name),
-                "choices": STATE_UPDATE_CHOICES if name == "state_updates" else None,
+                "choices": CHOICES.get(name),
                 "error": errors.get(name),
             }
         )

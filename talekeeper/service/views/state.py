@@ -114,6 +114,22 @@ class AuditEntry(View):
         description="The proposed events, as written (`/api/schemas/proposal`)."
     )
     changes: list[Change]
+    read: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Changes read from the narration (not the model's): each with the "
+        "sentence that told it and its events; their verdicts are among `changes` "
+        "(`by: narration`).",
+    )
+    contradictions: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="What the narration said that the state does not: kind, subject, says, "
+        "state, line, the rule that fired and the events `accept` would make.",
+    )
+    retold: dict[str, Any] | None = Field(
+        None,
+        description="When the turn was told again once (setting `contradictions: retry`): the "
+        "first telling's narration and its contradictions.",
+    )
 
 
 class CanonPlayer(View):

@@ -45,9 +45,28 @@ class Change(View):
         description="A hidden stat: the player sees its band word, not its number."
     )
     by: str = Field(
-        description="Who proposed it: `story` (the model) or `player` (a correction or an edit)."
+        description="Who proposed it: `story` (the model), `player` (a correction or an edit) "
+        "or `narration` (read from the narration itself: it told the change outright)."
     )
     chip: ChipWords = Field(description="The change in the player's words.")
+
+
+class Contradiction(View):
+    """What a turn's narration (or an NPC's reply, or a companion's remark) said that the
+    state at that moment does not — the contradiction guard's warning under the turn."""
+
+    kind: str = Field(
+        description="`presence` (someone absent, elsewhere or dead acting here), `place` (you "
+        "placed where you are not, with no move), `item` (something used, handed over or put "
+        "down by someone who does not hold it) or `status` (someone acting against a status "
+        "that forbids it: asleep, bound, dead)."
+    )
+    subject: str = Field(description="Who or what it is about, by name.")
+    says: str = Field(description="The sentence that says it.")
+    state: str = Field(description="What the state says instead, in words.")
+    line: str = Field(
+        description="The warning as the page shows it, e.g. `Tobin is at Keeper's cottage, not here`."
+    )
 
 
 class TakePosition(View):
@@ -94,6 +113,15 @@ class Turn(View):
     created_at: str | None = Field(description=TIMESTAMP)
     changes: list[Change] = Field(
         description="The state engine's verdicts on this turn's proposal."
+    )
+    contradictions: list[Contradiction] = Field(
+        default_factory=list,
+        description="What the narration said that the state does not (answered by a retry, "
+        "or by `POST …/turns/{id}/contradictions/{n}/accept`).",
+    )
+    answers: bool = Field(
+        False,
+        description="A correction that accepted the warning of the turn before it (`accept`).",
     )
 
 

@@ -262,7 +262,7 @@
 
   // Story controls are re-rendered with the story, so listen on the document.
   document.addEventListener("click", (e) => {
-    if (e.target.closest("#retry")) retryLast();
+    if (e.target.closest("#retry") || e.target.closest(".clash-retry")) retryLast();
     else if (e.target.closest(".close-edit")) e.target.closest(".edit-slot").replaceChildren();
     else if (e.target.closest(".close-panel")) closePanel();
   });
