@@ -15,7 +15,8 @@ pytestmark = [pytest.mark.browser, needs_chromium]
 
 def test_retry_takes_edit_lines_and_save_points_in_the_browser(isolated_home) -> None:
     provider = ScriptedProvider(
-        ["The ferry creaks.", "The ferry groans.", "The ferrywoman waves back."], chunk_size=6
+        ["The ferry creaks.", "The ferry groans.", "The ferrywoman waves back.", "The tide turns."],
+        chunk_size=6,
     )
     tk = Talekeeper(isolated_home, provider_override=provider)
     page_dialogs: list[str] = []
@@ -62,14 +63,24 @@ def test_retry_takes_edit_lines_and_save_points_in_the_browser(isolated_home) ->
         page.get_by_role("button", name="Save this moment").click()
         expect(page.locator("#panel")).to_contain_text("you are here")
 
+        # The retry and both edits are takes of "board the ferry", not lines: one line. A new
+        # action after going back is a second.
         page.get_by_role("button", name="Lines").click()
         panel = page.locator("#panel")
-        # The retry and the narration edit are takes of "board the ferry", not lines: two lines.
-        expect(panel.locator("[data-line]")).to_have_count(2)
+        expect(panel.locator("[data-line]")).to_have_count(1)
+        page.get_by_role("button", name="Undo").click()
+        expect(story).not_to_contain_text("waves back")
+        page.get_by_label("Your action").fill("wait on the quay")
+        page.keyboard.press("Enter")
+        expect(story).to_contain_text("The tide turns.")
+        expect(story.locator(".take-count")).to_have_count(0)
+        expect(panel.locator("[data-line]")).to_have_count(2)  # the open panel follows
         expect(panel.locator("li.current")).to_contain_text("you are reading this line")
         panel.locator("[data-line]").first.get_by_role("button", name="Read this line").click()
-        expect(story).to_contain_text("The ferry is silent.")
-        expect(story).not_to_contain_text("waves back")
+        expect(story).to_contain_text("The ferrywoman waves back.")
+        expect(story).not_to_contain_text("The tide turns.")
+        panel.locator("[data-line]").last.get_by_role("button", name="Read this line").click()
+        expect(story).to_contain_text("The tide turns.")
 
         # Deleting the line being read is refused, and says why.
         panel.locator("li.current").get_by_role("button", name="Delete").click()

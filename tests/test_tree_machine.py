@@ -72,6 +72,7 @@ class TreeModel:
     def __init__(self, root: int, root_state):
         self.parent: dict[int, int | None] = {root: None}
         self.action: dict[int, tuple[str, str]] = {root: ("opening", "")}
+        self.take_of: dict[int, int | None] = {root: None}
         self.state: dict[int, object] = {root: root_state}
         self.active: dict[int, int | None] = {root: None}
         self.name: dict[int, str | None] = {root: None}
@@ -89,16 +90,31 @@ class TreeModel:
             node = self.parent[node]
         return out[::-1]
 
+    def family(self, node: int) -> list[int]:
+        """The takes of `node`'s turn: a retry or an edit joins the turn it retells; a turn
+        whose original is gone, one with the same action as an earlier sibling; a new action
+        is a family of its own."""
+        parent = self.parent[node]
+        if parent is None:
+            return [node]
+        root: dict[int, int] = {}
+        first: dict[tuple[str, str], int] = {}
+        for k in self.children(parent):
+            of = self.take_of[k]
+            root[k] = root[of] if of in root else first.get(self.action[k], k)
+            first.setdefault(self.action[k], root[k])
+        return [k for k in root if root[k] == root[node]]
+
     def leaves(self) -> list[int]:
         """The lines: leaves, less the bare takes of a turn read through its `‹ i/n ›`: of
-        those with one action, only the one read (else Redo's, else the newest) ends a line,
-        and none does if a take with that action goes on — unless saved or named."""
+        one turn's takes, only the one read (else Redo's, else the newest) ends a line, and
+        none does if one of them goes on — unless saved or named."""
 
         def is_line_end(leaf: int) -> bool:
             if leaf in (self.root, self.head) or leaf in self.saves.values() or self.name[leaf]:
                 return True
             parent = self.parent[leaf]
-            same = [k for k in self.children(parent) if self.action[k] == self.action[leaf]]
+            same = self.family(leaf)
             if any(self.children(k) for k in same):
                 return False
             for rep in (self.head, self.active[parent]):
@@ -108,10 +124,18 @@ class TreeModel:
 
         return sorted(n for n in self.parent if not self.children(n) and is_line_end(n))
 
-    def add(self, node: int, parent: int, action: tuple[str, str], narration: str) -> None:
+    def add(
+        self,
+        node: int,
+        parent: int,
+        action: tuple[str, str],
+        narration: str,
+        take_of: int | None = None,
+    ) -> None:
         trail = self.state[parent].get("trail", []) if isinstance(self.state[parent], dict) else []
         extends = self.active[parent] is None
         self.parent[node], self.action[node], self.active[node] = parent, action, None
+        self.take_of[node] = take_of
         self.state[node] = {"trail": [*trail, narration]}
         self.name[node] = None
         if extends and self.name[parent]:
@@ -138,8 +162,8 @@ class TreeModel:
         return []
 
     def hanging(self, own: list[int]) -> list[int]:
-        """The bare takes below a line's own turns, and the other takes (same action, no
-        line of their own) of its first own turn: deleting the line takes them too."""
+        """The bare takes below a line's own turns, and the other takes (no line of their
+        own) of its first own turn: deleting the line takes them too."""
         below = [k for n in own for k in self.children(n) if k not in own]
         if not own or own[0] not in self.leaves():
             return below  # a bare take that is no line: just itself
@@ -147,10 +171,7 @@ class TreeModel:
         beside = [
             k
             for k in self.children(self.parent[top])
-            if k != top
-            and not self.children(k)
-            and k not in lines
-            and self.action[k] == self.action[top]
+            if k != top and not self.children(k) and k not in lines and k in self.family(top)
         ]
         return below + beside
 
@@ -197,7 +218,7 @@ class TreeMachine(RuleBasedStateMachine):
         node = data["turn"]["id"]
         assert node not in self.all_ever
         self.all_ever.add(node)
-        self.model.add(node, self.model.parent[of], action, data["turn"]["narration"])
+        self.model.add(node, self.model.parent[of], action, data["turn"]["narration"], take_of=of)
 
     def path_turn(self, i: int) -> int | None:
         path = self.model.path()[1:]
@@ -267,9 +288,7 @@ class TreeMachine(RuleBasedStateMachine):
     @rule(by=st.sampled_from([-1, 1]))
     def step_take(self, by: int) -> None:
         head = self.model.head
-        siblings = (
-            [head] if head == self.model.root else self.model.children(self.model.parent[head])
-        )
+        siblings = self.model.family(head)
         target = siblings.index(head) + by
         if not 0 <= target < len(siblings):
             self.refused(lambda: tree_ops.step_take(self.tk, self.aid, head, by))
@@ -337,6 +356,7 @@ class TreeMachine(RuleBasedStateMachine):
             for table in (
                 self.model.parent,
                 self.model.action,
+                self.model.take_of,
                 self.model.state,
                 self.model.active,
                 self.model.name,

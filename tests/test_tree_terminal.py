@@ -44,9 +44,10 @@ def test_the_tree_commands_in_the_terminal(
             "/continue",
             "/lines",
             "/name-line 2 Quiet way",
-            "/delete-line 3",
+            "/delete-line 2",
             "/delete-line 1",
             "/restore 1",
+            "/delete-line 2",
             "/rename-save 1 The harbour",
             "/delete-save 1",
             "/take 9",
@@ -60,20 +61,25 @@ def test_the_tree_commands_in_the_terminal(
     assert "Saved “Harbour” at turn 1." in out and "you are here" in out
     assert "after the opening" in out and "⚑1" in out
     assert "Named the line “Quiet way”." in out
+    # an edited action is a take of its turn, like the retry and the edited narration: the
+    # story has two lines, the turn with its four takes (saved) and the Continue after going back
     assert "You are reading this line" in out  # the refused delete, in the player's words
-    assert "Deleted the line (3 turns no other line shared)." in out  # with its two other takes
+    assert "Save Point" in out.split("/delete-line 1")[-1].split("Restored")[0]  # refused: saved
+    assert "Deleted the line (1 turn no other line shared)." in out
     assert "Renamed it “The harbour”." in out and "none of the story was deleted" in out
-    assert "There is no take 9; there are 2." in out
+    assert "There is no take 9; there are 4." in out
     assert "/edit-action [do|say|story] TEXT" in out  # /help lists the commands
     # What the terminal did is what the store holds.
     takes = tree_ops.list_takes(tk, aid)["takes"]
     assert [(t["action"], t["narration"]) for t in takes] == [
+        ("look around", "The fog is thick."),
+        ("look around", "The fog thins."),
+        ("look around", "The fog lifts at once."),
         ("Hello there", "A gull cries."),
-        ("", "The ferrywoman nods."),
     ]
-    assert [t["on_line"] for t in takes] == [True, False]  # restored to “Harbour”
+    assert [t["on_line"] for t in takes] == [False, False, False, True]  # restored to “Harbour”
     assert tree_ops.list_save_points(tk, aid)["save_points"] == []
-    assert [line["name"] for line in tree_ops.list_lines(tk, aid)["lines"]] == ["Quiet way", None]
+    assert [line["name"] for line in tree_ops.list_lines(tk, aid)["lines"]] == [None]
 
 
 def test_terminal_undo_takes_the_writer_lock(

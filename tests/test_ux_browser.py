@@ -57,3 +57,20 @@ def test_the_scene_follows_a_manual_move_and_luck_is_a_word(isolated_home) -> No
         )
         for text in (story.inner_text(), panel.inner_text()):
             assert not re.search(r"player\.|npc\.|world\.|_", text), text
+
+
+def test_a_new_action_after_going_back_reads_as_a_line_not_a_take(isolated_home) -> None:
+    with web(isolated_home, ["The door is locked.", "The window gives.", "It sticks."]) as w:
+        page, story, panel = w.page, w.page.locator("#story"), w.page.locator("#panel")
+        w.start()
+        w.act("open the door", "The door is locked.")
+        page.get_by_role("button", name="Undo").click()
+        expect(story).not_to_contain_text("The door is locked.")
+        w.act("try the window", "The window gives.")
+        last = story.locator(".turn").last
+        expect(last.locator(".takes")).to_have_count(0)  # no "take 2/2" of the door
+        page.get_by_role("button", name="Retry").click()
+        expect(story).to_contain_text("It sticks.")
+        expect(story.locator(".turn").last.locator(".take-count")).to_have_text("take 2/2")
+        page.get_by_role("button", name="Lines").click()
+        expect(panel.locator("[data-line]")).to_have_count(2)  # the door, and the window

@@ -147,6 +147,7 @@ def edit_narration(
                 state=state,
                 proposal=proposal,
                 model=EDITED_BY_PLAYER,
+                take_of=original.id,
             ),
         )
         return _answer(session, adventure, shown)

@@ -100,6 +100,7 @@ class TurnStart:
 
     model: ModelSettings
     context: ContextStart
+    take_of: int | None = None  # the turn this one tells again (a retry, an edited action)
 
     @property
     def adventure_id(self) -> int:
@@ -239,7 +240,8 @@ def load_turn(
                 taken = get_turn(session, adventure, take_of)  # the usual "no such turn"
             below = tree.parent_for_take(session, taken)
         model = tk.model_settings(adventure_id, session)  # this adventure's connection
-        return TurnStart(model, load(session, adventure, below, kind, text, model.mode == "chat"))
+        context = load(session, adventure, below, kind, text, model.mode == "chat")
+        return TurnStart(model, context, take_of)
 
 
 async def build_prompt(provider: Provider, start: TurnStart, mode: str) -> PreparedContext:
@@ -444,6 +446,7 @@ def commit(
                 state=settled.state,
                 proposal=settled.proposal,
                 model=tk.model_description(start.model),
+                take_of=start.take_of,
             ),
         )
         extra = (

@@ -116,6 +116,9 @@ class Node(Base):
     # What the model proposed (raw text and parsed events) and what became of it.
     proposal: Mapped[dict[str, Any] | None] = mapped_column(CompressedJSON, nullable=True)
     branch_name: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    # The sibling this turn tells again (a retry or an edit: a take of it; migration 0007);
+    # null for a turn written as a new action, which begins a line (story/takes.families).
+    take_of: Mapped[int | None] = mapped_column(Integer, nullable=True)
     model: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

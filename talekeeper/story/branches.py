@@ -2,7 +2,7 @@
 
 A line is named by its last turn (a leaf). It may carry a name, kept on that last turn;
 when the line grows the name moves down with it (`tree.append_child`). Not every leaf is a
-line: the other takes of a turn (a retry or a narration edit: the same action told again)
+line: the other takes of a turn (a retry or an edit: the turn told again, `takes.families`)
 are read through that turn's `‹ 2/3 ›`, and an undone correction is not a line at all. A
 different action written after going back is a line, and so is any take that goes on, or
 one being read, saved or named (`_Skeleton._is_line_end`).
@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 
 from talekeeper.store.models import Adventure, Node, SavePoint
 from talekeeper.story import tree
+from talekeeper.story.takes import Sibling, families
 from talekeeper.story.tree import TreeError
 
 CORRECTION = "correction"
@@ -86,18 +87,25 @@ class _Skeleton:
             if parent is not None:
                 self.children.setdefault(parent, []).append(node_id)
         order = [r[0] for r in rows]
-        # Actions only where a turn has several takes and one is bare: all _is_line_end reads.
+        # Families only where a turn has several children and one is bare: all _is_line_end
+        # and own_ids read.
         forks = [
             p
             for p, kids in self.children.items()
             if len(kids) > 1 and any(k not in self.children for k in kids)
         ]
-        self.action: dict[int, tuple[str, str]] = {}
+        self.kind: dict[int, str] = {}
+        self.family: dict[int, int] = {}  # a take → the first take of its turn (takes.families)
         for i in range(0, len(forks), _CHUNK):
-            query = select(nodes.id, nodes.action_kind, nodes.action_text).where(
-                nodes.adventure_id == adventure.id, nodes.parent_id.in_(forks[i : i + _CHUNK])
-            )
-            self.action.update({r[0]: (r[1], r[2]) for r in session.connection().execute(query)})
+            query = select(
+                nodes.parent_id, nodes.id, nodes.action_kind, nodes.action_text, nodes.take_of
+            ).where(nodes.adventure_id == adventure.id, nodes.parent_id.in_(forks[i : i + _CHUNK]))
+            by_parent: dict[int, list[Sibling]] = {}
+            for r in session.connection().execute(query):
+                by_parent.setdefault(r[0], []).append(Sibling(*r[1:]))
+                self.kind[r[1]] = r[2]
+            for siblings in by_parent.values():
+                self.family.update(families(siblings))
         self.visible = {leaf for leaf in self.leaves if leaf in named or self._is_line_end(leaf)}
         # Bottom-up: how many lines pass through each node, and which one if only one.
         self.leaf_count: dict[int, int] = {}
@@ -137,10 +145,10 @@ class _Skeleton:
             self.own_top[node_id] = node_id if shared_parent else self.own_top[p]
 
     def _is_line_end(self, leaf: int) -> bool:
-        """A line is a continuation the player wrote; the other takes of a turn (retries,
-        narration edits: the same action told again) are read through that turn's `‹ 2/3 ›`,
-        and an undone correction is no line at all. So of the bare takes of one turn that
-        share an action, only one ends a line (the one read, else the one Redo follows, else
+        """A line is a continuation the player wrote; the other takes of a turn (retries and
+        edits: the turn told again, `takes.families`) are read through that turn's `‹ 2/3 ›`,
+        and an undone correction is no line at all. So of the bare takes of one turn, only
+        one ends a line (the one read, else the one Redo follows, else
         the newest), and none does when a take with that action goes on. A take being read,
         saved or named always ends a line."""
         if leaf == self.root or leaf in self.saved:
@@ -149,12 +157,11 @@ class _Skeleton:
         assert parent is not None
         if len(self.children[parent]) == 1:
             return True
-        kind, text = self.action[leaf]
-        if kind == CORRECTION and leaf not in (self.head, self.active[parent]):
+        if self.kind[leaf] == CORRECTION and leaf not in (self.head, self.active[parent]):
             return False  # undone, and something else was written in its place
         if leaf == self.head:
             return True
-        same = [k for k in self.children[parent] if self.action.get(k) == (kind, text)]
+        same = [k for k in self.children[parent] if self.family.get(k) == self.family[leaf]]
         if any(k in self.children for k in same):
             return False
         for rep in (self.head, self.active[parent]):
@@ -183,15 +190,15 @@ class _Skeleton:
             node = self.parent[node]  # type: ignore[assignment]
         on_line = set(ids)
         hanging = [k for n in ids for k in self.children.get(n, []) if k not in on_line]
-        # The other takes of the line's first own turn (same action, no line of their own) go
-        # with it, or deleting the line would only bring one of them back as a line.
+        # The other takes of the line's first own turn (no line of their own) go with it, or
+        # deleting the line would only bring one of them back as a line.
         siblings = self.children[self.parent[top]]  # type: ignore[index]
         takes = [
             k
             for k in siblings
             if k != top
             and not self.leaf_count[k]
-            and self.action.get(k) == self.action.get(top, ("", None))
+            and self.family.get(k, k) == self.family.get(top, top)
         ]
         return ids + hanging + takes
 

@@ -1,7 +1,9 @@
-"""Takes: the siblings of a turn — the same moment told again (retry, edits).
+"""Takes: the same moment told again — a retry, an edited narration, an edited action.
 
-The takes of a turn are the children of its parent, oldest first; `‹ 2/3 ›` is the
-1-based position of a turn among them. Choosing a take moves the head onto it, so the
+The takes of a turn are those children of its parent that tell it again, oldest first
+(`families`): a retry or an edit records the turn it retells (`Node.take_of`); a different
+action written after going back is a turn of its own that begins a line (the story map
+shows it), not another take. `‹ 2/3 ›` is the 1-based position of a turn among its takes. Choosing a take moves the head onto it, so the
 transcript, the state and the next prompt are that take's. Nothing is deleted: the other
 takes, and whatever was written below them, stay where they are.
 
@@ -12,10 +14,10 @@ of that turn. So a correction is its own only take, and a turn's takes skip corr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -55,16 +57,56 @@ class Take:
     has_future: bool  # something was written below this take
 
 
+class Sibling(NamedTuple):
+    id: int
+    action_kind: str
+    action_text: str
+    take_of: int | None
+
+
+def families(siblings: Iterable[Sibling]) -> dict[int, int]:
+    """Each child of one parent → the first turn of its family (the turn it tells again).
+
+    A retry or an edit joins the family of the turn it retells (`take_of`); a turn written
+    before that was recorded (or whose original is gone) joins an earlier sibling with the
+    same action, as the older rule had it; anything else — a new action — is a family of its
+    own. A correction is never a take."""
+    root: dict[int, int] = {}
+    first_with: dict[tuple[str, str], int] = {}
+    for s in sorted(siblings, key=lambda s: s.id):
+        if s.action_kind == CORRECTION:
+            root[s.id] = s.id
+            continue
+        if s.take_of is not None and s.take_of in root:
+            root[s.id] = root[s.take_of]
+        else:
+            root[s.id] = first_with.get((s.action_kind, s.action_text), s.id)
+        first_with.setdefault((s.action_kind, s.action_text), root[s.id])
+    return root
+
+
+def _siblings(session: Session, adventure_id: int, parent_ids: Iterable[int]) -> list[Any]:
+    return list(
+        session.execute(
+            select(Node.parent_id, Node.id, Node.action_kind, Node.action_text, Node.take_of).where(
+                Node.adventure_id == adventure_id, Node.parent_id.in_(list(parent_ids))
+            )
+        )
+    )
+
+
+def _family_of(rows: list[Any], node_id: int) -> list[Any]:
+    """The rows (siblings) in `node_id`'s family, oldest first."""
+    root = families(Sibling(r.id, r.action_kind, r.action_text, r.take_of) for r in rows)
+    return sorted((r for r in rows if root[r.id] == root[node_id]), key=lambda r: r.id)
+
+
 def sibling_ids(session: Session, node: Node) -> list[int]:
     """The ids of `node`'s takes, oldest first (the opening is its own only take)."""
     if node.parent_id is None or node.action_kind == CORRECTION:
         return [node.id]
-    query = select(Node.id).where(
-        Node.adventure_id == node.adventure_id,
-        Node.parent_id == node.parent_id,
-        Node.action_kind != CORRECTION,
-    )
-    return sorted(session.scalars(query))
+    rows = _siblings(session, node.adventure_id, [node.parent_id])
+    return [r.id for r in _family_of(rows, node.id)]
 
 
 def takes_of(session: Session, node: Node) -> list[Take]:
@@ -72,6 +114,10 @@ def takes_of(session: Session, node: Node) -> list[Take]:
     if node.parent_id is None or node.action_kind == CORRECTION:
         rows = [node]
     else:
+        family = {
+            r.id
+            for r in _family_of(_siblings(session, node.adventure_id, [node.parent_id]), node.id)
+        }
         rows = sorted(
             session.execute(
                 select(
@@ -82,11 +128,7 @@ def takes_of(session: Session, node: Node) -> list[Take]:
                     Node.model,
                     Node.created_at,
                     Node.active_child_id,
-                ).where(
-                    Node.adventure_id == node.adventure_id,
-                    Node.parent_id == node.parent_id,
-                    Node.action_kind != CORRECTION,
-                )
+                ).where(Node.adventure_id == node.adventure_id, Node.id.in_(family))
             ),
             key=lambda row: row.id,
         )
@@ -117,21 +159,15 @@ def take_positions(
     if not nodes:
         return {}
     parent_ids = {n.parent_id for n in nodes if n.parent_id is not None}
-    siblings: dict[int, list[int]] = {}
-    if parent_ids:
-        query = select(Node.parent_id, Node.id).where(
-            Node.adventure_id
-            == (adventure_id if adventure_id is not None else nodes[0].adventure_id),
-            Node.parent_id.in_(parent_ids),
-            Node.action_kind != CORRECTION,
-        )
-        for parent_id, node_id in sorted(session.execute(query), key=lambda row: row.id):
-            siblings.setdefault(parent_id, []).append(node_id)
+    by_parent: dict[int, list[Any]] = {}
+    adventure = adventure_id if adventure_id is not None else nodes[0].adventure_id
+    for row in _siblings(session, adventure, parent_ids) if parent_ids else []:
+        by_parent.setdefault(row.parent_id, []).append(row)
     positions = {}
     for node in nodes:
         ids = [node.id]
         if node.parent_id is not None and node.action_kind != CORRECTION:
-            ids = siblings.get(node.parent_id, [node.id])
+            ids = [r.id for r in _family_of(by_parent.get(node.parent_id, []), node.id)] or ids
         i = ids.index(node.id)
         positions[node.id] = TakePosition(
             index=i + 1,

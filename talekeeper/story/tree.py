@@ -34,6 +34,7 @@ class NewTurn:
     state: dict[str, Any] | None = None
     proposal: dict[str, Any] | None = None
     model: str = ""
+    take_of: int | None = None  # the sibling it tells again (`takes.families`); None: a new action
 
 
 def create_root(
@@ -104,6 +105,7 @@ def append_child(session: Session, adventure: Adventure, parent: Node, turn: New
         state=turn.state,
         proposal=turn.proposal,
         model=turn.model,
+        take_of=turn.take_of,
     )
     if extends_line and parent.branch_name:
         node.branch_name, parent.branch_name = parent.branch_name, None

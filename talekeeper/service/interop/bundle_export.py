@@ -204,6 +204,7 @@ def records(
             "state": row.state,
             "proposal": remap_proposal(row.proposal, node_ids.get),
             "branch_name": row.branch_name,
+            "take_of": node_ids.get(row.take_of) if row.take_of is not None else None,
             "model": row.model,
             "created_at": timestamp(row.created_at),
         }

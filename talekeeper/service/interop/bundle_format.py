@@ -105,6 +105,11 @@ class NodeRecord(_Record):
         None, description="The raw proposal, parsed events and verdicts."
     )
     branch_name: Short | None = None
+    take_of: LocalId | None = Field(
+        None,
+        description="The earlier sibling this turn tells again (a retry or an edit: a take of "
+        "it); null for a turn written as a new action. Files without it group takes by action.",
+    )
     model: Short = ""
     created_at: datetime
 

@@ -288,6 +288,12 @@ class _Checker:
                 raise BundleInvalid(
                     f"{where}.parent", f"node {record.parent} has children but no active child"
                 )
+        if record.take_of is not None and (
+            record.take_of >= record.id or self.parent[record.take_of - 1] != (record.parent or 0)
+        ):
+            raise BundleInvalid(
+                f"{where}.take_of", "must name an earlier turn below the same parent"
+            )
         if record.active_child is not None and record.active_child <= record.id:
             raise BundleInvalid(
                 f"{where}.active_child", "must be a child of this node (which comes after it)"
@@ -562,6 +568,7 @@ def write(
                         record.proposal, lambda n: nodes[n] if isinstance(n, int) else n
                     ),
                     branch_name=record.branch_name,
+                    take_of=nodes[record.take_of] if record.take_of else None,
                     model=record.model,
                     created_at=_naive(record.created_at),
                 )
