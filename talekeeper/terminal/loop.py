@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import textwrap
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -27,6 +28,7 @@ from talekeeper.terminal import connection as terminal_connection
 from talekeeper.terminal import tree as terminal_tree
 from talekeeper.terminal.fix import events_from_words
 from talekeeper.terminal.state import show_state
+from talekeeper.terminal.wrap import StreamWrap
 
 console = Console()
 
@@ -158,13 +160,20 @@ async def _stream_turn(tk: Talekeeper, adventure_id: int, kind: str, text: str) 
 
 async def _show_stream(events: AsyncIterator[TurnEvent], echo_action: bool = True) -> None:
     printed = ""
+    wrap = StreamWrap(console.width)  # lines break between words, never inside one
+
+    def out(text: str) -> None:
+        console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+
     async for event in events:
+        if event.kind != "text":
+            out(wrap.flush())
         if event.kind == "accepted" and event.data["action_line"]:
             if echo_action:  # a retry or an edited action: show what is being answered
                 console.print(f"[italic cyan]{event.data['action_line']}[/]", highlight=False)
         elif event.kind == "text":
             printed += event.text
-            console.print(event.text, end="", markup=False, highlight=False)
+            out(wrap.feed(event.text))
         elif event.kind == "remark":  # a companion's aside: theirs, labelled
             console.print()
             print_remark(event.data["by"], event.data["text"])
@@ -222,17 +231,19 @@ def print_remark(by: str, text: str) -> None:
 
 def show_changes(changes: list[dict[str, Any]]) -> None:
     """What the state engine made of the turn, one chip a line, described as the web's
-    (`service.chips`): the model's refusals one muted count, notes muted."""
+    (`service.chips`): the model's refusals one muted count, notes muted. A long one wraps
+    between words under its own first word, not back at the margin."""
     shown = turn_chips(changes)
-    for chip in shown.chips:
-        console.print(f"  [{CHIP_STYLE[chip.kind]}]● {escape(chip.text)}[/]", highlight=False)
-    for note in shown.notes:  # said about the turn, not a change: muted, not a chip
-        console.print(f"  [dim italic]· {escape(note.text)}[/]", highlight=False)
+    lines = [(CHIP_STYLE[c.kind], "● ", c.text) for c in shown.chips]
+    lines += [("dim italic", "· ", n.text) for n in shown.notes]  # said, not changed
     if shown.refused:
-        console.print(
-            f"  [dim]· {shown.refused_line} (the web app's Insights says which and why)[/]",
-            highlight=False,
+        why = " (the web app's Insights says which and why)"
+        lines.append(("dim", "· ", shown.refused_line + why))
+    for style, mark, text in lines:
+        wrapped = textwrap.fill(
+            text, max(20, console.width - 2), initial_indent="  " + mark, subsequent_indent="    "
         )
+        console.print(f"[{style}]{escape(wrapped)}[/]", highlight=False, soft_wrap=True)
     if changes:
         console.print()
 

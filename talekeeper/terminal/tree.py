@@ -74,8 +74,12 @@ def _pick(items: list[dict], n: int, what: str) -> dict:
 
 
 def _preview(text: str, width: int = 70) -> str:
+    """A one-line preview, cut between words ("…"), never mid-word."""
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1].rsplit(" ", 1)[0] if " " in text[: width - 1] else text[: width - 1]
+    return cut.rstrip(" ,;:—-") + "…"
 
 
 # The play loop's own commands, listed by /help with the tree's.
