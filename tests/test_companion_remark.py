@@ -46,12 +46,15 @@ def test_the_remark_is_labelled_as_the_companions_everywhere(
     scripted.queue("A bell rings from the chapel.", '"Mind the eels, boss," he says.')
     events = sse_turn(client, aid, "listen")
     kinds = [name for name, _ in events]
-    assert kinds[-2:] == ["remark", "done"]
+    # the turn is written (`done`: the player may act), then the remark comes, after it
+    # (service/turns step 7 (later)), and `settled` ends the turn
+    assert kinds[-3:] == ["done", "remark", "settled"]
+    assert dict(events)["done"]["turn"]["pending"] is True
     remark = dict(events)["remark"]
     assert remark == {"by": "Brannoc", "text": '"Mind the eels, boss," he says.'}
     text = "".join(data["text"] for name, data in events if name == "text")
     assert "Mind the eels" not in text  # never streamed as the narration's own text
-    turn = dict(events)["done"]["turn"]
+    turn = dict(events)["settled"]["turn"]
     assert turn["remark"] == remark and turn["narration"].endswith(remark["text"])
     # the page: the narration, then the remark apart, under Brannoc's name
     page = client.get(f"/adventures/{aid}").text

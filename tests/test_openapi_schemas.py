@@ -316,6 +316,7 @@ STORY = {
                     "chip": {"kind": "applied", "text": "Storm 4 → 6.5", "detail": ""},
                 },
             ],
+            "pending": False,
             "takes": {"index": 1, "count": 1, "previous_id": None, "next_id": None},
         }
     ],

@@ -21,6 +21,7 @@ from playwright.sync_api import Page, expect
 
 from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service import tree_ops
 from talekeeper.web.app import create_app
 from tests.browser import browser_page, live_server, needs_chromium
 
@@ -185,25 +186,39 @@ def test_play_stream_stop_chips_keys_takes_and_inert_markup(isolated_home) -> No
 
 
 class HeldStatePass(ScriptedProvider):
-    """Narrates at once, then holds the structured state pass until the test releases it."""
+    """Narrates at once, then holds each structured state pass until the test releases it."""
 
-    release: asyncio.Event | None = None
-    loop: asyncio.AbstractEventLoop | None = None
+    def __init__(self, replies: list[str]) -> None:
+        super().__init__(replies)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.releases: list[asyncio.Event] = []
 
     async def complete(self, request):
-        self.loop = asyncio.get_running_loop()
-        self.release = asyncio.Event()
-        await self.release.wait()
+        if request.json_schema is not None:
+            self.loop = asyncio.get_running_loop()
+            release = asyncio.Event()
+            self.releases.append(release)
+            await release.wait()
         return await super().complete(request)
 
+    def release(self) -> None:
+        assert self.loop is not None
+        self.loop.call_soon_threadsafe(self.releases[-1].set)
 
-def test_the_status_line_shows_while_the_state_updates(isolated_home) -> None:
+
+def test_send_is_enabled_while_the_state_updates_and_an_early_action_waits(
+    isolated_home,
+) -> None:
+    """After the last word Send works at once; the turn shows that its state is being
+    updated; an action sent then says it waits, and is played on the settled state."""
     from talekeeper.service import settings as settings_service
 
     provider = HeldStatePass(
         [
             "The wind rises.",
             json.dumps({"events": [{"type": "change_stat", "stat": "world.storm", "by": 1}]}),
+            "Rain lashes the harbour wall.",
+            json.dumps({"events": []}),
         ]
     )
     tk = Talekeeper(isolated_home, provider_override=provider)
@@ -212,17 +227,51 @@ def test_the_status_line_shows_while_the_state_updates(isolated_home) -> None:
             session, settings_service.SettingsUpdate(generation={"state_updates": "structured"})
         )
     with live_server(create_app(tk)) as url, browser_page() as page:
+        problems: list[str] = []
+        page.on("pageerror", lambda e: problems.append(str(e)))
         w = Web(url, page, provider, tk)
         w.start()
         page.get_by_label("Your action").fill("watch the sea")
         page.keyboard.press("Enter")
-        status = page.locator("#live .status-line")
-        expect(status).to_have_text("Updating the story's state…")
-        expect(page.locator("#live")).to_contain_text("The wind rises.")
-        provider.loop.call_soon_threadsafe(provider.release.set)
-        expect(page.locator("#story .chip-applied")).to_have_text("Storm 4 → 5")
-        expect(status).to_have_count(0)
+        turn = page.locator("#story .turn").last
+        expect(turn).to_contain_text("The wind rises.")
+        # the turn is written and the pass still held: Send is back, the turn says why
+        expect(page.locator("#send")).to_be_enabled()
+        expect(turn.locator(".state-pending")).to_have_text("Updating the story's state…")
+        assert provider.releases and not provider.releases[-1].is_set()
+        page.get_by_label("Your action").fill("run for the lighthouse")
+        page.keyboard.press("Enter")
+        waiting = page.locator("#live .status-line")
+        expect(waiting).to_contain_text("Updating the story's state…")
+        expect(waiting).to_contain_text("played as soon as that is done")
+        expect(page.locator("#live")).not_to_contain_text("Rain lashes")
+        assert len(provider.requests) == 1  # the second narration has not been asked for
+        provider.release()  # the first turn settles; the second is played after it
+        expect(page.locator("#story .turn").nth(1).locator(".chip-applied")).to_have_text(
+            "Storm 4 → 5"
+        )
+        expect(page.locator("#story")).to_contain_text("Rain lashes the harbour wall.")
+        expect(page.locator("#story .turn.pending")).to_have_count(1)  # the second's own pass
+        provider.release()
+        expect(page.locator("#story .turn.pending")).to_have_count(0)
+        expect(page.locator("#live")).to_be_empty()
+        assert problems == []
+    # the second turn was played on the first's settled state
+    story = adventures_story(tk)
+    assert [t["narration"] for t in story["turns_shown"][1:]] == [
+        "The wind rises.",
+        "Rain lashes the harbour wall.",
+    ]
+    state = tree_ops.current_state(tk, story["id"])
+    assert state["stats"]["world"]["storm"]["value"] == 5
     tk.db.dispose()
+
+
+def adventures_story(tk: Talekeeper) -> dict:
+    """The story of the only adventure."""
+    from talekeeper.service import adventures
+
+    return adventures.story(tk, adventures.summaries(tk)[0]["id"])
 
 
 def test_a_long_story_loads_earlier_turns_as_the_reader_scrolls_back(isolated_home) -> None:

@@ -14,7 +14,7 @@ from sqlalchemy import bindparam, select, text
 from sqlalchemy.orm import Session
 
 from talekeeper.errors import Invalid, NotFound
-from talekeeper.service import chips, state_engine
+from talekeeper.service import chips, settling, state_engine
 from talekeeper.service.origins import merge, with_origin
 from talekeeper.service.scenarios import (
     ScenarioError,
@@ -169,7 +169,8 @@ def delete_adventure(session: Session, adventure: Adventure) -> None:
     session.delete(adventure)
 
 
-def node_view(node: Node) -> dict[str, Any]:
+def node_view(node: Node, pending: bool = False) -> dict[str, Any]:
+    """One turn; `pending`: its adventure names it, its step 7 (later) still running."""
     # The state engine's verdicts on this turn: the change chips under it. A correction's
     # line is their words (one an older release wrote kept paths in its stored text).
     changes = state_engine.changes_of(node)
@@ -194,6 +195,7 @@ def node_view(node: Node) -> dict[str, Any]:
         "contradictions": state_engine.contradictions_of(node),
         # A correction that accepted the turn before's warning ("It's right").
         "answers": bool(state_engine.ProposalRecord.of(node.proposal).answers),
+        "pending": pending,
     }
 
 
@@ -258,6 +260,7 @@ class Shown:
 
     head: int | None = None
     first: int | None = None
+    stale: int | None = None  # a turn it drew pending (service/settling): drawn again once settled
 
 
 def _path_rows(session: Session, node_id: int, limit: int) -> list[Any]:
@@ -287,8 +290,12 @@ def turn_views(
         with _views_lock:
             for row, key in zip(rows, keys, strict=True):
                 if found[key] is None:
-                    found[key] = node_view(loaded[row.id])
-                    if row.parent_id is not None or row.active_child_id is not None:
+                    pending = row.id == adventure.pending_turn_id
+                    found[key] = node_view(loaded[row.id], pending)
+                    # a pending turn is settled once more (service/settling): kept after
+                    if not pending and (
+                        row.parent_id is not None or row.active_child_id is not None
+                    ):
                         _views[key] = found[key]
             while len(_views) > KEPT_VIEWS:
                 _views.popitem(last=False)
@@ -378,6 +385,11 @@ def story_change(
     same = 0
     while same < min(len(new), len(old)) and new[same].id == old[same]:
         same += 1
+    if shown.stale is not None and shown.stale != adventure.pending_turn_id:
+        settled = next((i for i in range(same) if new[i].id == shown.stale), None)
+        if settled == 0:
+            return None  # the page's first turn: drawn afresh
+        same = same if settled is None else settled  # it and what follows, drawn again
     added = turn_views(session, adventure, new[same:])
     return {
         **_controls(session, adventure, head),
@@ -427,7 +439,9 @@ def writing(tk: Talekeeper, adventure_id: int) -> Iterator[tuple[Session, Advent
     """One transaction under the adventure's writer lock; a refusal inside changes nothing."""
     check_owner(tk, adventure_id)
     with tk.locks.hold(adventure_id), tk.db.session() as session:
-        yield session, get_adventure(session, adventure_id)
+        adventure = get_adventure(session, adventure_id)
+        settling.recover(session, adventure)  # a turn a stopped process left pending
+        yield session, adventure
 
 
 @contextmanager
@@ -529,7 +543,8 @@ def title_of(tk: Talekeeper, adventure_id: int) -> str:
 def turn(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, Any]:
     """One turn as the story shows it (the edit form starts from it)."""
     with reading(tk, adventure_id) as (session, adventure):
-        return node_view(get_turn(session, adventure, node_id))
+        node = get_turn(session, adventure, node_id)
+        return node_view(node, node.id == adventure.pending_turn_id)
 
 
 def character_options(

@@ -7,13 +7,17 @@ that database session, not to a transaction: the connection sits idle (autocommi
 the model writes, so no transaction stays open during a turn, and the turn's own unit of
 work commits as before. If the process dies, PostgreSQL ends its session and the lock goes
 with it, so a crash never leaves an adventure locked.
+
+When another process holds the lock, whether it is a turn's background step (worth
+waiting for, locks.StillSettling) or any other writer (AdventureBusy) is read from the
+adventure's `pending_turn_id`, which that step's turn set when it was written.
 """
 
 from __future__ import annotations
 
 from sqlalchemy import Connection, Engine, text
 
-from talekeeper.service.locks import AdventureBusy, AdventureLocks
+from talekeeper.service.locks import AdventureBusy, AdventureLocks, StillSettling
 from talekeeper.store.db import Database
 
 # The first half of every key: keeps talekeeper's locks apart from any other advisory
@@ -28,10 +32,13 @@ _HELD = text(
     "AND classid::bigint = :ns AND objid::bigint = :id AND objsubid = 2 "
     "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))"
 )
+_PENDING = text("SELECT pending_turn_id IS NOT NULL FROM adventures WHERE id = :id")
 
 
 class AdvisoryLocks(AdventureLocks):
     """The in-process lock first (a refusal costs no connection), then the database's."""
+
+    poll = 0.1  # a look at another process's lock costs two round trips
 
     def __init__(self, engine: Engine) -> None:
         super().__init__()
@@ -51,8 +58,11 @@ class AdvisoryLocks(AdventureLocks):
                 connection.close()
                 raise
             if not got:
-                connection.close()
-                raise AdventureBusy(adventure_id)
+                try:
+                    settling = connection.execute(_PENDING, {"id": adventure_id}).scalar()
+                finally:
+                    connection.close()
+                raise StillSettling(adventure_id) if settling else AdventureBusy(adventure_id)
         except BaseException:
             super().release(adventure_id)
             raise

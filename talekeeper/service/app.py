@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from talekeeper.llm.base import Provider
 from talekeeper.llm.policy import Resolver
 from talekeeper.llm.settings import ModelSettings
-from talekeeper.service import scenarios
+from talekeeper.service import scenarios, settling
 from talekeeper.service.advisory_locks import locks_for
 from talekeeper.service.settings import (
     effective_model_settings,
@@ -71,11 +71,13 @@ class Talekeeper:
         self.db = Database(url) if url else Database.in_directory(self.data_dir)
         self.locks = locks_for(self.db)
         self.keys = KeyBox(self.data_dir)  # API keys at rest (store/secrets.py)
+        self.settles = settling.Settles()  # turns' background steps (service/settling)
         self._providers: dict[str, Provider] = {}
         self._memory_worker = None  # created on first use by talekeeper.memory.worker
         with self.db.session() as session:
             scenarios.install_builtins(session)
             seal_plain_key(session, self.keys)
+        settling.sweep(self)  # turns a stopped process left pending
 
     @classmethod
     def open(cls, data_dir: Path | None = None, **kwargs: Any) -> Talekeeper:
@@ -123,6 +125,7 @@ class Talekeeper:
         """Release the model (the embedded child process too) and the database."""
         from talekeeper.llm.embedded_server import stop_embedded_server
 
+        await self.settles.drain()  # a turn's background step finishes, not cut off
         if self._memory_worker is not None:
             await self._memory_worker.drain()  # let a memory being written finish
         for provider in list(self._providers.values()):

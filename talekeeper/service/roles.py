@@ -238,6 +238,16 @@ def calls_record(
     return {"role": role.label, "calls": calls}
 
 
+def record_calls(session: Session, adventure_id: int, node_id: int, extra: list[ExtraCall]) -> None:
+    """Add role calls made after a turn was written to its record: a companion's remark,
+    made in step 7 (later)."""
+    row = session.get(TurnInsight, node_id)
+    if row is None or not extra:
+        return
+    made = calls_record(session, adventure_id, NARRATOR, extra)["calls"]
+    row.data = {**row.data, "calls": [*(row.data.get("calls") or []), *made]}
+
+
 def role_calls(session: Session, node_id: int, adventure_id: int) -> list[dict[str, str | None]]:
     """Every extra role call recorded for a turn, with its prompt text and its answer
     (None: recorded before answers were kept)."""

@@ -95,6 +95,11 @@ class ProposalRecord(BaseModel):
         None,
         description="A correction that accepted a turn's warning: the turn and which warning.",
     )
+    interrupted: str | None = Field(
+        None,
+        description="The turn's background state update never finished (the app stopped): "
+        "why its state is as the narration left it.",
+    )
 
     @classmethod
     def of(cls, stored: dict[str, Any] | None) -> ProposalRecord:
@@ -118,6 +123,7 @@ class ProposalRecord(BaseModel):
             "contradictions",
             "retold",
             "answers",
+            "interrupted",
         ):
             if data[optional] is None:
                 del data[optional]
@@ -207,8 +213,8 @@ def settle_reply(
     turn: int,
     unechoed: Callable[[str], str] | None = None,
 ) -> Settled:
-    """Step 5 (extract) and step 6 (settle) of a turn: the prose, and the proposed events
-    validated and applied.
+    """Step 5 (settle) of a turn, and again in step 7 (later) with the state pass's block:
+    the prose, and the proposed events validated and applied.
 
     Every proposal is kept with its raw text for audit — accepted, partly accepted,
     rejected or unparseable.
@@ -389,22 +395,28 @@ def changes_of(node: Node) -> list[dict[str, Any]]:
     report = last_report(node.proposal)
     views = outcome_views(report, node.state) if report else []
     views += read_changes_of(node)
-    if views and ProposalRecord.of(node.proposal).kept_changes_of:
-        views.append(
-            {
-                "status": "note",
-                "type": "kept_changes",
-                "target": None,
-                "before": None,
-                "after": None,
-                "reason": KEPT_CHANGES,
-                "correction": None,
-                "hidden": False,
-                "by": "player",
-                "chip": chips.Chip("note", KEPT_CHANGES).as_dict(),
-            }
-        )
+    record = ProposalRecord.of(node.proposal)
+    if views and record.kept_changes_of:
+        views.append(_note("kept_changes", KEPT_CHANGES, "player"))
+    if record.interrupted:
+        views.append(_note("not_updated", record.interrupted, "model"))
     return views
+
+
+def _note(kind: str, words: str, by: str) -> dict[str, Any]:
+    """A word under a turn that is no change (a muted note, not a chip)."""
+    return {
+        "status": "note",
+        "type": kind,
+        "target": None,
+        "before": None,
+        "after": None,
+        "reason": words,
+        "correction": None,
+        "hidden": False,
+        "by": by,
+        "chip": chips.Chip("note", words).as_dict(),
+    }
 
 
 WARNING_FIELDS = ("kind", "subject", "says", "state", "line")

@@ -1,9 +1,11 @@
 """What a turn tells its reader while it runs: a small union, one class per event kind.
 
 The SSE stream (`event: <kind>`, `data: <payload() as JSON>`) and the terminal render the
-same events, in this order: `accepted` once, then `text` and `reasoning` pieces, `status`
-while the state updates after the narration (structured mode), a companion's `remark`
-when one speaks up, and last exactly one of `done` or `error`. The README lists the same kinds (a test checks).
+same events, in this order: `accepted` once, then `text` and `reasoning` pieces (and
+`status`, a word on what the turn is doing), then exactly one of `done` or `error`. A
+`done` whose turn is `pending` (its state pass or a companion's remark still to come, in
+the background: service/settling) is followed by a companion's `remark` when one speaks
+up, and one `settled`, last. The README lists the same kinds (a test checks).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ class Reasoning(_Event):
 
 @dataclass(frozen=True)
 class Status(_Event):
-    """What the turn is doing after the narration ("Updating the story's state…")."""
+    """What the turn is doing while there is no text to show."""
 
     message: str
     kind: Literal["status"] = "status"
@@ -83,10 +85,23 @@ class Remark(_Event):
 
 @dataclass(frozen=True)
 class Done(_Event):
-    """The turn is written: the turn, its changes and the story's undo/redo state."""
+    """The turn is written (the player may act again): the turn, its changes and the
+    story's undo/redo state; `turn.pending`: a `settled` follows."""
 
     result: dict[str, Any] = field(default_factory=dict)
     kind: Literal["done"] = "done"
+
+    def payload(self) -> dict[str, Any]:
+        return self.result
+
+
+@dataclass(frozen=True)
+class Settled(_Event):
+    """The turn's background step is done: the turn as settled — its chips, and a
+    companion's remark in its narration — in `done`'s shape."""
+
+    result: dict[str, Any] = field(default_factory=dict)
+    kind: Literal["settled"] = "settled"
 
     def payload(self) -> dict[str, Any]:
         return self.result
@@ -103,7 +118,7 @@ class Error(_Event):
         return {"message": self.message}
 
 
-TurnEvent = Accepted | Text | Reasoning | Status | Remark | Done | Error
+TurnEvent = Accepted | Text | Reasoning | Status | Remark | Done | Settled | Error
 KINDS: tuple[str, ...] = tuple(
     get_args(get_type_hints(cls)["kind"])[0] for cls in get_args(TurnEvent)
 )

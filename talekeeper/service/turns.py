@@ -2,32 +2,44 @@
 (`# N. name` where `play_turn` runs it, "step N (name)" wherever code refers to it; a test
 holds every reference to this list).
 
-    1. lock: take the adventure's writer lock (a second writer gets AdventureBusy → 409)
+    1. lock: take the adventure's writer lock; while the turn before's background step
+       (step 7 (later)) still holds it, wait for it — any other writer gets
+       AdventureBusy → 409
     2. load: check the action and read, in one transaction, everything the turn is built
        on — where it goes (the head, or for a new take of an earlier turn its parent), the
        rules and state there, who answers (the narrator, or the character addressed — see
        service/roles), the story, plot, settings and memories — into one frozen
-       `TurnStart` passed down; nothing below reads the database again until step 8 (commit)
+       `TurnStart` passed down; nothing below reads the database again until step 6 (commit)
     3. build: the answering role's prompt within the context budget (service/context,
        the one builder every call of the turn uses); no database
     4. stream: the narration, showing only what is safe to show: the protocol is held
        back, and so is every line that repeats the prompt (context/echo); a reply that
        says a sentence twice is stopped there (context/repeats)
-    5. extract: the state proposal, from the reply's own block (inline mode), or from a
-       second short request that extends the narrator's (structured mode)
-    6. settle: validate the proposal and apply it to the start's state
-       (service/state_engine), then read the narration against the state: the changes it
-       tells outright applied after the model's, its clashes kept for the warning under
-       the turn (state_engine.read_into)
-    7. remark: a companion may add a remark on the turn — its own call, built from the
-       same start (no transaction)
-    8. commit: the node, the head, Insights and the memories used — one transaction
-    9. after: schedule the memory bank's work for after the turn (and, when it rewrote
-       the summary, read the next prompt into the embedded model's cache)
+    5. settle: what is known when the narration ends — the prose as stored, and the
+       state after it: the reply's own block (inline mode) validated and applied to the
+       start's state (service/state_engine), then the narration read against the state —
+       the changes it tells outright applied after the model's, its clashes kept for the
+       warning under the turn (state_engine.read_into); in structured mode the prose and
+       what it tells alone, the model's proposal to come in step 7 (later)
+    6. commit: the node, the head, Insights and the memories used — one transaction; a
+       turn with more to come is marked pending (`adventures.pending_turn_id`)
+    7. later: when the turn has more to come — the structured state pass, a companion's
+       remark — the writer lock passes to a background step (service/settling) that runs
+       on while the player reads and acts: the state pass (a second short request that
+       extends the narrator's) validated and applied to the start's state and the
+       narration read again after it, the remark (its own call, built from the same
+       start, guarded too), then the same node settled in a second short transaction, the
+       lock released, and `settled` with the turn's chips
+    8. after: schedule the memory bank's work for after the turn — for a pending one once
+       step 7 (later) has settled it — (and, when it rewrote the summary, read the next
+       prompt into the embedded model's cache)
+    9. done: `done` — the turn is written and the player may act again
 
 A generation that fails or is cancelled writes nothing: the story is exactly as it was
-before the player acted, and the player can simply send the action again. The events the
-reader sees are `service/turn_events.TurnEvent`.
+before the player acted, and the player can simply send the action again. Once `done` is
+sent the turn is kept: a background step that fails, or never ends (the process stopped),
+leaves the state as step 5 (settle) wrote it, with a note under the turn saying so. The
+events the reader sees are `service/turn_events.TurnEvent`.
 """
 
 from __future__ import annotations
@@ -50,7 +62,7 @@ from talekeeper.llm.errors import LLMError
 from talekeeper.llm.settings import ModelSettings
 from talekeeper.memory import bank
 from talekeeper.memory.worker import worker_for
-from talekeeper.service import guards, roles, state_engine, state_updates
+from talekeeper.service import guards, roles, settling, state_engine, state_updates
 from talekeeper.service.adventures import (
     check_owner,
     get_adventure,
@@ -65,7 +77,7 @@ from talekeeper.service.turn_events import (
     Error,
     Reasoning,
     Remark,
-    Status,
+    Settled,
     Text,
     TurnEvent,
 )
@@ -80,6 +92,7 @@ __all__ = [
     "TurnFailed",
     "build_context",
     "collect_turn",
+    "finished_turn",
     "play_turn",
     "warm_next_turn",
 ]
@@ -137,7 +150,7 @@ class TurnStart:
 
 @dataclass
 class Reply:
-    """What step 4 (stream) and step 5 (extract) made of the model's answer."""
+    """What step 4 (stream) made of the model's answer, and the state pass after it."""
 
     raw: str = ""
     reasoning: str = ""
@@ -155,14 +168,17 @@ async def play_turn(
     """Play an action below the head; with `take_of`, write a new take of that turn instead
     (a sibling below the same parent; the old take and its future stay)."""
     kind, text = normalise_action(kind, text)
-    # The database steps, 2 (load) and 8 (commit), run in worker threads (asyncio.to_thread):
+    # The database steps, 2 (load) and 6 (commit), run in worker threads (asyncio.to_thread):
     # while one turn waits on a round trip, the event loop goes on serving every other player.
     if owner.current() is not None:  # accounts on: not another player's story
         await asyncio.to_thread(check_owner, tk, adventure_id)
-    tk.locks.acquire(adventure_id)  # 1. lock
+    await tk.locks.acquire_when_settled(adventure_id)  # 1. lock
     accepted = False
+    later: asyncio.Task[dict[str, Any]] | None = None  # step 7 (later): it releases the lock
     try:
-        start = await asyncio.to_thread(load_turn, tk, adventure_id, kind, text, take_of)  # 2. load
+        start = await asyncio.to_thread(
+            load_turn, tk, adventure_id, kind, text, take_of, writing=True
+        )  # 2. load
         provider = tk.provider(start.model)
         mode = state_updates.state_mode(start.context.generation.state_updates, provider)
         prepared = await build_prompt(provider, start, mode)  # 3. build
@@ -177,15 +193,9 @@ async def play_turn(
         if reply.failed is not None:
             yield Error(reply.failed)
             return
-        if mode == "structured":  # 5. extract (the inline block is read in step 6 (settle))
-            prose = kept_prose(guard, reply, state_engine.extract_prose(reply.raw))
-            reply.raw = prose  # the state pass adds its block to it (and reads only this)
-            held = held_back(prose, reply)  # the whole narration is in: show its last line now
-            if held:
-                yield Text(held)
-            yield Status("Updating the story's state…")
-            await structured_pass(provider, prepared, start, prose, reply)
-        settled = validate_and_apply(start, guard, reply)  # 6. settle
+        if mode == "structured":  # the prose alone: the state pass reads it in step 7 (later)
+            reply.raw = kept_prose(guard, reply, state_engine.extract_prose(reply.raw))
+        settled = validate_and_apply(start, guard, reply)  # 5. settle
         narration = clean_narration(settled.prose)
         if narration.startswith(reply.shown) and len(narration) > len(reply.shown):
             # the last line was held until it was whole (the echo guard decides on lines)
@@ -194,12 +204,6 @@ async def play_turn(
             yield Error(NO_NARRATION)
             return
         read_narration(start, settled, narration)
-        remark = await banter_remark(provider, start, prepared, narration, settled)  # 7. remark
-        if remark is not None and remark.text:
-            narration += "\n\n" + remark.text
-            settled.proposal["remark"] = {"by": remark.by, "text": remark.text}
-            read_narration(start, settled, narration, remark=remark.text)
-            yield Remark(remark.by, remark.text)
         if reply.echoed:
             assembly.notes.append(echo.summary(reply.echoed))
         if reply.unfinished:
@@ -207,31 +211,57 @@ async def play_turn(
                 "The reply reached its length limit mid-sentence; its unfinished end was not "
                 f"kept: “{echo.shorten(reply.unfinished)}”."
             )
+        pending = more_to_come(start, mode)
         done = await asyncio.to_thread(
-            commit, tk, start, prepared, narration, reply, settled, remark
-        )  # 8. commit
-        worker_for(tk).schedule(adventure_id, rewarm(tk, adventure_id))  # 9. after
-        yield Done(done)
+            commit, tk, start, prepared, narration, reply, settled, pending
+        )  # 6. commit
+        if pending:
+            tk.locks.lend_to_settle(adventure_id)
+            later = tk.settles.start(
+                adventure_id,
+                settle_later(tk, provider, start, prepared, guard, reply, settled, done, mode),
+            )  # 7. later
+        else:
+            worker_for(tk).schedule(adventure_id, rewarm(tk, adventure_id))  # 8. after
+        yield Done(done)  # 9. done
+        if later is not None:
+            result = await tk.settles.result(later)
+            remark = result["turn"].get("remark")
+            if remark:  # a companion spoke up: theirs, under their name
+                yield Remark(remark["by"], remark["text"])
+            yield Settled(result)
     except Exception as exc:
         if not accepted:
             raise  # refusals before the action was taken answer the request itself
+        if later is not None:
+            raise  # past `done` the turn is written; step 7 (later) ends it with its own word
         # Once the stream has begun, a bug must still end it with a clear word, not silence;
         # the unit of work rolled back, so nothing was written. A database that stayed busy
         # is no bug: its own words say to try again.
         log.exception("turn on adventure %s failed after it was accepted", adventure_id)
         yield Error(str(exc) if isinstance(exc, Unavailable) else INTERNAL_ERROR)
     finally:
-        tk.locks.release(adventure_id)
+        if later is None:  # else step 7 (later) releases it, once the turn is settled
+            tk.locks.release(adventure_id)
 
 
 def load_turn(
-    tk: Talekeeper, adventure_id: int, kind: str, text: str, take_of: int | None
+    tk: Talekeeper,
+    adventure_id: int,
+    kind: str,
+    text: str,
+    take_of: int | None,
+    *,
+    writing: bool = False,
 ) -> TurnStart:
-    """Step 2 (load): one transaction; everything after works on the value it returns."""
+    """Step 2 (load): one transaction; everything after works on the value it returns.
+    `writing`: under the writer lock, so a turn a stopped process left pending is marked."""
     with tk.db.session() as session:
         # the adventure and its head in one statement (held: the checks below find them)
         _held = _with_node(session, _WITH_HEAD, adventure=adventure_id) if take_of is None else None
         adventure = get_adventure(session, adventure_id)
+        if writing:
+            settling.recover(session, adventure)
         if take_of is None:
             below = tree.head(session, adventure)
         else:  # the take itself is only a place in the tree: its snapshot is not read
@@ -290,16 +320,6 @@ async def stream_reply(
     reply.raw, reply.reasoning = unicode_safe(reply.raw), unicode_safe(reply.reasoning)
 
 
-def held_back(prose: str, reply: Reply) -> str:
-    """What the echo guard held back while the reply streamed (its unfinished last line),
-    now that the reply is complete (`prose`: the guarded prose); marked as shown."""
-    prose = clean_narration(prose)
-    if not prose.startswith(reply.shown) or len(prose) <= len(reply.shown):
-        return ""
-    rest, reply.shown = prose[len(reply.shown) :], prose
-    return rest
-
-
 async def structured_pass(
     provider: Provider,
     prepared: PreparedContext,
@@ -307,9 +327,9 @@ async def structured_pass(
     prose: str,
     reply: Reply,
 ) -> None:
-    """Step 5 (extract) in structured mode: a second short request under the proposal's
-    schema (see state_updates), about the guarded `prose`; its answer becomes the reply's
-    state block."""
+    """The state pass of step 7 (later), in structured mode: a second short request under
+    the proposal's schema (see state_updates), about the guarded `prose`; its answer becomes
+    the reply's state block."""
     state_pass = await build(
         provider, start.context, Call(roles.STATE_PASS, narrator=prepared, narration=prose)
     )
@@ -333,8 +353,9 @@ def kept_prose(guard: ProseGuard, reply: Reply, prose: str) -> str:
 
 
 def validate_and_apply(start: TurnStart, guard: ProseGuard, reply: Reply) -> state_engine.Settled:
-    """Step 6 (settle): the prose without its echoes, and the proposal checked against
-    the rules and applied to the start's state."""
+    """Step 5 (settle), and again in step 7 (later) with the state pass's block: the prose
+    without its echoes, and the proposal checked against the rules and applied to the
+    start's state."""
 
     settled = state_engine.settle_reply(
         reply.raw,
@@ -356,9 +377,10 @@ def guard_mode(start: TurnStart) -> str:
 def read_narration(
     start: TurnStart, settled: state_engine.Settled, narration: str, remark: str = ""
 ) -> None:
-    """In step 6 (settle): the narration read against the state — what it tells outright
-    applied after the model's events, its clashes kept with the turn's record. With a
-    companion's remark after it (step 7 (remark)), the remark is guarded too."""
+    """In step 5 (settle), and again in step 7 (later) after the state pass: the narration
+    read against the state — what it tells outright applied after the model's events, its
+    clashes kept with the turn's record. With a companion's remark after it (also step 7
+    (later)), the remark is guarded too."""
     if remark:
         state_engine.guard_remark(
             settled, remark, start.rules, start.turn_number, guard_mode(start)
@@ -371,7 +393,7 @@ def read_narration(
 
 @dataclass(frozen=True)
 class CompanionRemark:
-    """What step 7 (remark) made: the companion's call, what it answered, and the remark
+    """What the remark of step 7 (later) made: the companion's call, what it answered, and the remark
     as kept by the guards every role's text passes (empty when nothing of it was story)."""
 
     role: roles.Role
@@ -389,7 +411,7 @@ async def banter_remark(
     narration: str,
     settled: state_engine.Settled,
 ) -> CompanionRemark | None:
-    """Step 7 (remark): a companion's remark on the narrator's turn, in its own call,
+    """In step 7 (later): a companion's remark on the narrator's turn, in its own call,
     built from the turn's start (no transaction) with the state after the turn; or None.
     A failing call costs the turn nothing: the remark is optional."""
     if start.role is not roles.NARRATOR or not roles.banter_due(start.rules, start.turn_number):
@@ -417,6 +439,21 @@ async def banter_remark(
     return CompanionRemark(role, name, remark_prompt, answer, text, note)
 
 
+def more_to_come(start: TurnStart, mode: str) -> bool:
+    """Whether the turn has a step 7 (later): the structured state pass, or a companion's
+    remark due.
+
+    The remark comes after the turn is written, like the state pass, for the same reasons:
+    it is the companion's reaction to the settled turn (it reads the state after it — who
+    is in the scene, which moment to raise), and a whole call of its own (another prompt,
+    not the narrator's cached one) that the player need not wait for to act. It appears
+    under the turn, labelled as theirs, with the chips; an action sent before then waits.
+    """
+    return mode == "structured" or (
+        start.role is roles.NARRATOR and roles.banter_due(start.rules, start.turn_number)
+    )
+
+
 def commit(
     tk: Talekeeper,
     start: TurnStart,
@@ -424,9 +461,10 @@ def commit(
     narration: str,
     reply: Reply,
     settled: state_engine.Settled,
-    remark: CompanionRemark | None,
+    pending: bool,
 ) -> dict[str, Any]:
-    """Step 8 (commit), one transaction: the node, the head, Insights and the memories used."""
+    """Step 6 (commit), one transaction: the node, the head, Insights and the memories
+    used; with `pending`, the node marked as awaiting step 7 (later)."""
     with tk.db.session() as session:
         # the adventure, and the parent's place in the tree (its snapshot was read in
         # step 2 (load), not again), in one statement
@@ -449,12 +487,9 @@ def commit(
                 take_of=start.take_of,
             ),
         )
-        extra = (
-            [roles.ExtraCall(remark.role, prompt_text(remark.prompt), remark.answer, remark.note)]
-            if remark
-            else []
-        )
-        calls = roles.calls_record(session, start.adventure_id, start.role, extra)
+        if pending:
+            tree.mark_pending(adventure, node)
+        calls = roles.calls_record(session, start.adventure_id, start.role, [])
         texts = insights.texts_key(session, adventure)
         digests = insights.store(
             session,
@@ -466,23 +501,112 @@ def commit(
             known=insights.known_texts(texts),
         )
         bank.record_use(session, prepared.memory_ids, node.depth)
-        # The new node is the head and ends its line: what story_view would say of it,
-        # without reading the story again
-        done = {
-            "turn": node_view(node),
-            "can_undo": tree.can_undo(node),
-            "can_redo": tree.can_redo(node),
-            "head_id": node.id,
-            "turns": adventure.turn_count,
-            "changes": settled.outcomes,
-            "prompt": prepared.assembly.as_dict(),
-        }
+        done = turn_result(adventure, node, settled.outcomes, prepared)
     insights.remember_texts(texts, digests)  # committed
     return done
 
 
+def turn_result(
+    adventure: Adventure, node: Node, changes: list[dict[str, Any]], prepared: PreparedContext
+) -> dict[str, Any]:
+    """The `done` / `settled` payload. The node is the head and ends its line: what
+    story_view would say of it, without reading the story again."""
+    return {
+        "turn": node_view(node, pending=adventure.pending_turn_id == node.id),
+        "can_undo": tree.can_undo(node),
+        "can_redo": tree.can_redo(node),
+        "head_id": node.id,
+        "turns": adventure.turn_count,
+        "changes": changes,
+        "prompt": prepared.assembly.as_dict(),
+    }
+
+
+async def settle_later(
+    tk: Talekeeper,
+    provider: Provider,
+    start: TurnStart,
+    prepared: PreparedContext,
+    guard: ProseGuard,
+    reply: Reply,
+    known: state_engine.Settled,
+    done: dict[str, Any],
+    mode: str,
+) -> dict[str, Any]:
+    """Step 7 (later), after `done`, holding the writer lock until the turn is settled.
+
+    `known` is what step 5 (settle) committed; `reply.raw` the prose the state pass reads.
+    Whatever fails here, the turn stays as it was written and the lock is released."""
+    node_id = done["turn"]["id"]
+    try:
+        settled = known
+        narration = done["turn"]["narration"]
+        if mode == "structured":
+            await structured_pass(provider, prepared, start, reply.raw, reply)
+            settled = validate_and_apply(start, guard, reply)
+            read_narration(start, settled, narration)  # what it tells, after the model's
+        remark = await banter_remark(provider, start, prepared, narration, settled)
+        if remark is not None and remark.text:
+            read_narration(start, settled, narration, remark=remark.text)
+        return await asyncio.to_thread(
+            commit_settled, tk, start, prepared, node_id, settled, remark
+        )
+    except Exception:  # noqa: BLE001 - the turn is written; the step must end with a word
+        log.exception("the background step of turn %s failed", node_id)
+        try:
+            return await asyncio.to_thread(give_up, tk, start, prepared, node_id)
+        except Exception:  # noqa: BLE001 - the next writer marks it (settling.recover)
+            log.exception("turn %s could not be marked as not updated", node_id)
+            return done
+    finally:
+        tk.locks.release(start.adventure_id)
+        # step 8 (after), now that the turn is settled
+        worker_for(tk).schedule(start.adventure_id, rewarm(tk, start.adventure_id))
+
+
+def commit_settled(
+    tk: Talekeeper,
+    start: TurnStart,
+    prepared: PreparedContext,
+    node_id: int,
+    settled: state_engine.Settled,
+    remark: CompanionRemark | None,
+) -> dict[str, Any]:
+    """The transaction of step 7 (later): the pending node's state and proposal, and a
+    companion's remark — at the end of its narration, in its record, its call in Insights."""
+    with tk.db.session() as session:
+        adventure = get_adventure(session, start.adventure_id)
+        # its snapshot and record are replaced, not read
+        node = session.get(Node, node_id, options=[defer(Node.state), defer(Node.proposal)])
+        assert node is not None and node.adventure_id == start.adventure_id
+        narration = node.narration
+        if remark is not None:
+            if remark.text:
+                narration += "\n\n" + remark.text
+                settled.proposal["remark"] = {"by": remark.by, "text": remark.text}
+            call = roles.ExtraCall(
+                remark.role, prompt_text(remark.prompt), remark.answer, remark.note
+            )
+            roles.record_calls(session, start.adventure_id, node.id, [call])
+        tree.settle(
+            adventure, node, state=settled.state, proposal=settled.proposal, narration=narration
+        )
+        return turn_result(adventure, node, settled.outcomes, prepared)
+
+
+def give_up(
+    tk: Talekeeper, start: TurnStart, prepared: PreparedContext, node_id: int
+) -> dict[str, Any]:
+    """Step 7 (later) failed: the turn keeps the state step 5 (settle) wrote, marked."""
+    with tk.db.session() as session:
+        adventure = get_adventure(session, start.adventure_id)
+        settling.recover(session, adventure)
+        node = get_turn(session, adventure, node_id)
+        return turn_result(adventure, node, state_engine.changes_of(node), prepared)
+
+
 # The adventure and one node in one statement: its head (step 2 (load)), or the parent the
-# new turn goes below (step 8 (commit); its snapshot, plot and rules were read already).
+# new turn goes below (step 6 (commit); its snapshot, plot and rules were read already).
 # Built once: a turn runs each, and making them cost more than running them.
 _SAME_ADVENTURE = (
     Adventure.id == bindparam("adventure"),
@@ -565,9 +689,16 @@ def unicode_safe(text: str) -> str:
 async def collect_turn(
     tk: Talekeeper, adventure_id: int, kind: str, text: str = ""
 ) -> dict[str, Any]:
-    """Play a turn without streaming; returns the finished turn or raises TurnFailed."""
-    async for event in play_turn(tk, adventure_id, kind, text):
-        if event.kind == "done":
+    """Play a turn without streaming; returns the finished turn (settled, when it had a
+    step 7 (later)) or raises TurnFailed."""
+    return await finished_turn(play_turn(tk, adventure_id, kind, text))
+
+
+async def finished_turn(events: AsyncIterator[TurnEvent]) -> dict[str, Any]:
+    """The last word of a turn's events: `settled` after a pending `done`, else `done`;
+    an `error` raises TurnFailed."""
+    async for event in events:
+        if event.kind == "settled" or (event.kind == "done" and not event.data["turn"]["pending"]):
             return event.data
         if event.kind == "error":
             raise TurnFailed(event.data["message"])

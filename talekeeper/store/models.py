@@ -84,6 +84,10 @@ class Adventure(Base):
     # The state engine's rules, copied from the scenario at creation (None: narrative only).
     rules: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     turn_count: Mapped[int] = mapped_column(Integer, default=0)
+    # The head turn while its background step (the state pass, a companion's remark) runs
+    # after the narration was written; None once it has settled (migration 0007,
+    # service/settling.py).
+    pending_turn_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # The player whose adventure this is, with accounts on (None: local mode, no accounts).
     owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -93,7 +97,9 @@ class Adventure(Base):
 class Node(Base):
     """One turn: the player's action and the narration that answered it.
 
-    Immutable once written; only `active_child_id` and `branch_name` change.
+    Immutable once written; only `active_child_id` and `branch_name` change — and, once,
+    a turn written while its adventure's `pending_turn_id` names it: its background step
+    settles its state, proposal and narration (`tree.settle`) before anything follows it.
     """
 
     __tablename__ = "nodes"

@@ -1,7 +1,10 @@
 """The story tree and its head. Nothing outside `story/` moves an adventure's head, and
 every move goes through `move_head` here.
 
-Nodes are immutable once written. The transcript is the path root → head; every read
+Nodes are immutable once written — but for one completion: a turn written before its
+background step (the state pass, a companion's remark) is named by its adventure's
+`pending_turn_id`, and `settle` completes it once, before anything is written after it.
+The transcript is the path root → head; every read
 of "the story now" starts from the head, so transcript, state and prompt always agree.
 
 Invariant kept by every writer: a node's `active_child_id` is None exactly when it has
@@ -114,6 +117,31 @@ def append_child(session: Session, adventure: Adventure, parent: Node, turn: New
     parent.active_child_id = node.id
     move_head(adventure, node)
     return node
+
+
+def mark_pending(adventure: Adventure, node: Node) -> None:
+    """`node`, just written at the head, has a background step still to settle it."""
+    adventure.pending_turn_id = node.id
+
+
+def settle(
+    adventure: Adventure,
+    node: Node,
+    *,
+    state: dict[str, Any] | None,
+    proposal: dict[str, Any] | None,
+    narration: str | None = None,
+) -> None:
+    """Complete the pending `node` — its state, its proposal's record and (a companion's
+    remark added) its narration — and clear the mark. Only the pending turn is settled,
+    once: every other node stays as it was written."""
+    if adventure.pending_turn_id != node.id or node.adventure_id != adventure.id:
+        raise TreeError("This turn has already been settled; nothing was changed.")
+    node.state = state
+    node.proposal = proposal
+    if narration is not None:
+        node.narration = narration
+    adventure.pending_turn_id = None
 
 
 def move_head(adventure: Adventure, node: Node) -> None:

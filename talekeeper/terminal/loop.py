@@ -188,6 +188,9 @@ async def _show_stream(events: AsyncIterator[TurnEvent], echo_action: bool = Tru
                 console.print(
                     "[dim](The reply was cut off mid-sentence; the story keeps it up to its last whole sentence.)[/]\n"
                 )
+            if not event.data["turn"]["pending"]:
+                show_changes(event.data.get("changes") or [])
+        elif event.kind == "settled":  # the turn's state pass (or remark) came after it
             show_changes(event.data.get("changes") or [])
             show_clashes((event.data.get("turn") or {}).get("contradictions") or [])
 

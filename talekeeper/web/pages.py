@@ -142,11 +142,14 @@ def story_fragment(
     before: int | None = None,
     shown_head: int | None = None,
     shown_first: int | None = None,
+    shown_stale: int | None = None,
     tk: Talekeeper = Depends(get_tk),
 ) -> HTMLResponse:
     """The story: what changed since the page showed `shown_first`…`shown_head` (after a
-    turn), else drawn afresh; with `before`, the turns before that one."""
-    answer = adventures.story_for_page(tk, adventure_id, Shown(shown_head, shown_first), before)
+    turn; `shown_stale`: a turn it drew while its state was being updated), else drawn
+    afresh; with `before`, the turns before that one."""
+    shown = Shown(shown_head, shown_first, shown_stale)
+    answer = adventures.story_for_page(tk, adventure_id, shown, before)
     return turns.story_response(request, answer, older=before is not None)
 
 

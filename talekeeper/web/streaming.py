@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from fastapi import Request
 from sse_starlette import EventSourceResponse
 
-from talekeeper.service.turns import TurnEvent, TurnFailed
+from talekeeper.service.turns import TurnEvent, finished_turn
 
 TURN_STREAM = {
     200: {
@@ -18,15 +18,17 @@ TURN_STREAM = {
                     "type": "string",
                     "description": "Server-sent events, each `event: <kind>` with a JSON `data` line, in this "
                     "order: `accepted` once (`{action_line, kind, text}`), then `text` and `reasoning` pieces "
-                    "(`{text}`), `status` while the state updates (`{message}`), a companion's `remark` "
-                    "when one speaks up (`{by, text}`: shown under their name, after the narration), "
-                    "and last exactly one of "
-                    "`done` (the finished turn: `TurnResult`, the JSON answer's shape) or `error` "
-                    "(`{message}`; nothing was written).",
+                    "(`{text}`) and `status` words (`{message}`), then exactly one of `done` (the turn is "
+                    "written and the player may act again: `TurnResult`) or `error` (`{message}`; nothing "
+                    "was written). When `done`'s `turn.pending` is true, the state pass (and a companion's "
+                    "remark) still runs in the background: a companion's `remark` may follow (`{by, text}`: "
+                    "shown under their name, after the narration), and one `settled` event (`TurnResult`: the "
+                    "turn with its changes) ends the stream; a writer sent meanwhile waits for it.",
                 }
             }
         },
-        "description": "The finished turn, or (asked for with `Accept: text/event-stream`) an SSE stream of it.",
+        "description": "The finished turn (settled: its background state pass done), or (asked for "
+        "with `Accept: text/event-stream`) an SSE stream of it.",
     }
 }
 
@@ -46,9 +48,4 @@ async def turn_response(events: AsyncIterator[TurnEvent], request: Request):
                 yield sse_message(event)
 
         return EventSourceResponse(stream(), ping=15)
-    async for event in events:
-        if event.kind == "done":
-            return event.data
-        if event.kind == "error":
-            raise TurnFailed(event.data["message"])
-    raise TurnFailed("The turn ended without a result.")
+    return await finished_turn(events)

@@ -2,7 +2,7 @@
 that let the page patch itself instead of drawing the story again.
 
 A turn's HTML is a function of its view (itself a function of its immutable node:
-`adventures.turn_key`), its place among its takes, the adventure's id, whether the
+`adventures.turn_key` — or of a pending node, completed once: `pending`), its place among its takes, the adventure's id, whether the
 opening may still be edited, and the templates that draw it — exactly the cache's key. The
 turn template is given nothing else: its `story` is a `TurnPage`, which refuses any other
 attribute, so a template that starts to read more fails loudly here (add it to the key)
@@ -102,6 +102,7 @@ def turns_html(
             (takes["index"], takes["count"], takes["previous_id"], takes["next_id"]),
             adventure_id,
             opening_editable if view["parent_id"] is None else None,
+            view["pending"],  # its background step still running (service/settling)
         )
         with _lock:
             html = _kept.get(kept_key)

@@ -123,6 +123,12 @@ class Turn(View):
         False,
         description="A correction that accepted the warning of the turn before it (`accept`).",
     )
+    pending: bool = Field(
+        False,
+        description="Its background step (the state pass, a companion's remark) is still "
+        "running: its state is the one known when the narration was written, and its "
+        "changes are yet to come.",
+    )
 
 
 class StoryTurn(Turn):
@@ -300,7 +306,8 @@ class SearchResult(View):
 
 
 class TurnResult(View):
-    """A finished turn (the `done` event's data, or the body when no stream was asked for)."""
+    """A turn as written (the `done` event's data) or as settled after its background step
+    (the `settled` event's data, and the body when no stream was asked for)."""
 
     turn: Turn = Field(description="The turn just written.")
     can_undo: bool

@@ -2,6 +2,11 @@
 // actions stream the same way; keyboard shortcuts; autoscroll that pauses when the reader
 // scrolls up; earlier turns load as the reader scrolls back; the side panel (state, lines,
 // Save Points) follows the story.
+// Send is enabled again as soon as the turn is written (`done`). When that turn is pending
+// (its state pass or a companion's remark still running on the server, service/settling),
+// the rest of its stream is read on the side until `settled`, and the story is refreshed
+// with the turn's chips. Anything sent meanwhile is held by the server until then: the page
+// says so in words, and plays it after.
 // Narration is untrusted text: it is only ever inserted with textContent.
 (function () {
   "use strict";
@@ -19,6 +24,9 @@
   const panel = document.getElementById("panel");
   const PLACEHOLDERS = { do: "What do you do?", say: "What do you say?", story: "What happens next? (written as part of the story)", talk: "What do you say to them? (they answer in their own voice)" };
   let controller = null;
+  let settling = null;  // a promise: the pending turn's background step has ended
+  const WAITING = "Updating the story's state… your action is played as soon as that is done.";
+  const pendingShown = () => Boolean(document.querySelector("#story .turn.pending"));
   let followOutput = true;
   let programmaticScroll = false;
 
@@ -88,10 +96,19 @@
   function shownTurns() {
     const turns = document.querySelectorAll("#story .turn");
     if (!turns.length) return {};
-    return { shown_first: turns[0].dataset.turn, shown_head: turns[turns.length - 1].dataset.turn };
+    const shown = { shown_first: turns[0].dataset.turn, shown_head: turns[turns.length - 1].dataset.turn };
+    const pending = document.querySelector("#story .turn.pending");  // drawn again once settled
+    if (pending) shown.shown_stale = pending.dataset.turn;
+    return shown;
   }
   document.body.addEventListener("htmx:configRequest", (e) => {
     const elt = e.detail.elt;
+    if (e.detail.headers["TK-Refresh"]) {
+      // refreshStory: said when it is sent, not when it was asked for (a refresh waits for
+      // the one before it, and that one may change what the page shows)
+      Object.assign(e.detail.parameters, shownTurns());
+      return;
+    }
     if (!elt || elt.id === "story" || !elt.closest || !elt.closest("#story")) return;
     if (elt.closest(".older")) return;  // earlier turns: a page of them, not a change
     const shown = shownTurns();
@@ -99,7 +116,7 @@
   });
 
   function refreshStory() {
-    return htmx.ajax("GET", `/adventures/${adventureId}/story`, { target: "#story", swap: "outerHTML", values: shownTurns() });
+    return htmx.ajax("GET", `/adventures/${adventureId}/story`, { target: "#story", swap: "outerHTML", headers: { "TK-Refresh": "1" } });
   }
 
   // Parse a text/event-stream body into {event, data} objects.
@@ -168,6 +185,10 @@
     turn.append(actionLine, thinking, narration, status);
     live.replaceChildren(turn);
     if (target.replaceFrom) hideFrom(target.replaceFrom);
+    if (settling || pendingShown()) {  // the server holds this action until the turn before settles
+      status.textContent = WAITING;
+      status.hidden = false;
+    }
     scrollIfFollowing();
     let finished = false;
     try {
@@ -181,8 +202,13 @@
         const body = await response.json().catch(() => ({}));
         throw new Error(describeRefusal(body, response.status));
       }
-      for await (const { event, data } of readEvents(response)) {
+      const events = readEvents(response);
+      for (;;) {
+        const next = await events.next();
+        if (next.done) break;
+        const { event, data } = next.value;
         if (event === "accepted") {
+          status.hidden = true;
           actionLine.textContent = data.action_line;
           if (fromInput && kind !== "continue") input.value = "";  // the draft stays stored until the turn is written
         } else if (event === "text") {
@@ -204,6 +230,8 @@
           finished = true;
           status.hidden = true;
           saveDraft();
+          if (data.turn && data.turn.pending) settling = follow(events);
+          break;  // written: the player may act again while the rest comes
         } else if (event === "error") {
           throw new Error(data.message);
         }
@@ -221,6 +249,49 @@
       scrollIfFollowing();
     }
   }
+
+  // The rest of a pending turn's stream, read on the side: `settled` carries its chips and
+  // any companion's remark; the story (and an open panel) is refreshed to show them.
+  async function follow(events) {
+    try {
+      for (;;) {
+        const next = await events.next();
+        if (next.done || next.value.event === "settled") break;
+      }
+    } catch (_) { /* the connection dropped: the story below says where the turn stands */ }
+    await refreshStory();
+    settling = null;
+    if (pendingShown()) watchPending();
+  }
+
+  // A pending turn this page is not following (opened or reloaded while its state was being
+  // updated, or its stream dropped): look again every second until it has settled.
+  let watching = false;
+  async function watchPending() {
+    if (watching) return;
+    watching = true;
+    try {
+      for (let tries = 0; tries < 300 && pendingShown() && !settling; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        const story = await fetch(`/api/adventures/${adventureId}?limit=1`).then((r) => r.json()).catch(() => null);
+        const last = story && story.turns_shown && story.turns_shown[story.turns_shown.length - 1];
+        if (last && !last.pending && !settling) { await refreshStory(); break; }
+      }
+    } finally { watching = false; }
+  }
+
+  // Undo, Redo, a correction or an edit sent while a turn's state is being updated waits for it
+  // on the server; say so while it does.
+  document.body.addEventListener("htmx:beforeRequest", (e) => {
+    const verb = e.detail.requestConfig && e.detail.requestConfig.verb;
+    if (verb && verb !== "get" && (settling || pendingShown()) && !controller) {
+      showError("Updating the story's state… this is done as soon as that is finished.", true);
+    }
+  });
+  document.body.addEventListener("htmx:afterRequest", (e) => {
+    const verb = e.detail.requestConfig && e.detail.requestConfig.verb;
+    if (verb && verb !== "get" && errorBox.classList.contains("notice") && errorBox.textContent.startsWith("Updating")) showError("");
+  });
 
   function describeRefusal(body, status) {
     if (!body || body.detail === undefined) return `The server answered ${status}.`;
@@ -411,5 +482,6 @@
     window.addEventListener("scroll", first, { passive: true });
   }
 
+  if (pendingShown()) watchPending();
   scrollIfFollowing();
 })();
