@@ -379,8 +379,8 @@ def read_narration(
 ) -> None:
     """In step 5 (settle), and again in step 7 (later) after the state pass: the narration
     read against the state — what it tells outright applied after the model's events, its
-    clashes kept with the turn's record. With a companion's remark after it (also step 7
-    (later)), the remark is guarded too."""
+    clashes kept with the turn's record. With a companion's remark after it (made in
+    step 7 (later) too), the remark is guarded as well."""
     if remark:
         state_engine.guard_remark(
             settled, remark, start.rules, start.turn_number, guard_mode(start)
