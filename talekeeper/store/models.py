@@ -85,7 +85,7 @@ class Adventure(Base):
     rules: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     turn_count: Mapped[int] = mapped_column(Integer, default=0)
     # The head turn while its background step (the state pass, a companion's remark) runs
-    # after the narration was written; None once it has settled (migration 0007,
+    # after the narration was written; None once it has settled (migration 0008,
     # service/settling.py).
     pending_turn_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # The player whose adventure this is, with accounts on (None: local mode, no accounts).

@@ -6,16 +6,16 @@ and settle the same turn in a second short transaction. `pending_turn_id` names 
 until then (null: nothing pending). A process that dies in between leaves it set; the next
 writer (or the next start) marks the turn as not updated, so it never stays half-done.
 
-Revision ID: 0007
-Revises: 0006
+Revision ID: 0008
+Revises: 0007
 Create Date: 2026-12-02
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0007"
-down_revision = "0006"
+revision = "0008"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
