@@ -43,6 +43,13 @@ from talekeeper.story.actions import ActionError, format_action, normalise_actio
         ("story", '"run!" she cries', '"Run!" she cries.'),
         ("continue", "", ""),
         ("opening", "", ""),
+        # Only the Latin alphabet gets the English rewrite; other scripts stay as written.
+        ("do", "我坐的士去码头", "> 我坐的士去码头"),
+        ("say", "你好", '> "你好"'),
+        ("story", "月光城很安静", "月光城很安静"),
+        ("do", "ไปที่ตลาด", "> ไปที่ตลาด"),
+        ("do", "마법사를 찾는다", "> 마법사를 찾는다"),
+        ("do", "élan toward the gate", "> You élan toward the gate."),
     ],
 )
 def test_actions_read_as_ai_dungeon_writes_them(kind: str, text: str, line: str) -> None:

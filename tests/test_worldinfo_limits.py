@@ -161,3 +161,67 @@ def test_a_regex_that_would_backtrack_forever_is_cut_off_with_a_note_in_insights
     assert any(
         n.startswith("Regex key(s) cut off after 20 ms on a text: /(a|aa)+$/") for n in done.notes
     )
+
+
+def test_a_card_the_current_action_names_outranks_older_mentions() -> None:
+    """Under a tight budget the card the player's action names is sent, not one only the
+    opening narration named (the same order)."""
+    lore = [
+        {"name": "Harbour", "entry": f"Harbour {TEN}", "triggers": "harbour"},
+        {"name": "Lantern", "entry": f"Lantern {TEN}", "triggers": "lantern"},
+    ]
+    done = build(lore, "raise the lantern", card_budget=12)
+    seen = cards_in(done)
+    assert seen["Lantern"][0] and not seen["Harbour"][0]
+    # Even above a higher order; among cards older text named, order ranks.
+    ranked = [
+        {**lore[0], "order": 500},
+        lore[1],
+        {"name": "Quiet", "entry": f"Quiet {TEN}", "triggers": "quiet", "order": 50},
+    ]
+    seen = cards_in(build(ranked, "raise the lantern", card_budget=24))
+    assert seen["Lantern"][0] and seen["Harbour"][0] and not seen["Quiet"][0]
+
+
+def test_a_large_book_stops_early_instead_of_firing_everything() -> None:
+    """Every card names the next: with a budget for a few, the cards past the budget are
+    held back and recursion stops, named in the notes; nothing is fired to be dropped."""
+    chain = [
+        {
+            "name": f"Link {i}",
+            "entry": f"link{i} " + "lore " * 400 + f"link{i + 1}",
+            "triggers": f"link{i}",
+        }
+        for i in range(60)
+    ]
+    parts = [Part.of("your action", "follow link0", 0)]
+    cards = [StoryCard.model_validate(c) for c in chain]
+    unbounded = select(cards, parts, turn=1, seed="s", recursion_depth=100)
+    assert len(unbounded.fired) == 60
+    bounded = select(cards, parts, turn=1, seed="s", recursion_depth=100, budget_tokens=300)
+    assert 1 <= len(bounded.fired) <= 6
+    assert any("Recursion stopped early" in n for n in bounded.notes)
+    assert len(bounded.decisions) < 12
+    # Through the prompt: a few decided, those that fit sent (104 words each).
+    short = [{**c, "entry": c["entry"].replace("lore " * 400, "lore " * 100)} for c in chain]
+    done = build(short, "follow link0", card_budget=300, recursion_depth=100)
+    items = done.section("story_cards").items
+    assert [i.key for i in items if i.included] == ["Link 0", "Link 1"]
+    assert len(items) < 20 and any("Recursion stopped early" in n for n in done.notes)
+
+
+def test_regex_keys_past_the_turns_allowance_are_named() -> None:
+    import talekeeper.context.worldinfo as worldinfo
+
+    slow = [StoryCard(name=f"Slow {i}", entry="x", triggers=f"/(x|xx)+y{i}$/") for i in range(3)]
+    text = "x" * 40 + "!"
+    original = worldinfo.REGEX_TURN_BUDGET
+    worldinfo.REGEX_TURN_BUDGET = 1
+    worldinfo._REGEX_SEEN.clear()
+    try:
+        chosen = select(slow, [Part.of("your action", text, 0)], turn=1, seed="s")
+    finally:
+        worldinfo.REGEX_TURN_BUDGET = original
+        worldinfo._REGEX_SEEN.clear()
+    assert any(n.startswith("Regex key(s) cut off") for n in chosen.notes)
+    assert any("not tried this turn" in n and "/(x|xx)+y2$/" in n for n in chosen.notes)

@@ -276,6 +276,10 @@ def select_cards(inputs: ContextInput) -> worldinfo.Selection:
     # fired, so it does not flicker in and out of the prompt as a word comes and goes.
     cards = card_set(inputs.plot.get("story_cards"), inputs.options.card_linger_turns)
     deepest = max(inputs.options.window_turns, cards.deepest)
+    options = inputs.options
+    budget = int((options.budget - options.reserve_for_reply) * options.card_share)
+    if options.card_budget:
+        budget = min(budget, options.card_budget)
     return worldinfo.select(
         cards,
         scan_parts(inputs, deepest),
@@ -286,6 +290,7 @@ def select_cards(inputs: ContextInput) -> worldinfo.Selection:
         last_fired=inputs.card_last_fired,
         window_turns=inputs.options.window_turns,
         recursion_depth=inputs.options.recursion_depth,
+        budget_tokens=max(1, budget),
     )
 
 

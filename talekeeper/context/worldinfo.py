@@ -37,6 +37,14 @@ from talekeeper.context.keys import BadKey, Key, RegexTimeout, parse_keys_tuple
 REGEX_TURN_BUDGET = 40
 """Regex keys cut off in one turn before the rest are skipped (each cut costs its timeout)."""
 
+ALL = 10**9
+"""A scan depth that reaches every part (candidates are found over the whole window)."""
+
+BUDGET_MARGIN = (2, 1000)
+"""The cards kept for the prompt's budget: twice it and 1,000 tokens more, by a rough
+estimate (a quarter of the characters). The prompt fits them exactly, skipping one that
+does not fit for a smaller one after it, so it is given well more than it can take."""
+
 
 @dataclass(frozen=True)
 class Part:
@@ -67,6 +75,7 @@ class Decision:
     order: int = 100
     constant: bool = False
     fresh: bool = False  # fired this turn by its own rules (not held on by sticky)
+    age: int = ALL  # where its key was found: 0 the player's action, 1 the last turn, …
 
 
 @dataclass
@@ -91,10 +100,6 @@ def _fraction(seed: str, *salt: object) -> float:
         ("\x1f".join(map(str, (seed, *salt)))).encode(), digest_size=8
     ).digest()
     return int.from_bytes(digest, "big") / 2**64
-
-
-ALL = 10**9
-"""A scan depth that reaches every part (candidates are found over the whole window)."""
 
 
 @dataclass
@@ -211,6 +216,9 @@ class _Scanner:
         self._joined: dict[int, tuple[str, str]] = {}
         self._grams: dict[tuple[int, bool], set[str]] = {}
         self.cut: list[str] = []
+        self.skipped: list[
+            str
+        ] = []  # regex keys not run: the turn's allowance of cut-offs was spent
 
     def grams(self, depth: int, folded: bool) -> set[str]:
         depth = min(depth, self.oldest)
@@ -261,7 +269,7 @@ class _Scanner:
             self._joined[depth] = found
         return found
 
-    def first(self, keys: Sequence[Key], depth: int) -> tuple[Key, str] | None:
+    def first(self, keys: Sequence[Key], depth: int) -> tuple[Key, Part] | None:
         """The first key that occurs within `depth`, and the newest part it is in."""
         text, lowered = self.text(depth)
         grams = (self.grams(depth, False), self.grams(depth, True))
@@ -273,7 +281,7 @@ class _Scanner:
             if key.is_regex or self._find(key, text, lowered):  # a regex is run part by part
                 for part in self.parts:
                     if 0 <= part.age <= depth and self._find(key, part.text, part.lowered):
-                        return key, part.where
+                        return key, part
         return None
 
     def present(self, keys: Sequence[Key], depth: int) -> list[bool]:
@@ -292,6 +300,8 @@ class _Scanner:
         seen = _REGEX_SEEN.get((key.text, text))
         if seen is None:
             if len(self.cut) >= REGEX_TURN_BUDGET:
+                if key.text not in self.skipped:
+                    self.skipped.append(key.text)  # named in the turn's notes
                 return False
             try:
                 seen = key.find(text, lowered)
@@ -347,12 +357,18 @@ def select(
     last_fired: Mapping[int, int] | None = None,
     window_turns: int = 4,
     recursion_depth: int = 2,
+    budget_tokens: int | None = None,
 ) -> Selection:
     """Decide every card for the turn numbered `turn` (the one being written).
 
     last_fired: card index → the turn it last fired by its own rules (for sticky and
     cooldown); read from earlier turns' records on the path to the head, so undo and
     branches see exactly the timers of the story they are in.
+
+    budget_tokens: the story-card budget the prompt will fit the cards into. Cards in
+    priority order past BUDGET_MARGIN times it are held back (they could not be sent),
+    and recursion stops once the budget is full, instead of firing hundreds of cards of
+    a large lorebook to drop nearly all of them.
     """
     last_fired = last_fired or {}
     compiled = cards if isinstance(cards, CardSet) else compile_cards(cards)
@@ -408,7 +424,7 @@ def select(
         keys, secondary = parsed
         depth = window_turns if card.scan_depth is None else card.scan_depth
         if card.constant:
-            d.how, d.why = "constant", "constant"
+            d.how, d.why, d.age = "constant", "constant", 0
         elif not keys and card.gates:
             d.how, d.why = "gates", "no keys: fires while its gates hold"
         elif card.delay_until_recursion:
@@ -428,7 +444,9 @@ def select(
                     pending[index] = (index, card, keys, secondary)
                 continue
             ok, why = _secondary(card, secondary, scanner.present(secondary, depth))
-            d.how, d.why = "key", f"trigger '{hit[0].text}' in {hit[1]}"
+            d.how, d.why, d.age = "key", f"trigger '{hit[0].text}' in {hit[1].where}", hit[1].age
+            for key in dict.fromkeys(scanner.cut[before:]):
+                d.steps.append(f"regex key {key} was cut off (ran past its time limit)")
             if not ok:
                 d.stopped, d.why = "secondary", f"{d.why}, but it {why}"
                 decisions[index] = d
@@ -442,10 +460,11 @@ def select(
     # Recursion: fired cards' text can trigger cards that did not fire, one level at a
     # time, up to `recursion_depth` levels (0: none). Groups are decided after it, so a
     # card brought in by recursion competes in its group like any other.
+    fired, full = _within(cards, fired, budget_tokens)
     level = 0
     source = list(fired)
     limit_note = ""
-    while pending and source:
+    while pending and source and not full:
         texts = [
             Part.of(f"card '{d.name}'", cards[d.index].entry, 0)
             for d in source
@@ -465,7 +484,7 @@ def select(
                     name = card.name or f"card {index + 1}"
                     limit_note = (
                         f"Recursion stopped at its depth limit ({recursion_depth}): "
-                        f"trigger '{hit[0].text}' in {hit[1]}'s text would have brought in '{name}'."
+                        f"trigger '{hit[0].text}' in {hit[1].where}'s text would have brought in '{name}'."
                     )
                     break
             scanner.cut += sub.cut
@@ -482,7 +501,7 @@ def select(
             )
             d.how, d.why = (
                 "recursion",
-                f"trigger '{hit[0].text}' in {hit[1]}'s text (recursion level {level})",
+                f"trigger '{hit[0].text}' in {hit[1].where}'s text (recursion level {level})",
             )
             ok, why = _secondary(card, secondary, sub.present(secondary, 0))
             decisions[index] = d
@@ -493,19 +512,75 @@ def select(
                 fired.append(d)
                 source.append(d)
         scanner.cut += sub.cut
+        scanner.skipped += [k for k in sub.skipped if k not in scanner.skipped]
+        fired, full = _within(cards, fired, budget_tokens)
+        source = [d for d in source if d.fired]
     unmatched += len(pending)
     notes = []
+    held = [d.name for d in decisions.values() if d.stopped == "budget"]
+    if held:
+        shown = ", ".join(f"'{n}'" for n in held[:8]) + (
+            f" and {len(held) - 8} more" if len(held) > 8 else ""
+        )
+        notes.append(
+            f"Story cards held back before the budget (the cards before them fill it): {shown}."
+        )
+    if full and pending:
+        notes.append(
+            "Recursion stopped early: the cards found already fill the story-card budget "
+            f"(about {budget_tokens} tokens)."
+        )
     if scanner.cut:
         cut = ", ".join(sorted(set(scanner.cut)))
         notes.append(f"Regex key(s) cut off after {int(1000 * _timeout())} ms on a text: {cut}.")
+    if scanner.skipped:
+        notes.append(
+            f"Regex key(s) not tried this turn ({REGEX_TURN_BUDGET} cut-offs already): "
+            f"{', '.join(scanner.skipped[:10])}."
+        )
     if limit_note:
         notes.append(limit_note)
 
     fired = _groups(cards, fired, seed)
-    fired.sort(key=lambda d: (not d.constant, -d.order, d.index))
+    fired.sort(key=priority)
     for d in fired:
         d.fresh = d.how != "sticky"
     return Selection(fired, decisions, unmatched, notes, cards)
+
+
+def priority(d: Decision) -> tuple[bool, bool, int, int, int]:
+    """The order cards claim the budget: constant ones, then those the player's current
+    action names, then by `order` (higher first), then the most recently mentioned."""
+    return (not d.constant, d.age != 0, -d.order, d.age, d.index)
+
+
+def estimate(card: StoryCard) -> int:
+    """A card's tokens, roughly (a quarter of its characters; its own budget at most)."""
+    tokens = len(card.entry) // 4 + 1
+    return min(tokens, card.max_tokens) if card.max_tokens else tokens
+
+
+def _within(
+    cards: Sequence[StoryCard], fired: list[Decision], budget: int | None
+) -> tuple[list[Decision], bool]:
+    """The fired cards, in priority order, that a budget of `budget` tokens could still
+    take (BUDGET_MARGIN times it, estimated); the rest are held back, said in their
+    decision. Also whether the budget is full."""
+    if not budget:
+        return fired, False
+    fired = sorted(fired, key=priority)
+    room = BUDGET_MARGIN[0] * budget + BUDGET_MARGIN[1]
+    used = 0
+    kept = []
+    for d in fired:
+        cost = estimate(cards[d.index])
+        if used >= room:
+            d.fired, d.stopped = False, "budget"
+            d.why += f"; held back: the cards before it already fill the story-card budget ({budget} tokens)"
+            continue
+        used += cost
+        kept.append(d)
+    return kept, used >= room
 
 
 def _timeout() -> float:

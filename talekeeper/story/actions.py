@@ -135,6 +135,13 @@ def talk_text(to: str, words: str) -> str:
     return f"{to.strip()}: {words.strip()}"
 
 
+def _english_looking(text: str) -> bool:
+    """Whether the action is written in the Latin alphabet (its first letter is), the
+    only script the "You …" rewrite suits."""
+    letter = next((ch for ch in text if ch.isalpha()), "")
+    return not letter or letter.isascii() or "\u00c0" <= letter <= "\u024f"
+
+
 @lru_cache(maxsize=4096)  # a turn formats each action of its window; most, every turn
 def format_action(kind: str, text: str) -> str:
     if kind not in ("do", "say", "story", "talk") or not text:
@@ -145,6 +152,11 @@ def format_action(kind: str, text: str) -> str:
         if spoken and spoken[-1] not in ".!?…":
             spoken += "."
         return f'> You say to {who.strip()}, "{spoken[:1].upper() + spoken[1:]}"'
+    if not _english_looking(text):
+        # "You", "say" and a full stop are English: a Chinese action (我坐的士…) is the
+        # player's own words, kept as written, never "> You 我坐的士…".
+        words = text.strip()
+        return {"story": words, "say": f'> "{words}"'}.get(kind, f"> {words}")
     if kind == "story":
         return _capitalise(_sentence(text))
     if kind == "say":
