@@ -1,7 +1,11 @@
-"""Run every file in a folder through talekeeper's importers and say, per file, whether it
+"""Run every file in folders through talekeeper's importers and say, per file, whether it
 was imported (with its report's size) or refused and why. Writes nothing.
 
-    python scripts/import_corpus.py ../shared/interop-corpus
+    python scripts/import_corpus.py [FOLDER ...]
+
+With no folder: the third-party corpus (`../shared/interop-corpus`, where present) and
+the project's own spec-built fixtures (`tests/fixtures/interop`, written by
+`tests/interop_fixtures.py`).
 """
 
 from __future__ import annotations
@@ -10,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from talekeeper.service.imports import convert_file as convert
 from talekeeper.service.interop.containers import Refused
-from talekeeper.service.interop.detect import convert
 from talekeeper.service.scenarios import check_scenario
 
 SKIP_SUFFIXES = {".md", ".py", ".txt"}
@@ -54,4 +58,13 @@ def main(folder: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/interop-corpus")))
+    here = Path(__file__).resolve().parent.parent
+    corpus = [p / "shared" / "interop-corpus" for p in here.parents]
+    folders = [Path(a) for a in sys.argv[1:]] or [
+        *[p for p in corpus if p.is_dir()][:1],
+        here / "tests" / "fixtures" / "interop",
+    ]
+    for folder in folders:
+        print(f"== {folder}")
+        main(folder)
+        print()
