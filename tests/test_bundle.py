@@ -17,8 +17,8 @@ from talekeeper.service.bundles import BundleInvalid
 from talekeeper.service.interop.bundle_format import bundle_schema
 from tests import pg
 from tests.interop_helpers import (
+    assert_same_story,
     build_story,
-    comparable,
     export_bytes,
     import_bytes,
     pack,
@@ -79,8 +79,7 @@ def test_round_trip_is_equal_up_to_ids(shared_tk: Talekeeper, other_tk: Talekeep
     for target in (shared_tk, other_tk):
         result = import_bytes(target, first)
         assert result.adventure_id != adventure_id or target is other_tk
-        again = export_bytes(target, result.adventure_id)
-        assert comparable(again) == comparable(first)
+        assert_same_story(export_bytes(target, result.adventure_id), first)
 
 
 def test_bundle_carries_everything(tk: Talekeeper) -> None:
@@ -155,7 +154,7 @@ def test_any_damage_is_refused_and_writes_nothing(
         assert row_counts(shared_tk) == before
     else:  # only gzip's own header flags and timestamp may change without changing the story
         assert flip % len(data) < 10
-        assert comparable(export_bytes(shared_tk, result.adventure_id)) == comparable(data)
+        assert_same_story(export_bytes(shared_tk, result.adventure_id), data)
 
 
 _SMALL: dict[int, bytes] = {}

@@ -1,8 +1,8 @@
 """Whole-adventure export and import (the bundle format is in `talekeeper.service.interop`).
 
 Export streams: the web route and the CLI write the compressed lines as they are read.
-Import reads its file twice (check everything, then write), so it needs a file it can
-reopen: the CLI passes a path, the web route spools the upload to a temporary file.
+Import reads its file once, checking and writing each record; the CLI passes a path, the
+web route spools the upload to a temporary file.
 """
 
 from __future__ import annotations
@@ -103,25 +103,24 @@ def import_file(
     size: int,
     progress: Progress | None = None,
 ) -> ImportResult:
-    """Check the whole bundle, then write it as a new adventure. Raises BundleInvalid.
+    """Check the bundle and write it as a new adventure, in one pass and one transaction.
+    Raises BundleInvalid (and nothing was written).
 
     The check must refuse what it cannot read with BundleInvalid; anything else it raises
     (but the store's own errors, which have their answers) is a bug in talekeeper, logged
     and answered as a refusal with its reason, never a server error. Nothing was written."""
     with tk.db.session() as session:
         try:
-            checked = bundle_import.check(session, open_stream, size, progress)
+            adventure, checked = bundle_import.load(session, open_stream, size, progress)
         except (TalekeeperError, SQLAlchemyError):
             raise
         except Exception as exc:
-            log.exception("checking a bundle of %d bytes failed unexpectedly", size)
+            log.exception("importing a bundle of %d bytes failed unexpectedly", size)
             reason = f"{type(exc).__name__}: {str(exc)[:200]}".rstrip(": ")
             raise BundleInvalid(
                 "(file)",
                 f"talekeeper could not read it ({reason}; talekeeper's fault, not the file's, and logged)",
             ) from None
-    with tk.db.session() as session:
-        adventure = bundle_import.write(session, checked, open_stream, size, progress)
         return ImportResult(
             adventure.id,
             adventure.title,

@@ -41,13 +41,45 @@ def _first_error(error: ValidationError) -> str:
     return f"{where}: {detail['msg']}" if where else detail["msg"]
 
 
-def normalise(raw: Any, rules: Rules | None = None) -> tuple[Document, list[str]]:
-    """A usable document from stored JSON, and the list of repairs made (empty when none)."""
-    defaults = initial_document(rules) if rules is not None else empty_document()
+class _Defaults:
+    """The document a section is reset to, built only when a repair needs it (a valid
+    document needs none, and building the scenario's initial document costs more than
+    checking one)."""
+
+    def __init__(self, rules: Rules | None) -> None:
+        self.rules = rules
+        self._document: Document | None = None
+
+    @property
+    def document(self) -> Document:
+        if self._document is None:
+            rules = self.rules
+            self._document = initial_document(rules) if rules is not None else empty_document()
+        return self._document
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.document, name)
+
+
+Memo = dict[str, tuple[Any, Any]]
+"""Per section, the last raw value checked and what it became: `normalise` over a run of
+documents that share most sections (the snapshots of consecutive turns) checks a section
+again only when it differs from the one before."""
+
+
+def normalise(
+    raw: Any, rules: Rules | None = None, memo: Memo | None = None
+) -> tuple[Document, list[str]]:
+    """A usable document from stored JSON, and the list of repairs made (empty when none).
+
+    With `memo` (a dict kept across calls, for checking many documents: see `Memo`), a
+    section equal to the last one checked is not checked again; the document returned
+    then shares that section's value with the one before, so mutate neither."""
+    defaults: Any = _Defaults(rules)
     repairs: list[str] = []
     if not isinstance(raw, dict):
         repairs.append("the document is not a JSON object; started again from the initial state")
-        return defaults, repairs
+        return defaults.document, repairs
     version = raw.get("version")
     if version != VERSION:
         if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
@@ -61,16 +93,22 @@ def normalise(raw: Any, rules: Rules | None = None) -> tuple[Document, list[str]
             repairs.append(f"dropped unknown section '{str(key)[:40]}'")
     sections: dict[str, Any] = {}
     for name in SECTIONS:
-        default = getattr(defaults, name)
         if name not in raw:
             repairs.append(f"{name}: missing; set to its default")
-            sections[name] = default
+            sections[name] = getattr(defaults, name)
+            continue
+        seen = memo.get(name) if memo is not None else None
+        if seen is not None and seen[0] == raw[name]:
+            sections[name] = seen[1]
             continue
         try:
             sections[name] = _adapter(name).validate_python(raw[name], strict=True)
         except ValidationError as error:
             repairs.append(f"{name}: reset to its default ({_first_error(error)})")
-            sections[name] = default
+            sections[name] = getattr(defaults, name)
+            continue
+        if memo is not None:
+            memo[name] = (raw[name], sections[name])
     doc = Document(**sections)
     _check_keys(doc, defaults, repairs)
     _check_references(doc, defaults, repairs)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import LargeBinary, func, select, type_coerce
 from sqlalchemy.orm import Session
 
 from talekeeper import __version__
@@ -47,9 +47,20 @@ def timestamp(value: datetime | None) -> str:
     return value.isoformat()
 
 
-def encode(record: dict[str, Any]) -> bytes:
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def encode(record: dict[str, Any], raw: dict[str, str] | None = None) -> bytes:
+    """One line: the record as compact JSON, keys sorted. `raw` holds values already
+    written as JSON (a stored snapshot's own text), put in as they are: a state snapshot
+    is most of a node's line, and decoding it only to encode it again was most of an
+    export's time."""
+    if not raw:
+        return (_dumps(record) + "\n").encode()
+    values = {**{key: _dumps(value) for key, value in record.items()}, **raw}
     return (
-        json.dumps(record, ensure_ascii=False, separators=(",", ":"), sort_keys=True) + "\n"
+        "{" + ",".join(f"{_dumps(key)}:{values[key]}" for key in sorted(values)) + "}\n"
     ).encode()
 
 
@@ -126,6 +137,22 @@ def remap_proposal(
     return {**proposal, "edited_from": nodes(proposal["edited_from"])}
 
 
+def samplers_of(session: Session, adventure_id: int) -> dict[str, Any] | None:
+    """The adventure's own samplers, with its preset's values (the importing side may not
+    have that preset, or not the same): None when it has none."""
+    from talekeeper.service import samplers
+
+    choice = samplers.adventure_choice(session, adventure_id)
+    if not choice["preset"] and not choice["values"]:
+        return None
+    preset = choice["preset"]
+    return {
+        "preset": preset,
+        "preset_values": samplers.presets(session).get(preset) if preset else None,
+        "values": choice["values"],
+    }
+
+
 def records(
     session: Session, adventure: Adventure, progress: Progress | None = None
 ) -> Iterator[dict[str, Any]]:
@@ -161,6 +188,7 @@ def records(
             "scenario": {"id": scenario.id, "data": scenario.data} if scenario else None,
             "plot": adventure.plot or {},
             "rules": adventure.rules,
+            "samplers": samplers_of(session, aid),
             "turn_count": adventure.turn_count,
             "root": node_ids.get(adventure.root_node_id or 0, 1),
             "head": node_ids.get(adventure.head_node_id or 0, 1),
@@ -186,28 +214,36 @@ def records(
         yield {"t": "text", "digest": row.digest, "text": zlib.decompress(row.text).decode()}
         tick()
     table = Node.__table__
+    # The snapshots as stored (compressed JSON text), not decoded: see `encode`.
+    columns = [c for c in table.c if c.name not in ("state", "proposal")]
+    stored = (type_coerce(table.c.state, LargeBinary), type_coerce(table.c.proposal, LargeBinary))
     for row in _rows(
-        session, select(table).where(table.c.adventure_id == aid).order_by(table.c.id)
+        session,
+        select(*columns, *stored).where(table.c.adventure_id == aid).order_by(table.c.id),
     ):
-        yield {
-            "t": "node",
-            "id": node_ids[row.id],
-            "parent": node_ids[row.parent_id] if row.parent_id is not None else None,
-            "active_child": node_ids.get(row.active_child_id)
-            if row.active_child_id is not None
-            else None,
-            "depth": row.depth,
-            "kind": row.action_kind,
-            "action": row.action_text,
-            "narration": row.narration,
-            "reasoning": row.reasoning,
-            "state": row.state,
-            "proposal": remap_proposal(row.proposal, node_ids.get),
-            "branch_name": row.branch_name,
-            "take_of": node_ids.get(row.take_of) if row.take_of is not None else None,
-            "model": row.model,
-            "created_at": timestamp(row.created_at),
-        }
+        state, proposal = (_stored_json(value) for value in row[-2:])
+        if proposal is not None and '"edited_from"' in proposal:  # a node id to translate
+            proposal = _dumps(remap_proposal(json.loads(proposal), node_ids.get))
+        yield Raw(
+            {
+                "t": "node",
+                "id": node_ids[row.id],
+                "parent": node_ids[row.parent_id] if row.parent_id is not None else None,
+                "active_child": node_ids.get(row.active_child_id)
+                if row.active_child_id is not None
+                else None,
+                "depth": row.depth,
+                "kind": row.action_kind,
+                "action": row.action_text,
+                "narration": row.narration,
+                "reasoning": row.reasoning,
+                "branch_name": row.branch_name,
+                "take_of": node_ids.get(row.take_of) if row.take_of is not None else None,
+                "model": row.model,
+                "created_at": timestamp(row.created_at),
+            },
+            {"state": state or "null", "proposal": proposal or "null"},
+        )
         tick()
     table = Memory.__table__
     for row in _rows(
@@ -272,6 +308,19 @@ def records(
         tick()
 
 
+class Raw(dict):
+    """A record with some values already written as JSON text (`encode`'s `raw`)."""
+
+    def __init__(self, record: dict[str, Any], raw: dict[str, str]) -> None:
+        super().__init__(record)
+        self.raw = raw
+
+
+def _stored_json(value: bytes | None) -> str | None:
+    """A `CompressedJSON` column's JSON text, as stored."""
+    return zlib.decompress(value).decode() if value is not None else None
+
+
 def lines(
     session: Session, adventure: Adventure, progress: Progress | None = None
 ) -> Iterator[bytes]:
@@ -279,7 +328,7 @@ def lines(
     digest = hashlib.sha256()
     count = 0
     for record in records(session, adventure, progress):
-        line = encode(record)
+        line = encode(record, getattr(record, "raw", None))
         digest.update(line)
         count += 1
         yield line

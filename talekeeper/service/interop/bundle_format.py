@@ -4,7 +4,7 @@ A bundle is a stream of records, one JSON object a line, so a story of any lengt
 written and read a record at a time (memory does not grow with the story's text):
 
     header            format, version, counts, and the adventure (title, plot, rules,
-                      scenario snapshot, head and root)
+                      samplers, scenario snapshot, head and root)
     text*             Insights section texts, deduplicated (referenced by digest)
     node*             every turn of every line, parents before children
     memory*           the memory bank
@@ -47,6 +47,16 @@ class ScenarioSnapshot(_Record):
     data: dict[str, Any] = Field(description="The scenario document as it was when exported.")
 
 
+class SamplerChoice(_Record):
+    preset: Short | None = Field(None, description="The sampler preset it follows, if any.")
+    preset_values: dict[str, Any] | None = Field(
+        None, description="That preset's values where it was exported (null: not known)."
+    )
+    values: dict[str, Any] = Field(
+        default_factory=dict, description="Its own sampler values (they win over the preset's)."
+    )
+
+
 class AdventureRecord(_Record):
     title: Short
     scenario: ScenarioSnapshot | None = Field(
@@ -55,6 +65,9 @@ class AdventureRecord(_Record):
     plot: dict[str, Any] = Field(description="The adventure's own plot components and story cards.")
     rules: dict[str, Any] | None = Field(
         None, description="The adventure's copy of the rules (null: narrative only)."
+    )
+    samplers: SamplerChoice | None = Field(
+        None, description="Its own samplers (Samplers in the adventure's links), if set."
     )
     turn_count: Annotated[int, Field(ge=0)]
     root: LocalId

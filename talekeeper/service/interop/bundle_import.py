@@ -1,23 +1,24 @@
-"""Read a bundle back: check all of it, then write it, a record at a time.
+"""Read a bundle back: check each record and write it, in one pass and one transaction.
 
-Import is two passes over the file. The first checks everything — the gzip stream, each
-line against the schema, the order of records, every reference (parents, active
-children, memories, summaries, Insights, Save Points), the tree's shape, every state
-snapshot against the adventure's rules, the counts and the end record's SHA-256 — and
-writes nothing. A problem refuses the whole file with the path of the first one
-(`line 12 (node 11).parent: …`). Only a file that passed is read a second time and
-written, in one transaction, so a failure even then leaves the database as it was.
+Each line is checked as it is read — the gzip stream, the line against the schema, the
+order of records, every reference (parents, active children, memories, summaries,
+Insights, Save Points), the tree's shape, every state snapshot against the adventure's
+rules — and written in batches; at the end the counts and the end record's SHA-256 are
+checked. A problem anywhere refuses the whole file with the path of the first one
+(`line 12 (node 11).parent: …`) and rolls the transaction back, so nothing was written.
 
-Memory holds one line at a time plus a few bytes per turn (the tree's shape), never the
-story's text. Hostile input is bounded: the compressed size, each line's size, the
-decompressed total, and nesting depth.
+Rows are written in batches with their ids known in advance (the next free ids on
+SQLite, where the transaction is then the only writer; ids taken from the sequence on
+PostgreSQL), so a node's active child is written with it and nothing is updated after.
+Memory holds one line and a batch at a time plus a few bytes per turn (the tree's shape
+and the ids), never the story's text. Hostile input is bounded: the compressed size, each
+line's size, the decompressed total, and nesting depth.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import zlib
 from array import array
 from collections.abc import Callable, Iterator
@@ -26,7 +27,7 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from pydantic import ValidationError
-from sqlalchemy import bindparam, insert, update
+from sqlalchemy import LargeBinary, bindparam, func, insert, select, text
 from sqlalchemy.orm import Session
 
 from talekeeper.context.insights import text_digest
@@ -34,10 +35,13 @@ from talekeeper.context.triggers import MAX_CARDS
 from talekeeper.errors import Invalid
 from talekeeper.service.plot import Persona, StoryCard
 from talekeeper.state import RulesError, empty_rules, load_rules, normalise
+from talekeeper.state.normalise import Memo
 from talekeeper.store import owner
 from talekeeper.store.models import (
     Adventure,
+    CompressedJSON,
     ContextText,
+    InsightJSON,
     Memory,
     Node,
     SavePoint,
@@ -207,7 +211,7 @@ class _Checker:
         self.children = bytearray()
         self.memories = 0
         self.insight_nodes: set[int] = set()
-        self.valid_states: dict[bytes, None] = {}
+        self.sections: Memo = {}  # consecutive snapshots share most sections: see normalise
         self.ended = False
 
     def line(self, number: int, raw: bytes) -> Any:
@@ -300,18 +304,11 @@ class _Checker:
             )
         if record.state is None:
             raise BundleInvalid(f"{where}.state", "every turn keeps the state after it")
-        key = hashlib.blake2b(
-            json.dumps(record.state, sort_keys=True, separators=(",", ":")).encode(), digest_size=16
-        ).digest()
-        if key not in self.valid_states:
-            _doc, repairs = normalise(record.state, self.rules)
-            if repairs:
-                raise BundleInvalid(
-                    f"{where}.state", f"does not fit the adventure's rules ({repairs[0]})"
-                )
-            if len(self.valid_states) > 1024:
-                self.valid_states.clear()
-            self.valid_states[key] = None
+        _doc, repairs = normalise(record.state, self.rules, self.sections)
+        if repairs:
+            raise BundleInvalid(
+                f"{where}.state", f"does not fit the adventure's rules ({repairs[0]})"
+            )
         if record.proposal and "edited_from" in record.proposal:
             ref = record.proposal["edited_from"]
             if ref is not None and (
@@ -441,21 +438,9 @@ class _Checker:
             )
 
 
-def check(
-    session: Session,
-    open_stream: Callable[[], IO[bytes]],
-    size: int,
-    progress: Progress | None = None,
-) -> Checked:
-    """The first pass: everything checked, nothing written. Raises BundleInvalid."""
-    checker = _Checker(session)
-    with open_stream() as stream:
-        for number, raw in read_lines(stream, size):
-            checker.line(number, raw)
-            if progress is not None and number % 200 == 0 and checker.header is not None:
-                progress(number, _total(checker.header))
-    checker.finish()
-    header = checker.header
+def _scenario(session: Session, header: Any) -> Checked:
+    """What becomes of the bundle's scenario: linked to the same one here, added as the
+    player's own, or none."""
     snapshot = header.adventure.scenario
     if snapshot is None:
         return Checked(header, "none", None)
@@ -484,140 +469,266 @@ def _total(header: Any) -> int:
 # --- writing --------------------------------------------------------------------------
 
 
-def write(
+class _Ids:
+    """The database ids `count` new rows of `table` will have, known before they are
+    written: local id n (1, 2, 3 …) → its id, increasing with n as the bundle's order needs
+    (a parent's id below its children's)."""
+
+    def __init__(self, session: Session, table: Any, count: int) -> None:
+        self.base, self.ids = 0, array("q", [0])
+        if not count:
+            return
+        if session.get_bind().dialect.name == "postgresql":
+            taken = session.execute(
+                text(
+                    "SELECT nextval(pg_get_serial_sequence(:table, 'id')) "
+                    "FROM generate_series(1, :count)"
+                ),
+                {"table": table.name, "count": count},
+            )
+            self.ids.extend(sorted(row[0] for row in taken))
+        else:  # this transaction is SQLite's only writer from its first write on
+            self.base = session.scalar(select(func.max(table.c.id))) or 0
+            self.ids = None  # type: ignore[assignment]
+
+    def __getitem__(self, local: int) -> int:
+        return self.base + local if self.ids is None else self.ids[local]
+
+
+class _Batches:
+    """Rows waiting to be written, a statement's worth at a time (executemany)."""
+
+    SIZE = 500
+
+    def __init__(self, session: Session) -> None:
+        self.conn = session.connection()
+        self.pending: dict[Any, list[dict[str, Any]]] = {}
+
+    def add(self, statement: Any, row: dict[str, Any]) -> None:
+        rows = self.pending.setdefault(statement, [])
+        rows.append(row)
+        if len(rows) >= self.SIZE:
+            self.flush()
+
+    def flush(self) -> None:
+        for statement, rows in self.pending.items():
+            if rows:
+                self.conn.execute(statement, rows)
+        self.pending = {}
+
+
+class _Writer:
+    """Writes checked records as a new adventure (see the module's docstring)."""
+
+    def __init__(self, session: Session, checked: Checked) -> None:
+        self.session, self.checked = session, checked
+        header = checked.header
+        meta = header.adventure
+        if checked.scenario_action == "add":
+            from talekeeper.service.scenarios import name_of
+
+            data = {**meta.scenario.data, "id": name_of(checked.scenario_id)}
+            title = distinct_title(session, Scenario, str(data.get("title", "")))
+            session.add(
+                Scenario(
+                    id=checked.scenario_id,
+                    title=title,
+                    description=str(data.get("description", "")),
+                    data={**data, "title": title} if title != data.get("title") else data,
+                    builtin=False,
+                    owner_id=owner.current(),
+                )
+            )
+            session.flush()
+        self.adventure = Adventure(
+            scenario_id=checked.scenario_id,
+            title=distinct_title(session, Adventure, meta.title),
+            plot=meta.plot,
+            rules=meta.rules,
+            turn_count=meta.turn_count,
+            created_at=_naive(meta.created_at),
+            last_played_at=_naive(meta.last_played_at),
+            owner_id=owner.current(),
+        )
+        session.add(self.adventure)
+        session.flush()  # the first write: from here on, SQLite's only writer is this one
+        self.aid = self.adventure.id
+        self.nodes = _Ids(session, Node.__table__, header.counts.nodes)
+        self.memories = _Ids(session, Memory.__table__, header.counts.memories)
+        self.batches = _Batches(session)
+        self.stage = "header"
+
+    def add(self, record: Any) -> None:
+        if record.t != self.stage:  # what follows refers to what came before: written first
+            self.batches.flush()
+            self.stage = record.t
+        getattr(self, f"_{record.t}", lambda _record: None)(record)
+
+    def _text(self, record: Any) -> None:
+        row = {"digest": record.digest, "text": zlib.compress(record.text.encode(), 6)}
+        self.batches.add(_ADD_TEXT, {**row, "adventure_id": self.aid})
+
+    def _node(self, record: Any) -> None:
+        nodes = self.nodes
+        row = {
+            "id": nodes[record.id],
+            "adventure_id": self.aid,
+            "parent_id": nodes[record.parent] if record.parent else None,
+            "active_child_id": nodes[record.active_child] if record.active_child else None,
+            "depth": record.depth,
+            "action_kind": record.kind,
+            "action_text": record.action,
+            "narration": record.narration,
+            "reasoning": record.reasoning,
+            # Compressed now, as the column stores them: a batch holds bytes, not documents.
+            "state_z": _SNAPSHOT.process_bind_param(record.state, None),
+            "proposal_z": _SNAPSHOT.process_bind_param(
+                remap_proposal(record.proposal, lambda n: nodes[n] if isinstance(n, int) else n),
+                None,
+            ),
+            "branch_name": record.branch_name,
+            "take_of": nodes[record.take_of] if record.take_of else None,
+            "model": record.model,
+            "created_at": _naive(record.created_at),
+        }
+        self.batches.add(_ADD_NODE, row)
+
+    def _memory(self, record: Any) -> None:
+        row = record.model_dump(exclude={"t", "id", "node", "embedding"})
+        row.update(
+            id=self.memories[record.id],
+            adventure_id=self.aid,
+            node_id=self.nodes[record.node],
+            embedding=base64.b64decode(record.embedding) if record.embedding is not None else None,
+            created_at=_naive(record.created_at),
+            updated_at=_naive(record.updated_at),
+        )
+        self.batches.add(_ADD_MEMORY, row)
+
+    def _summary(self, record: Any) -> None:
+        row = {
+            "adventure_id": self.aid,
+            "node_id": self.nodes[record.node],
+            "depth": record.depth,
+            "text": record.text,
+            "source": record.source,
+            "created_at": _naive(record.created_at),
+        }
+        self.batches.add(_ADD_SUMMARY, row)
+
+    def _insight(self, record: Any) -> None:
+        data = remap_insight(
+            record.data,
+            lambda n: self.nodes[n] if isinstance(n, int) else n,
+            lambda m: self.memories[m] if isinstance(m, int) else m,
+        )
+        row = {"node_id": self.nodes[record.node], "adventure_id": self.aid}
+        self.batches.add(_ADD_INSIGHT, {**row, "data_z": _INSIGHT.process_bind_param(data, None)})
+
+    def _save_point(self, record: Any) -> None:
+        row = {
+            "adventure_id": self.aid,
+            "node_id": self.nodes[record.node],
+            "name": record.name,
+            "note": record.note,
+            "created_at": _naive(record.created_at),
+        }
+        self.batches.add(_ADD_SAVE_POINT, row)
+
+    def finish(self) -> Adventure:
+        self.batches.flush()
+        meta = self.checked.header.adventure
+        self.adventure.root_node_id = self.nodes[meta.root]
+        self.adventure.head_node_id = self.nodes[meta.head]
+        if meta.samplers is not None:
+            restore_samplers(self.session, self.aid, meta.samplers)
+        self.session.flush()
+        return self.adventure
+
+
+_ADD_TEXT = insert(ContextText.__table__)
+_SNAPSHOT = CompressedJSON()
+_ADD_NODE = insert(Node.__table__).values(
+    state=bindparam("state_z", type_=LargeBinary),
+    proposal=bindparam("proposal_z", type_=LargeBinary),
+)
+_ADD_MEMORY = insert(Memory.__table__)
+_ADD_SUMMARY = insert(StorySummary.__table__)
+_INSIGHT = InsightJSON()
+_ADD_INSIGHT = insert(TurnInsight.__table__).values(data=bindparam("data_z", type_=LargeBinary))
+_ADD_SAVE_POINT = insert(SavePoint.__table__)
+IMPORTED = " (imported)"
+
+
+def distinct_title(session: Session, model: Any, title: str) -> str:
+    """`title`, or — when one the player can see already has it — "title (imported)"
+    (then "(imported 2)" …), so an imported twin can be told apart in every list."""
+    title = title[:MAX_TITLE]
+    taken = {
+        t
+        for t in session.scalars(
+            owner.where_visible(select(model.title), model).where(
+                model.title.startswith(title[: MAX_TITLE - len(IMPORTED) - 4], autoescape=True)
+            )
+        )
+    }
+    if title not in taken:
+        return title
+    base = title[: MAX_TITLE - len(IMPORTED) - 4].rstrip()
+    for n in range(1, 10_000):
+        candidate = f"{base}{IMPORTED}" if n == 1 else f"{base} (imported {n})"
+        if candidate not in taken:
+            return candidate
+    return base
+
+
+MAX_TITLE = 200
+
+
+def restore_samplers(session: Session, adventure_id: int, exported: Any) -> None:
+    """The adventure's samplers as they were: its preset when this installation has the
+    same one, else the preset's values kept as the adventure's own (its own values win)."""
+    from talekeeper.service import samplers
+
+    values = dict(exported.values)
+    if exported.preset:
+        here = samplers.presets(session).get(exported.preset)
+        if exported.preset_values is None or here == exported.preset_values:
+            try:
+                samplers.set_adventure_choice(session, adventure_id, exported.preset, values)
+                return
+            except samplers.SamplersInvalid:
+                pass  # not here: its values below
+        values = {**(exported.preset_values or {}), **values}
+    try:
+        samplers.set_adventure_choice(session, adventure_id, None, values)
+    except samplers.SamplersInvalid as exc:
+        raise BundleInvalid("line 1 (header).adventure.samplers", str(exc)) from None
+
+
+def load(
     session: Session,
-    checked: Checked,
     open_stream: Callable[[], IO[bytes]],
     size: int,
     progress: Progress | None = None,
-) -> Adventure:
-    """The second pass: write the checked bundle as a new adventure (one transaction)."""
-    header = checked.header
-    meta = header.adventure
-    if checked.scenario_action == "add":
-        from talekeeper.service.scenarios import name_of
-
-        data = {**meta.scenario.data, "id": name_of(checked.scenario_id)}
-        session.add(
-            Scenario(
-                id=checked.scenario_id,
-                title=str(data.get("title", ""))[:200],
-                description=str(data.get("description", "")),
-                data=data,
-                builtin=False,
-                owner_id=owner.current(),
-            )
-        )
-        session.flush()
-    adventure = Adventure(
-        scenario_id=checked.scenario_id,
-        title=meta.title,
-        plot=meta.plot,
-        rules=meta.rules,
-        turn_count=meta.turn_count,
-        created_at=_naive(meta.created_at),
-        last_played_at=_naive(meta.last_played_at),
-        owner_id=owner.current(),
-    )
-    session.add(adventure)
-    session.flush()
-    aid = adventure.id
-    nodes = array("q", [0])  # local id → database id (index 0 unused)
-    active = array("i", [0])
-    memories = array("q", [0])
-    node_table, memory_table = Node.__table__, Memory.__table__
-    # Statements built once and run with parameters: building one per row cost more than the row.
-    conn = session.connection()
-    add_text = insert(ContextText.__table__)
-    add_node = insert(node_table)
-    set_active = (
-        update(node_table)
-        .where(node_table.c.id == bindparam("parent"))
-        .values(active_child_id=bindparam("child"))
-    )
-    add_memory = insert(memory_table)
-    add_summary = insert(StorySummary.__table__)
-    add_insight = insert(TurnInsight.__table__)
-    add_save_point = insert(SavePoint.__table__)
-    total = _total(header)
+) -> tuple[Adventure, Checked]:
+    """Check and write the bundle as a new adventure, in one pass. Raises BundleInvalid
+    (the caller's transaction then rolls back: nothing was written)."""
+    checker = _Checker(session)
+    writer: _Writer | None = None
     with open_stream() as stream:
         for number, raw in read_lines(stream, size):
-            record = LINE.validate_json(raw)
+            record = checker.line(number, raw)
+            if writer is None:
+                writer = _Writer(session, _scenario(session, record))
+            else:
+                writer.add(record)
             if progress is not None and number % 200 == 0:
-                progress(number, total)
-            if record.t == "text":
-                conn.execute(
-                    add_text,
-                    {
-                        "adventure_id": aid,
-                        "digest": record.digest,
-                        "text": zlib.compress(record.text.encode(), 6),
-                    },
-                )
-            elif record.t == "node":
-                values = dict(
-                    adventure_id=aid,
-                    parent_id=nodes[record.parent] if record.parent else None,
-                    depth=record.depth,
-                    action_kind=record.kind,
-                    action_text=record.action,
-                    narration=record.narration,
-                    reasoning=record.reasoning,
-                    state=record.state,
-                    proposal=remap_proposal(
-                        record.proposal, lambda n: nodes[n] if isinstance(n, int) else n
-                    ),
-                    branch_name=record.branch_name,
-                    take_of=nodes[record.take_of] if record.take_of else None,
-                    model=record.model,
-                    created_at=_naive(record.created_at),
-                )
-                new_id = conn.execute(add_node, values).inserted_primary_key[0]
-                nodes.append(new_id)
-                active.append(record.active_child or 0)
-                if record.parent and active[record.parent] == record.id:
-                    conn.execute(set_active, {"parent": nodes[record.parent], "child": new_id})
-            elif record.t == "memory":
-                values = record.model_dump(exclude={"t", "id", "node", "embedding"})
-                values.update(
-                    adventure_id=aid,
-                    node_id=nodes[record.node],
-                    embedding=base64.b64decode(record.embedding)
-                    if record.embedding is not None
-                    else None,
-                    created_at=_naive(record.created_at),
-                    updated_at=_naive(record.updated_at),
-                )
-                memories.append(conn.execute(add_memory, values).inserted_primary_key[0])
-            elif record.t == "summary":
-                summary = {
-                    "node_id": nodes[record.node],
-                    "depth": record.depth,
-                    "text": record.text,
-                    "source": record.source,
-                }
-                conn.execute(
-                    add_summary,
-                    {**summary, "adventure_id": aid, "created_at": _naive(record.created_at)},
-                )
-            elif record.t == "insight":
-                data = remap_insight(
-                    record.data,
-                    lambda n: nodes[n] if isinstance(n, int) else n,
-                    lambda m: memories[m] if isinstance(m, int) else m,
-                )
-                conn.execute(
-                    add_insight, {"node_id": nodes[record.node], "adventure_id": aid, "data": data}
-                )
-            elif record.t == "save_point":
-                point = {"node_id": nodes[record.node], "name": record.name, "note": record.note}
-                conn.execute(
-                    add_save_point,
-                    {**point, "adventure_id": aid, "created_at": _naive(record.created_at)},
-                )
-    adventure.root_node_id = nodes[meta.root]
-    adventure.head_node_id = nodes[meta.head]
-    session.flush()
+                progress(number, _total(checker.header))
+    checker.finish()
+    assert writer is not None  # finish() refuses a file without a header
+    adventure = writer.finish()
     if progress is not None:
+        total = _total(checker.header)
         progress(total, total)
-    return adventure
+    return adventure, writer.checked
