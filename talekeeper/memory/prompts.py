@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from talekeeper.context.echo import EchoGuard
+from talekeeper.context.echo import EchoGuard, has_protocol
 from talekeeper.context.triggers import match_cards, recent_window
 from talekeeper.llm.base import GenerationRequest, Message
 
@@ -102,8 +102,10 @@ def summary_request(
 def unechoed(reply: str, request: GenerationRequest, story: Sequence[str]) -> str:
     """The reply without the sentences that repeat the summariser's own prompt — its
     instructions and cast brief, not the `story` it was given (the excerpt, the summary so
-    far). The same guard as the narration's, so an echo is never stored as a memory and
-    fed back into later prompts."""
+    far) — and without what no memory says: protocol (a stat path, an `(id)` tag, JSON, a
+    stat readout) or a line of a prompt's notes ("Recently: …", "[Author's note: …"). The
+    same guard as the narration's, so an echo is never stored as a memory and fed back into
+    later prompts."""
     sources = []
     for message in request.messages:
         content = message.content
@@ -112,7 +114,23 @@ def unechoed(reply: str, request: GenerationRequest, story: Sequence[str]) -> st
         sources.append((message.role, content))
     guard = EchoGuard(sources)
     sentences = re.split(r"(?<=[.!?…])\s+|\n+", reply.strip())
-    return " ".join(s for s in sentences if s.strip() and guard.judge(s) is None)
+    return " ".join(
+        s for s in sentences if s.strip() and guard.judge(s) is None and not _prompt_line(s)
+    )
+
+
+_LABELLED = re.compile(r"^\s*(?:\[|[-*>]\s|[A-Z][\w'’ -]{0,30}:(?:\s|$))")
+"""How a prompt's own lines open: a bracket, a list mark, or a label ("Recently:",
+"What the stats mean:"). A memory is sentences of story, in the past tense: never these."""
+
+
+_ANSWER = re.compile(r"^\s*(?:memory|summary|updated summary)(?:\s+\d+)?\s*:", re.I)
+"""The label a summariser may open its answer with ("Summary:"): its own, not a note's."""
+
+
+def _prompt_line(sentence: str) -> bool:
+    labelled = _LABELLED.match(sentence) and not _ANSWER.match(sentence)
+    return bool(labelled) or has_protocol(sentence)
 
 
 _PREAMBLE = re.compile(r"^\s*(memory|summary|updated summary)\s*:\s*", re.I)

@@ -36,9 +36,14 @@ from talekeeper.state import (
     state_notes,
 )
 from talekeeper.state.canon import event_line, record_event
+from talekeeper.state.events import EVENTS
 from talekeeper.state.report import Outcome
+from talekeeper.state.sentences import plain_line, same_line
 from talekeeper.state.telling import Telling, read_telling
 from talekeeper.store.models import Adventure, Node
+
+TEXT_CHARS = 300
+"""The longest sentence field an event may carry (the event schema's own limit)."""
 
 
 @lru_cache(maxsize=64)
@@ -232,7 +237,7 @@ def settle_reply(
         # Code writes the turn's recent-event line even when no block came (seed 003).
         after = record_event(before, event_line(None, extraction.prose), turn)
         return Settled(extraction.prose, after.to_json(), record.to_json(), [], after)
-    proposal, dropped = without_empty_notes(extraction.proposal, extraction.prose, before)
+    proposal, dropped = without_noise(extraction.proposal, extraction.prose, before)
     record.dropped = dropped or None
     after, report = apply_proposal(before, proposal, rules, turn)
     after = record_event(after, event_line(report, extraction.prose), turn)
@@ -289,34 +294,74 @@ def guard_remark(settled: Settled, remark: str, rules: Rules, turn: int, guard: 
         settled.proposal["contradictions"] = clashes
 
 
-def without_empty_notes(
+def without_noise(
     proposal: dict[str, Any], prose: str, before: Document
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The proposal less the `note_event`s that are no change: one that only restates the
-    narration (a chip saying what the player just read), or one that writes protocol — an
-    `(id)` tag or a stat path — into the recent events the narrator reads back. What was
-    dropped, and why, is kept for the audit trail."""
+    """The proposal as the story's record may keep it (`state/sentences`): every sentence a
+    model wrote into an event's text fields cut to plain story — no JSON fragment, no
+    sentence said twice, no loop; and the `note_event`s and `record_moment`s that are no
+    change dropped: one with nothing of story left, one that writes protocol (an `(id)`
+    tag, a stat path, a readout) into the record every role reads back, a note that only
+    restates the narration or a line already in the recent events (and any note after the
+    turn's first: one line a turn), a moment already remembered. What was dropped, and why,
+    is kept for the audit trail."""
     events = proposal.get("events")
     if not isinstance(events, list):
         return proposal, []
-    kept, dropped = [], []
+    kept: list[Any] = []
+    dropped: list[dict[str, Any]] = []
+    noted = False
+    moments = [m.text for m in before.moments]
     for event in events:
-        text = (
-            event.get("text")
-            if isinstance(event, dict) and event.get("type") == "note_event"
-            else None
-        )
-        why = None
-        if isinstance(text, str):
-            if echo.has_protocol(text, before.entities):
-                why = "it wrote ids, stat paths or a stat readout, not story"
-            elif echo.restates(text, prose):
+        kind = event.get("type") if isinstance(event, dict) else None
+        raw = event.get("text") if kind in ("note_event", "record_moment") else None
+        if isinstance(raw, str) and echo.has_protocol(raw, before.entities):
+            dropped.append(
+                {"event": event, "why": "it wrote ids, stat paths or a stat readout, not story"}
+            )
+            continue
+        event, why = _plain_event(event)
+        text = event.get("text") if kind in ("note_event", "record_moment") else None
+        if why is None and isinstance(text, str):
+            if kind == "note_event" and echo.restates(text, prose):
                 why = "it only restated the narration"
+            elif kind == "note_event" and any(
+                same_line(text, e.text) for e in before.recent_events
+            ):
+                why = "it is already in the recent events"
+            elif kind == "note_event" and noted:
+                why = "one recent event a turn"
+            elif kind == "record_moment" and any(same_line(text, m) for m in moments):
+                why = "that moment is already remembered"
         if why:
             dropped.append({"event": event, "why": why})
-        else:
-            kept.append(event)
-    return ({**proposal, "events": kept}, dropped) if dropped else (proposal, [])
+            continue
+        kept.append(event)
+        noted = noted or kind == "note_event"
+        if kind == "record_moment" and isinstance(text, str):
+            moments.append(text)
+    changed = dropped or kept != events
+    return ({**proposal, "events": kept}, dropped) if changed else (proposal, [])
+
+
+def _plain_event(event: Any) -> tuple[Any, str | None]:
+    """A model's event with its sentence fields as plain story (`plain_line`), and why it
+    is dropped when one of them has none left."""
+    spec = EVENTS.get(event.get("type")) if isinstance(event, dict) else None
+    if spec is None:
+        return event, None  # the validator says what is wrong with it
+    plain = dict(event)
+    for field in spec.fields:
+        value = event.get(field.name)
+        if field.shape == "text" and isinstance(value, str):
+            plain[field.name] = plain_line(value, TEXT_CHARS)
+            if not plain[field.name]:
+                return event, f"its {field.name} held no story, only markup or repetition"
+        elif field.shape == "texts" and isinstance(value, list):
+            plain[field.name] = [
+                plain_line(v, TEXT_CHARS) if isinstance(v, str) else v for v in value
+            ]
+    return plain, None
 
 
 def correct(

@@ -22,6 +22,7 @@ from .document import PLAYER_ID, Document
 from .report import Report
 from .resolve import document_name
 from .rules import Rules
+from .sentences import plain_line, same_line
 from .stats import band_label
 
 SCHEMA_VERSION = 1
@@ -31,7 +32,8 @@ MOMENT_HALF_LIFE = 12
 """Turns after which a moment counts half as much (it never vanishes: moments stack)."""
 BANTER_MIN_SCORE = 2.0
 """A moment below this score is too faint (or too old and light) for a companion to raise."""
-EVENT_LINE_CHARS = 160
+EVENT_LINE_CHARS = 120
+"""A recent event is one short line."""
 
 
 def moment_score(weight: int, recorded: int, turn: int) -> float:
@@ -55,7 +57,8 @@ def banter_moment(document: Document, turn: int) -> Any | None:
 
 def event_line(report: Report | None, prose: str, action_line: str = "") -> str:
     """The terse recent-event line code writes for a turn: what was accepted, else the
-    turn's first sentence. The model's own `note_event` line, when it sent one, wins."""
+    turn's first sentence (of the guarded prose: never an echo), as one short plain line
+    (`sentences.plain_line`). The model's own `note_event` line, when it sent one, wins."""
     if report is not None:
         noted = [
             o.after
@@ -73,9 +76,9 @@ def event_line(report: Report | None, prose: str, action_line: str = "") -> str:
             and o.type not in ("record_moment", "note_event")
         ]
         if changes:
-            return _clip("; ".join(in_words(c) for c in changes))
-    sentence = _first_sentence(prose) or action_line.lstrip("> ").strip()
-    return _clip(sentence)
+            return plain_line("; ".join(in_words(c) for c in changes), EVENT_LINE_CHARS)
+    sentence = _first_sentence(plain_line(prose, 10 * EVENT_LINE_CHARS))
+    return plain_line(sentence or action_line.lstrip("> ").strip(), EVENT_LINE_CHARS)
 
 
 _ID_TAG = re.compile(r"\s*\((?!none\))[a-z][a-z0-9_-]*(?:,\s*[a-z_]+)?\)")
@@ -106,10 +109,6 @@ def _first_sentence(text: str) -> str:
         if ch in ".!?" and (i + 1 == len(text) or text[i + 1] == " "):
             return text[: i + 1]
     return text
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= EVENT_LINE_CHARS else text[: EVENT_LINE_CHARS - 1].rstrip() + "…"
 
 
 def canon_log(document: Document, rules: Rules, turn: int | None = None) -> dict[str, Any]:
@@ -177,11 +176,12 @@ def fact_sentence(doc: Document, fact: Any) -> str:
 
 
 def record_event(document: Document, line: str, turn: int) -> Document:
-    """The document with `line` as its newest recent event (the window keeps five)."""
+    """The document with `line` as its newest recent event (the window keeps five),
+    unless the window already says it."""
     from .document import RECENT_EVENTS_WINDOW, RecentEvent
 
-    if not line:
-        return document
+    if not line or any(same_line(line, e.text) for e in document.recent_events):
+        return document  # nothing new: a line already in the window is not said again
     # A shallow copy: only the event list is new. Documents are values (apply.py works on
     # a deep copy of its own), and copying every entity again cost ~1 ms a turn.
     events = [*document.recent_events, RecentEvent(turn=turn, text=line)]
