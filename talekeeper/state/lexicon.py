@@ -39,6 +39,12 @@ ON_FOOT = frozenset(
 )
 """Going on one's own feet: "walks away", "stalks off" leave the scene. A boat pushed or
 rowed off may carry the player along, so those verbs leave no one behind."""
+STEP_IN = frozenset(
+    "come step walk hurry stride stomp stalk burst limp shuffle hobble run rush storm amble "
+    "wander stroll duck slip push".split()
+)
+"""Verbs that, with "in", "inside", "over" or "up" and no place, bring someone into the
+scene ("Tobin steps inside", "Maren comes over")."""
 ENTER = frozenset("enter reach board".split())
 """Verbs whose direct object is the place arrived at."""
 ARRIVE = frozenset("arrive appear join".split())

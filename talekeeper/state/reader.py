@@ -192,6 +192,7 @@ _WORD = re.compile(
 _YOU = frozenset({"you", "your", "yours", "yourself"})
 _PRONOUNS = frozenset({"he", "she"})
 _CONTRACTIONS = ("'re", "'ll", "'d", "'ve", "'s")
+_PERSONAL = _YOU | _PRONOUNS
 
 
 def _words(text: str) -> list[Tok]:
@@ -206,9 +207,10 @@ def _words(text: str) -> list[Tok]:
             out.append(Tok("punct", raw, low))
             continue
         base, contraction = low, ""
-        for c in _CONTRACTIONS:
-            if low.endswith(c) and low[: -len(c)] in _YOU | _PRONOUNS:
-                base, contraction = low[: -len(c)], c
+        if "'" in low:
+            for c in _CONTRACTIONS:
+                if low.endswith(c) and low[: -len(c)] in _PERSONAL:
+                    base, contraction = low[: -len(c)], c
         if base in _YOU:
             out.append(Tok("you", raw, base, PLAYER_ID, "player", poss=base in ("your", "yours")))
         elif base in _PRONOUNS:
@@ -889,20 +891,17 @@ class _Reader:
         subject = sv.subject
         player = subject == PLAYER_ID
 
-        def add(kind: str, **kw: object) -> None:
-            if kind == "acts" and kw.get("where") == "here" and subject in self.gone:
+        def add(kind: str, who: str = subject, **kw: object) -> None:
+            if kind == "acts" and kw.get("where") == "here" and who in self.gone:
                 kw["where"] = None  # "walks into the office and slams the door": not here
             if kind in ("moves", "leaves") and kw.get("object") != self.here:
-                self.gone.add(subject)
+                self.gone.add(who)
             self.claims.append(
-                Claim(kind, subject, mood=mood, verb=g.text, sentence=sentence, **kw)  # type: ignore[arg-type]
+                Claim(kind, who, mood=mood, verb=g.text, sentence=sentence, **kw)  # type: ignore[arg-type]
             )
 
-        if clause.joiner.lstrip(",") == "where":  # "…the cottage, where Tobin lives"
-            distant_clause = True
-        else:
-            distant_clause = False
-
+        # "…the cottage, where Tobin lives": a clause about somewhere else
+        distant_clause = clause.joiner.lstrip(",") == "where"
         if g.passive:
             if base in lx.KILL:
                 add("status", object="dead")
@@ -930,23 +929,15 @@ class _Reader:
         if base in lx.KILL:
             victim = _first_person(rest, self)
             add("acts", act="use", where=place or (None if distant else "here"))
-            if victim is not None and mood == "asserted":
-                self.claims.append(
-                    Claim(
-                        "status", victim, object="dead", mood=mood, verb=g.text, sentence=sentence
-                    )
-                )
+            if victim is not None:
+                add("status", victim, object="dead")
             return
         # going somewhere, arriving, leaving
         moved = self._movement(sv, base, rest, front)
         if moved is not None:
             kind, target = moved
             if kind == "carries":  # the player is taken there; the one who takes them acts
-                self.claims.append(
-                    Claim(
-                        "moves", PLAYER_ID, object=target, mood=mood, verb=g.text, sentence=sentence
-                    )
-                )
+                add("moves", PLAYER_ID, object=target)
                 add("acts", act="move", where=None)
                 return
             if kind == "moves" and not player and target == self.here and self.here:
@@ -974,16 +965,9 @@ class _Reader:
                 return
             add("acts", act=act, where=None if distant or player else "here")
             return
-        # items
-        self._items(sv, base, rest, add)
-        # the speaker of "…," says Tobin
-        if player:
-            if (
-                front
-                and place is not None
-                and _place_after(front, lx.AT_PREPS, self.gaz)
-                and not distant
-            ):
+        self._items(base, rest, add)
+        if player:  # "Inside the lighthouse, you shake the rain from your coat."
+            if not distant and _place_after(front, lx.AT_PREPS, self.gaz):
                 add("at", object=place)
             add("acts", act=act, where=None)
             return
@@ -992,6 +976,9 @@ class _Reader:
     def _movement(
         self, sv: _SV, base: str, rest: list[Tok], front: list[Tok]
     ) -> tuple[str, str | None] | None:
+        """(kind, place) for a clause that takes its subject somewhere: `moves` to a named
+        place, `arrives` here, `leaves` (for a named place, if any), or `carries` (the
+        player taken to a place by the subject)."""
         player = sv.subject == PLAYER_ID
         if base in lx.CARRY and rest and rest[0].kind == "you" and rest[0].low == "you":
             target = _place_after(rest[1:], lx.ARRIVAL_PREPS, self.gaz)
@@ -1011,36 +998,12 @@ class _Reader:
             if base == "arrive" and not _distant(front + rest) and not _has_place(rest):
                 return "arrives", None
             if (
-                base
-                in (
-                    "come",
-                    "step",
-                    "walk",
-                    "hurry",
-                    "stride",
-                    "stomp",
-                    "stalk",
-                    "burst",
-                    "limp",
-                    "shuffle",
-                    "hobble",
-                    "run",
-                    "rush",
-                    "storm",
-                    "amble",
-                    "wander",
-                    "stroll",
-                    "duck",
-                    "slip",
-                    "push",
-                )
-                and _word_at(rest, 0)
-                in ("in", "inside", "over", "up", "closer", "near", "aboard", "through", "out")
-                and _word_at(rest, 0) != "out"
+                base in lx.STEP_IN
+                and _word_at(rest, 0) in ("in", "inside", "over", "up", "closer", "near", "aboard")
                 and not _distant(front + rest)
                 and not _has_place(rest)
             ):
-                return "arrives", None
+                return "arrives", None  # "Tobin steps inside", "Maren comes over"
             if (
                 base == "come"
                 and not _distant(front + rest)
@@ -1087,11 +1050,10 @@ class _Reader:
                 if target is not None:
                     return "moves", target
             return None
-        if base == "go" and _word_at(rest, 0) == "to" and _word_at(rest, 1) == "sleep":
-            return None
         return None
 
-    def _items(self, sv: _SV, base: str, rest: list[Tok], add) -> None:  # noqa: ANN001
+    def _items(self, base: str, rest: list[Tok], add) -> None:  # noqa: ANN001
+        """Claims about items: handed over, taken, dropped, put down, held or used."""
         item = _direct_item(rest)
         with_item = _with_item(rest)
         if base in lx.GIVE:
@@ -1256,12 +1218,17 @@ def _place_within(toks: list[Tok], k: int, gaz: Gazetteer) -> tuple[str, int] | 
     return None
 
 
+@lru_cache(maxsize=32)
+def _split_preps(preps: tuple[str, ...]) -> list[list[str]]:
+    return sorted((p.split() for p in preps), key=len, reverse=True)
+
+
 def _place_after(
     toks: list[Tok], preps: tuple[str, ...], gaz: Gazetteer, skip_people: bool = False
 ) -> str | None:
     """The place after the first of `preps` that names one ("into the lighthouse",
     "at the top of the lighthouse")."""
-    multi = sorted((p.split() for p in preps), key=len, reverse=True)
+    multi = _split_preps(preps)
     for k in range(len(toks)):
         for words in multi:
             if all(_word_at(toks, k + n) == w for n, w in enumerate(words)):
@@ -1303,26 +1270,27 @@ def _here_words(rest: list[Tok]) -> bool:
     return any(text.startswith(f" {w} ") or f" still {w} " in text[:20] for w in lx.HERE_WORDS)
 
 
+_NOT_THIS_ONE = frozenset({"his", "her", "their", "its", "a", "an"})
+"""Determiners that make an item's name mean another one ("his key", "a key")."""
+
+
+def _item(tok: Tok) -> str | None:
+    """The item a name token names, unless its determiner says it is some other one."""
+    if tok.kind == "ent" and tok.ekind == "item" and tok.eid and tok.det not in _NOT_THIS_ONE:
+        return tok.eid
+    return None
+
+
 def _direct_item(rest: list[Tok]) -> str | None:
     """The item a verb acts on: right after it, past particles, an indirect object and
     at most two plain words ("turn the old brass key"); never after a preposition."""
     gap = 0
     for tok in rest:
         if tok.kind == "ent":
-            if (
-                tok.ekind == "item"
-                and tok.eid
-                and tok.det not in ("his", "her", "their", "its", "a", "an")
-            ):
-                return tok.eid
-            if tok.ekind in ("person", "player") and tok.poss:
-                continue  # "Tobin's brass key"
             if tok.ekind in ("person", "player"):
-                continue  # "hands Maren the key"
-            return None
-        if tok.kind == "you":
-            if tok.poss and tok.low == "your":
-                continue
+                continue  # "hands Maren the key", "Tobin's brass key"
+            return _item(tok)
+        if tok.kind == "you":  # "hands you the key", "your tools"
             continue
         if tok.kind in ("punct", "quote"):
             return None
@@ -1353,13 +1321,7 @@ def _with_item(rest: list[Tok]) -> str | None:
         if tok.kind == "word" and tok.low == "with":
             for nxt in rest[k + 1 : k + 4]:
                 if nxt.kind == "ent":
-                    if (
-                        nxt.ekind == "item"
-                        and nxt.eid
-                        and nxt.det not in ("his", "her", "their", "its", "a", "an")
-                    ):
-                        return nxt.eid
-                    break
+                    return _item(nxt)
                 if nxt.kind == "punct":
                     break
     return None
@@ -1402,22 +1364,20 @@ def _give_objects(rest: list[Tok], reader: _Reader) -> tuple[str | None, str | N
             recipient = reader._resolve(tok)
             continue
         if tok.kind == "ent" and tok.ekind == "item" and tok.eid:
-            if tok.det in ("his", "her", "their", "its", "a", "an"):
+            item = _item(tok)
+            if item is None:  # "his key": some other key
                 return None, None
-            item = tok.eid
             tail = rest[k + 1 : k + 6]
-            to = _person_after(tail, ("to",), reader)
+            to = _person_after(tail, ("to",), reader)  # "…to Maren", "…back to Maren"
             if to is not None:
                 recipient = to
-            elif (
+            elif (  # "…into your hand", "…into Maren's palm"
                 len(tail) >= 2
                 and _word_at(tail, 0) in ("into", "in")
                 and tail[1].kind in ("you", "ent")
                 and tail[1].poss
             ):
                 recipient = reader._resolve(tail[1]) if tail[1].kind == "ent" else PLAYER_ID
-            elif _word_at(tail, 0) == "back" and _person_after(tail, ("to",), reader):
-                recipient = _person_after(tail, ("to",), reader)
             break
         if tok.kind == "word" and tok.low in lx.LOCATIVE_PREPS | {"with", "for", "of"}:
             break
