@@ -92,3 +92,28 @@ def test_a_told_move_is_a_real_chip_that_undo_takes_back(isolated_home) -> None:
         page.locator("#undo").click()
         expect(page.locator("#story")).not_to_contain_text("out of the wind")
         assert where(w, "player")[0] == "docks"
+
+
+def test_told_again_the_first_telling_is_cleared_from_the_page(isolated_home) -> None:
+    from talekeeper.service.settings import SettingsUpdate, update_settings
+
+    replies = [ABSENT, "Maren hands you a coil of wet rope."]
+    with web(isolated_home, replies, chunk_size=4) as w:
+        with w.tk.db.session() as session:
+            update_settings(session, SettingsUpdate(generation={"contradictions": "retry"}))
+        w.start()
+        # every text the streaming turn shows, as it shows it
+        w.page.evaluate(
+            """() => { window.shown = [];
+              new MutationObserver(() => {
+                const n = document.querySelector('.turn.streaming .narration');
+                if (n) window.shown.push(n.textContent);
+              }).observe(document.body, {subtree: true, childList: true, characterData: true}); }"""
+        )
+        w.act("wait for the keeper", "coil of wet rope")
+        story = w.page.locator("#story")
+        expect(story).not_to_contain_text("mug of tea")
+        expect(story.locator(".turn").last.locator(".clashes")).to_have_count(0)
+        shown = w.page.evaluate("window.shown")
+        assert any("mug of tea" in t for t in shown)  # the first telling streamed…
+        assert not any("mug of tea" in t and "rope" in t for t in shown)  # …and was cleared

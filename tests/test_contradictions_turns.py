@@ -155,3 +155,54 @@ def test_the_setting_off_says_nothing_but_still_reads_changes(
     done = play(client, adventure_id, scripted, ABSENT + " You go into the lighthouse.")
     assert done["turn"]["contradictions"] == []
     assert state(tk, adventure_id)["entities"]["player"]["location"] == "lighthouse"
+
+
+def test_the_setting_retry_tells_a_clashing_narration_again_once(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
+    assert (
+        client.put("/api/settings", json={"generation": {"contradictions": "retry"}}).status_code
+        == 200
+    )
+    scripted.queue(ABSENT)
+    scripted.queue("Maren hands you a coil of wet rope.")
+    with client.stream(
+        "POST",
+        f"/api/adventures/{adventure_id}/turns",
+        json={"kind": "do", "text": "wait"},
+        headers={"Accept": "text/event-stream"},
+    ) as response:
+        body = "".join(response.iter_text())
+    assert "event: retold" in body
+    kept = story(client, adventure_id)["turns_shown"][-1]
+    assert kept["narration"] == "Maren hands you a coil of wet rope."
+    assert kept["contradictions"] == []
+    audit = client.get(f"/api/adventures/{adventure_id}/state/audit").json()[0]
+    assert audit["retold"]["narration"] == ABSENT
+    assert audit["retold"]["contradictions"][0]["kind"] == "presence"
+    # told again only once: a second clash is kept, with its warning
+    scripted.queue(ABSENT)  # the first telling (play queues the second)
+    done = play(client, adventure_id, scripted, ABSENT, "wait again")
+    assert done["turn"]["narration"] == ABSENT
+    assert [c["kind"] for c in done["turn"]["contradictions"]] == ["presence"]
+
+
+def test_retry_in_structured_mode_keeps_the_first_telling_once_the_turn_is_settled(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
+    client.put(
+        "/api/settings",
+        json={"generation": {"contradictions": "retry", "state_updates": "structured"}},
+    )
+    scripted.queue(ABSENT)  # the first telling: told again
+    scripted.queue("Maren coils her rope and says nothing.")  # the second: kept
+    scripted.queue('{"events": [{"type": "change_stat", "stat": "npc.maren.trust", "by": 1}]}')
+    response = client.post(
+        f"/api/adventures/{adventure_id}/turns", json={"kind": "do", "text": "wait"}
+    )
+    assert response.status_code == 200, response.text
+    turn = response.json()["turn"]
+    assert turn["narration"] == "Maren coils her rope and says nothing."
+    assert [c["type"] for c in response.json()["changes"]] == ["change_stat"]  # the state pass
+    audit = client.get(f"/api/adventures/{adventure_id}/state/audit").json()[0]
+    assert audit["retold"]["narration"] == ABSENT

@@ -99,12 +99,14 @@ class GenerationSettings(BaseModel):
         ),
     )
 
-    contradictions: Literal["off", "flag"] = Field(
+    contradictions: Literal["off", "flag", "retry"] = Field(
         "flag",
         description=(
             "When the narration says what the state does not (someone here who is elsewhere, "
-            "a key you do not hold): 'flag' shows a warning under the turn, 'off' says nothing. "
-            "Changes the narration tells outright are read whatever this says."
+            "a key you do not hold): 'flag' shows a warning under the turn, 'retry' tells it "
+            "again once before it is written (both tellings are in Insights) and warns if it "
+            "still clashes, 'off' says nothing. Changes the narration tells outright are read "
+            "whatever this says."
         ),
     )
 

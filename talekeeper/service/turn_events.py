@@ -2,7 +2,8 @@
 
 The SSE stream (`event: <kind>`, `data: <payload() as JSON>`) and the terminal render the
 same events, in this order: `accepted` once, then `text` and `reasoning` pieces (and
-`status`, a word on what the turn is doing), then exactly one of `done` or `error`. A
+`status`, a word on what the turn is doing; after a `retold`, the narration told again —
+what was shown of it is cleared), then exactly one of `done` or `error`. A
 `done` whose turn is `pending` (its state pass or a companion's remark still to come, in
 the background: service/settling) is followed by a companion's `remark` when one speaks
 up, and one `settled`, last. The README lists the same kinds (a test checks).
@@ -57,6 +58,19 @@ class Reasoning(_Event):
 
     def payload(self) -> dict[str, Any]:
         return {"text": self.text}
+
+
+@dataclass(frozen=True)
+class Retold(_Event):
+    """The narration so far said what the state does not, and is told again once (the
+    setting `contradictions: retry`): what was shown of it is to be cleared."""
+
+    message: str
+    lines: list[str] = field(default_factory=list)
+    kind: Literal["retold"] = "retold"
+
+    def payload(self) -> dict[str, Any]:
+        return {"message": self.message, "contradictions": self.lines}
 
 
 @dataclass(frozen=True)
@@ -118,7 +132,7 @@ class Error(_Event):
         return {"message": self.message}
 
 
-TurnEvent = Accepted | Text | Reasoning | Status | Remark | Done | Settled | Error
+TurnEvent = Accepted | Text | Reasoning | Retold | Status | Remark | Done | Settled | Error
 KINDS: tuple[str, ...] = tuple(
     get_args(get_type_hints(cls)["kind"])[0] for cls in get_args(TurnEvent)
 )

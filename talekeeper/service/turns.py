@@ -20,7 +20,9 @@ holds every reference to this list).
        start's state (service/state_engine), then the narration read against the state —
        the changes it tells outright applied after the model's, its clashes kept for the
        warning under the turn (state_engine.read_into); in structured mode the prose and
-       what it tells alone, the model's proposal to come in step 7 (later)
+       what it tells alone, the model's proposal to come in step 7 (later). With the
+       setting `contradictions: retry`, a narration that clashes is told again once, from
+       step 4 (stream)
     6. commit: the node, the head, Insights and the memories used — one transaction; a
        turn with more to come is marked pending (`adventures.pending_turn_id`)
     7. later: when the turn has more to come — the structured state pass, a companion's
@@ -77,6 +79,7 @@ from talekeeper.service.turn_events import (
     Error,
     Reasoning,
     Remark,
+    Retold,
     Settled,
     Text,
     TurnEvent,
@@ -186,24 +189,34 @@ async def play_turn(
         yield Accepted(assembly.action_line, start.kind, start.text)
         accepted = True
 
-        reply = Reply()
-        guard = prose_guard(prepared, start)
-        async for event in stream_reply(provider, prepared, guard, reply):  # 4. stream
-            yield event
-        if reply.failed is not None:
-            yield Error(reply.failed)
-            return
-        if mode == "structured":  # the prose alone: the state pass reads it in step 7 (later)
-            reply.raw = kept_prose(guard, reply, state_engine.extract_prose(reply.raw))
-        settled = validate_and_apply(start, guard, reply)  # 5. settle
-        narration = clean_narration(settled.prose)
-        if narration.startswith(reply.shown) and len(narration) > len(reply.shown):
-            # the last line was held until it was whole (the echo guard decides on lines)
-            yield Text(narration[len(reply.shown) :])
-        if not narration:
-            yield Error(NO_NARRATION)
-            return
-        read_narration(start, settled, narration)
+        retold: dict[str, Any] | None = None  # the first telling, when it is told again
+        while True:
+            reply = Reply()
+            guard = prose_guard(prepared, start)
+            async for event in stream_reply(provider, prepared, guard, reply):  # 4. stream
+                yield event
+            if reply.failed is not None:
+                yield Error(reply.failed)
+                return
+            if mode == "structured":  # the prose alone: the state pass reads it in step 7 (later)
+                reply.raw = kept_prose(guard, reply, state_engine.extract_prose(reply.raw))
+            settled = validate_and_apply(start, guard, reply)  # 5. settle
+            narration = clean_narration(settled.prose)
+            if narration.startswith(reply.shown) and len(narration) > len(reply.shown):
+                # the last line was held until it was whole (the echo guard decides on lines)
+                yield Text(narration[len(reply.shown) :])
+            if not narration:
+                yield Error(NO_NARRATION)
+                return
+            read_narration(start, settled, narration)
+            clashes = settled.proposal.get("contradictions")
+            if retold is not None or not clashes or guard_mode(start) != "retry":
+                break
+            # the setting `retry`: told again once, before the turn is written
+            retold = {"narration": narration, "contradictions": clashes}
+            yield Retold(tell_again_words(clashes), [str(c.get("line")) for c in clashes])
+        if retold is not None:
+            settled.proposal["retold"] = retold
         if reply.echoed:
             assembly.notes.append(echo.summary(reply.echoed))
         if reply.unfinished:
@@ -370,8 +383,14 @@ def validate_and_apply(start: TurnStart, guard: ProseGuard, reply: Reply) -> sta
 
 
 def guard_mode(start: TurnStart) -> str:
-    """The setting `generation.contradictions`: off or flag."""
+    """The setting `generation.contradictions`: off, flag or retry."""
     return start.context.generation.contradictions
+
+
+def tell_again_words(clashes: list[dict[str, Any]]) -> str:
+    """What the page says while a narration that clashed with the state is told again."""
+    lines = "; ".join(str(c.get("line", "")) for c in clashes[:2])
+    return f"That telling did not fit the story ({lines}). Telling it again…"
 
 
 def read_narration(
@@ -545,6 +564,8 @@ async def settle_later(
             await structured_pass(provider, prepared, start, reply.raw, reply)
             settled = validate_and_apply(start, guard, reply)
             read_narration(start, settled, narration)  # what it tells, after the model's
+            if known.proposal.get("retold"):  # the first telling stays on the record
+                settled.proposal["retold"] = known.proposal["retold"]
         remark = await banter_remark(provider, start, prepared, narration, settled)
         if remark is not None and remark.text:
             read_narration(start, settled, narration, remark=remark.text)

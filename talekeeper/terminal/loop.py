@@ -179,6 +179,9 @@ async def _show_stream(events: AsyncIterator[TurnEvent], echo_action: bool = Tru
             print_remark(event.data["by"], event.data["text"])
         elif event.kind == "reasoning":
             console.print(f"[dim]{event.text}[/]", end="")
+        elif event.kind == "retold":  # that telling clashed with the state: told again
+            console.print(f"\n\n[yellow]({escape(event.data['message'])})[/]\n", highlight=False)
+            printed = ""
         elif event.kind == "error":
             console.print(f"\n[red]{event.data['message']}[/]")
         elif event.kind == "done":

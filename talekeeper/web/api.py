@@ -114,7 +114,7 @@ async def post_turn(
 ):
     """Play a turn. Ask for `text/event-stream` to receive it as it is written.
 
-    SSE events: `accepted`, `text`, `reasoning`, `status`, `done` (the written turn), `error`.
+    SSE events: `accepted`, `text`, `reasoning`, `retold` (told again: clear the narration), `status`, `done` (the written turn), `error`.
     """
     text = talk_text(body.to, body.text) if body.kind == "talk" and body.to else body.text
     return await turn_response(play_turn(tk, adventure_id, body.kind, text), request)

@@ -244,6 +244,7 @@ STATE_UPDATE_CHOICES = {
 }
 CONTRADICTION_CHOICES = {
     "flag": "Warn me under the turn",
+    "retry": "Tell it again once, then warn me",
     "off": "Say nothing",
 }
 CHOICES = {"state_updates": STATE_UPDATE_CHOICES, "contradictions": CONTRADICTION_CHOICES}

@@ -18,7 +18,9 @@ TURN_STREAM = {
                     "type": "string",
                     "description": "Server-sent events, each `event: <kind>` with a JSON `data` line, in this "
                     "order: `accepted` once (`{action_line, kind, text}`), then `text` and `reasoning` pieces "
-                    "(`{text}`) and `status` words (`{message}`), then exactly one of `done` (the turn is "
+                    "(`{text}`) and `status` words (`{message}`) — after a `retold` (`{message, "
+                    "contradictions}`: that telling said what the state does not, setting `retry`) the "
+                    "narration is told again and what was shown of it is to be cleared — then exactly one of `done` (the turn is "
                     "written and the player may act again: `TurnResult`) or `error` (`{message}`; nothing "
                     "was written). When `done`'s `turn.pending` is true, the state pass (and a companion's "
                     "remark) still runs in the background: a companion's `remark` may follow (`{by, text}`: "

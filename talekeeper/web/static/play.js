@@ -222,6 +222,12 @@
         } else if (event === "reasoning") {
           thinking.hidden = false;
           thinkingText.textContent += data.text;
+        } else if (event === "retold") {
+          // that telling did not fit the story: it is told again (the setting `retry`)
+          narration.textContent = "";
+          status.textContent = data.message;
+          status.hidden = false;
+          scrollIfFollowing();
         } else if (event === "status") {
           status.textContent = data.message;
           status.hidden = false;
