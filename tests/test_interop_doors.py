@@ -164,7 +164,7 @@ def test_an_unexpected_bundle_error_is_a_logged_4xx(
     def broken(*args, **kwargs):
         raise ValueError("a record the checker did not expect")
 
-    monkeypatch.setattr(bundle_import, "check", broken)
+    monkeypatch.setattr(bundle_import, "load", broken)
     before = row_counts(tk)
     answer = client.post("/api/adventures/import", content=data)
     assert answer.status_code == 422 and "ValueError" in answer.json()["detail"]
