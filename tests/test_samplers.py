@@ -15,6 +15,11 @@ def test_the_settings_page_saves_them_and_names_what_the_model_ignores(
 ) -> None:
     page = client.get("/settings").text
     assert 'name="min_p"' in page and 'name="seed"' in page and 'id="samplers-ignored"' not in page
+    # DRY is not offered for a model that does not take it; a value set anyway is named.
+    assert (
+        'name="dry_multiplier"' not in page
+        and "Not offered by scripted replies (tests): DRY, XTC" in page
+    )
     form = {
         "provider": "auto",
         "mode": "chat",
@@ -29,6 +34,7 @@ def test_the_settings_page_saves_them_and_names_what_the_model_ignores(
         "presence_penalty": "",
         "stop": "",
         "seed": "7",
+        "dry_multiplier": "0.8",
     }
     saved = client.post("/settings", data=form)
     assert saved.status_code == 200, saved.text[:500]
@@ -40,7 +46,8 @@ def test_the_settings_page_saves_them_and_names_what_the_model_ignores(
         generation["repetition_penalty"],
     ) == (0.05, 40, 7, None)
     page = client.get("/settings").text
-    assert 'id="samplers-ignored"' in page and "min_p, top_k, seed" in page
+    assert 'id="samplers-ignored"' in page and "does not take DRY strength;" in page
+    assert 'name="dry_multiplier"' in page  # shown while it holds a value
     # …and a turn asks the model with them.
     scripted.queue("Fog.")
     aid = client.post("/api/adventures", json={"scenario_id": "greywater-lantern"}).json()["id"]
@@ -97,7 +104,7 @@ def test_the_samplers_page_saves_an_adventures_choice_and_a_preset(
     assert (
         "kept as the preset “Careful”" in page
         and 'value="0.07"' in page
-        and "min_p 0.07; seed 11" in page
+        and "Min P 0.07; Seed 11" in page
     )
     assert client.get("/api/sampler-presets").json() == {"Careful": {"min_p": 0.07, "seed": 11}}
     refused = client.post(url, data={"top_k": "0"})

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from talekeeper.llm.backends import SAMPLERS, Backend
 from talekeeper.llm.catalog import ModelInfo
 
 
@@ -40,7 +41,15 @@ class GenerationRequest(BaseModel):
     min_p: float | None = Field(None, ge=0.0, le=1.0)
     top_k: int | None = Field(None, ge=1)
     repetition_penalty: float | None = Field(None, gt=0.0)
+    frequency_penalty: float | None = Field(None, ge=-2.0, le=2.0)
     presence_penalty: float | None = Field(None, ge=-2.0, le=2.0)
+    dry_multiplier: float | None = Field(None, ge=0.0, le=100.0)
+    dry_base: float | None = Field(None, ge=1.0, le=8.0)
+    dry_allowed_length: int | None = Field(None, ge=1, le=100)
+    xtc_threshold: float | None = Field(None, ge=0.0, le=1.0)
+    xtc_probability: float | None = Field(None, ge=0.0, le=1.0)
+    logit_bias: dict[int, float] | None = None  # token id → bias (-100 bans it)
+    banned_phrases: list[str] = Field(default_factory=list)  # never shown (llm/banned.py)
     seed: int | None = None
     # A JSON Schema the output must follow, where the provider supports it.
     json_schema: dict[str, Any] | None = None
@@ -57,10 +66,11 @@ class StreamEvent:
     """One piece of a streamed generation.
 
     kind: "text" (narration), "reasoning" (the model's thinking, shown apart),
-    "usage" (token counts, when the server reports them), "done" (finish reason).
+    "usage" (token counts, when the server reports them), "note" (what the provider did
+    about the reply, for Insights: a banned phrase stopped), "done" (finish reason).
     """
 
-    kind: Literal["text", "reasoning", "usage", "done"]
+    kind: Literal["text", "reasoning", "usage", "note", "done"]
     text: str = ""
     usage: Usage | None = None
     finish_reason: str | None = None
@@ -89,9 +99,6 @@ class ConnectionReport:
         }
 
 
-SAMPLERS = ("min_p", "top_k", "repetition_penalty", "presence_penalty", "stop", "seed")
-
-
 class Provider(ABC):
     """A model that streams text. Subclasses set `id` and their capabilities."""
 
@@ -101,8 +108,13 @@ class Provider(ABC):
     samplers: frozenset[str] = frozenset()
 
     def unsupported_samplers(self, chosen: dict[str, object]) -> list[str]:
-        """Which of the samplers set (`GenerationSettings.samplers()`) this provider ignores."""
+        """Which of the samplers set (`GenerationSettings.samplers()`) this provider ignores,
+        by what it takes without asking its server (`backend()` asks)."""
         return [name for name in SAMPLERS if name in chosen and name not in self.samplers]
+
+    async def backend(self) -> Backend:
+        """What this provider's server is and which samplers it takes (llm/backends.py)."""
+        return Backend(self.id, self.description, self.samplers)
 
     supports_chat: bool = True
     supports_completion: bool = True

@@ -31,6 +31,8 @@ from typing import Any
 
 import httpx
 
+from talekeeper.llm import backends
+from talekeeper.llm.backends import Backend
 from talekeeper.llm.base import ConnectionReport, GenerationRequest, Message, Provider, StreamEvent
 from talekeeper.llm.embedded_server import (
     EmbeddedServer,
@@ -98,6 +100,9 @@ def chat_as_prompt(messages: list[Message]) -> str:
 class _EmbeddedOpenAI(OpenAIProvider):
     """llama-cpp-python's dialect of structured output."""
 
+    def _fallback_backend(self) -> Backend:
+        return backends.EMBEDDED  # known: nothing to ask
+
     def _schema_fields(self, request: GenerationRequest) -> dict[str, Any]:
         if request.json_schema is None:
             return {}
@@ -112,11 +117,12 @@ class _EmbeddedOpenAI(OpenAIProvider):
 
 class EmbeddedProvider(Provider):
     id = "embedded"
-    samplers = frozenset(
-        {"min_p", "top_k", "repetition_penalty", "presence_penalty", "stop", "seed"}
-    )
+    samplers = backends.EMBEDDED.samplers
     supports_schema = True
     exact_token_count = True
+
+    async def backend(self) -> Backend:
+        return backends.EMBEDDED
 
     def __init__(
         self,

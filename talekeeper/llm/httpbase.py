@@ -12,10 +12,13 @@ import asyncio
 import json
 from abc import abstractmethod
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any, Literal
 
 import httpx
 
+from talekeeper.llm import banned
+from talekeeper.llm.backends import SAMPLERS, Backend
 from talekeeper.llm.base import (
     ConnectionReport,
     GenerationRequest,
@@ -35,6 +38,9 @@ from talekeeper.llm.errors import (
 from talekeeper.llm.policy import PolicyTransport, Resolver
 from talekeeper.llm.settings import ModelSettings
 
+# The samplers whose spelling or support differs between servers: a request carrying one
+# asks the server what it is first (stop is everyone's).
+ASKED_SAMPLERS = tuple(name for name in SAMPLERS if name != "stop")
 _START_HINT = (
     "Is the model server running? Start it (for example `ollama serve`, or llama.cpp's "
     "`llama-server -m MODEL.gguf`), or correct the address in the model settings."
@@ -160,6 +166,8 @@ class HTTPProvider(Provider):
         self._default_model: str | None = None
         self._window: int | None = None
         self._window_asked = False
+        self._backend: Backend | None = None
+        self._phrase_tokens: dict[str, int | None] = {}
 
     # Where the server usually listens when the settings name no endpoint (None: required).
     default_endpoint: str | None = None
@@ -346,14 +354,70 @@ class HTTPProvider(Provider):
             f"The model server at {self.endpoint} answered {status}: {message}", status
         )
 
+    # --- which samplers the server takes (llm/backends.py) -----------------------------
+
+    async def backend(self) -> Backend:
+        """Asked of the server once; one that cannot be reached is asked again next time."""
+        if self._backend is None:
+            try:
+                self._backend = await self._detect_backend()
+            except (ServerUnavailable, EndpointRefused):
+                return self._fallback_backend()
+        return self._backend
+
+    async def _detect_backend(self) -> Backend:
+        return self._fallback_backend()
+
+    def _fallback_backend(self) -> Backend:
+        """What is assumed before (or without) asking the server."""
+        return Backend(self.id, self.kind_label, self.samplers)
+
+    def _known_backend(self) -> Backend:
+        return self._backend or self._fallback_backend()
+
+    async def _token_of(self, phrase: str) -> int | None:
+        """The one token `phrase` is in this server's tokenizer (None: more than one, or the
+        server cannot say). Only servers with a tokenizer endpoint override it."""
+        return None
+
+    async def _with_phrase_biases(
+        self, request: GenerationRequest, backend: Backend
+    ) -> GenerationRequest:
+        """Banned phrases that are one token, banned by logit bias (where the server can)."""
+        if backend.banned_by != "logit_bias" or not backend.takes("logit_bias"):
+            return request
+        biases = dict(request.logit_bias or {})
+        for phrase in request.banned_phrases:
+            for variant in (phrase, " " + phrase):
+                if variant not in self._phrase_tokens:
+                    self._phrase_tokens[variant] = await self._token_of(variant)
+                token = self._phrase_tokens[variant]
+                if token is not None:
+                    biases[token] = -100.0
+        return request.model_copy(update={"logit_bias": biases or None})
+
     async def stream(self, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
         try:
-            async for event in self._stream_once(request):
-                yield event
+            if request.banned_phrases and request.json_schema is None:
+                backend = await self.backend()
+                request = await self._with_phrase_biases(request, backend)
+                events = banned.guarded(
+                    self._stream_once,
+                    request,
+                    request.banned_phrases,
+                    nudge=backend.kind not in ("llamacpp", "koboldcpp", "embedded"),
+                )
+            else:
+                events = self._stream_once(request)
+            async with aclosing(events) as stream:
+                async for event in stream:
+                    yield event
         except LLMError as exc:
             raise self._scrubbed(exc) from exc.__cause__
 
     async def _stream_once(self, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
+        if any(getattr(request, name, None) not in (None, [], {}) for name in ASKED_SAMPLERS):
+            await self.backend()  # which of them the server takes, asked once
         model = await self.model_name()
         url, body = self._request_for(request, model)
         started = False

@@ -14,19 +14,19 @@ from typing import Any
 
 import httpx
 
-from talekeeper.llm import window
+from talekeeper.llm import backends, window
+from talekeeper.llm.backends import Backend
 from talekeeper.llm.base import GenerationRequest, StreamEvent, Usage
 from talekeeper.llm.errors import ProviderHTTPError, StreamInterrupted
 from talekeeper.llm.httpbase import HTTPProvider, message_from_body
+from talekeeper.llm.openai import sampler_fields
 from talekeeper.llm.settings import server_root
 from talekeeper.llm.thinking import ThinkSplitter
 
 
 class OllamaProvider(HTTPProvider):
     id = "ollama"
-    samplers = frozenset(
-        {"min_p", "top_k", "repetition_penalty", "presence_penalty", "stop", "seed"}
-    )
+    samplers = backends.OLLAMA.samplers
     kind_label = "Ollama"
     supports_schema = True
 
@@ -34,6 +34,9 @@ class OllamaProvider(HTTPProvider):
         super().__init__(server_root(endpoint), model, **options)
 
     default_endpoint = "http://127.0.0.1:11434"
+
+    def _fallback_backend(self) -> Backend:
+        return backends.OLLAMA
 
     @property
     def description(self) -> str:
@@ -73,14 +76,7 @@ class OllamaProvider(HTTPProvider):
         }
         if request.stop:
             options["stop"] = list(request.stop)
-        extra = {
-            "min_p": request.min_p,
-            "top_k": request.top_k,
-            "repeat_penalty": request.repetition_penalty,
-            "presence_penalty": request.presence_penalty,
-            "seed": request.seed,
-        }
-        options.update({k: v for k, v in extra.items() if v is not None})
+        options.update(sampler_fields(request, backends.OLLAMA))  # its options, as it spells them
         body: dict[str, Any] = {"model": model, "stream": True, "options": options}
         if request.json_schema is not None:
             body["format"] = request.json_schema

@@ -16,14 +16,16 @@ from typing import Any
 
 import httpx
 
-from talekeeper.llm import window
+from talekeeper.llm import backends, window
+from talekeeper.llm.backends import Backend
 from talekeeper.llm.base import GenerationRequest, StreamEvent, Usage
 from talekeeper.llm.catalog import ModelInfo, from_models_answer
-from talekeeper.llm.errors import ProviderHTTPError, StreamInterrupted
+from talekeeper.llm.errors import LLMError, ProviderHTTPError, StreamInterrupted
 from talekeeper.llm.httpbase import (
     HTTPProvider,
     message_from_body,
 )
+from talekeeper.llm.services import Service, hosted_service_at
 from talekeeper.llm.settings import openai_base, server_root
 from talekeeper.llm.thinking import ThinkSplitter
 
@@ -46,6 +48,35 @@ async def sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
         yield "\n".join(data)
 
 
+NUMBERS = (
+    "min_p",
+    "top_k",
+    "repetition_penalty",
+    "frequency_penalty",
+    "presence_penalty",
+    "dry_multiplier",
+    "dry_base",
+    "dry_allowed_length",
+    "xtc_threshold",
+    "xtc_probability",
+    "seed",
+)
+
+
+def sampler_fields(request: GenerationRequest, backend: Backend) -> dict[str, Any]:
+    """The request's optional samplers as this server spells them, only those it takes."""
+    fields: dict[str, Any] = {
+        backend.name_of(name): getattr(request, name)
+        for name in NUMBERS
+        if getattr(request, name) is not None and backend.takes(name)
+    }
+    if request.logit_bias and backend.takes("logit_bias"):
+        fields["logit_bias"] = {str(token): bias for token, bias in request.logit_bias.items()}
+    if request.banned_phrases and backend.banned_by == "native":
+        fields["banned_tokens"] = list(request.banned_phrases)  # KoboldCpp's phrase banning
+    return fields
+
+
 def _usage(raw: Any) -> Usage | None:
     if not isinstance(raw, dict):
         return None
@@ -56,9 +87,7 @@ def _usage(raw: Any) -> Usage | None:
 
 class OpenAIProvider(HTTPProvider):
     id = "openai"
-    samplers = frozenset(
-        {"min_p", "top_k", "repetition_penalty", "presence_penalty", "stop", "seed"}
-    )
+    samplers = backends.GENERIC_LOCAL.samplers
     kind_label = "OpenAI-compatible"
     supports_schema = True
 
@@ -91,6 +120,44 @@ class OpenAIProvider(HTTPProvider):
     async def catalog(self) -> list[ModelInfo]:
         """`GET /models`, with the context, price and samplers a service says (OpenRouter)."""
         return from_models_answer(await self._get_json(f"{self.endpoint}/models"))
+
+    # --- which samplers the server takes (llm/backends.py) ---------------------------
+
+    def _service(self) -> Service | None:
+        return hosted_service_at(self.endpoint)
+
+    def _fallback_backend(self) -> Backend:
+        known = self._service()
+        if known is not None and known.samplers is not None:
+            return backends.hosted(known.label, known.samplers)
+        return backends.GENERIC_LOCAL
+
+    async def _detect_backend(self) -> Backend:
+        """A hosted service by its documented list (OpenRouter's by the model's own), a
+        local server by asking it (`backends.detect`)."""
+        known = self._service()
+        if known is not None:
+            backend = self._fallback_backend()
+            if self.model:
+                try:
+                    listed = {info.id: info for info in await self.catalog()}
+                except LLMError:
+                    listed = {}
+                info = listed.get(self.model)
+                backend = backend.narrowed(info.supported if info else None)
+            return backend
+        root = server_root(self.endpoint)
+        return await backends.detect(lambda path: self._try_json("GET", root + path))
+
+    async def _token_of(self, phrase: str) -> int | None:
+        """llama.cpp's `POST /tokenize`: the phrase's one token, or None."""
+        body = await self._try_json(
+            "POST", server_root(self.endpoint) + "/tokenize", {"content": phrase}
+        )
+        tokens = body.get("tokens") if isinstance(body, dict) else None
+        if isinstance(tokens, list) and len(tokens) == 1 and isinstance(tokens[0], int):
+            return tokens[0]
+        return None
 
     async def _ask_window(self) -> int | None:
         """llama.cpp's /props, vLLM's /v1/models, LM Studio's /api/v0, Ollama's /api/show."""
@@ -155,16 +222,7 @@ class OpenAIProvider(HTTPProvider):
             body["stream_options"] = {"include_usage": True}
         if request.stop:
             body["stop"] = list(request.stop)
-        # presence_penalty and seed are OpenAI's own; min_p, top_k and repeat_penalty are the
-        # extensions llama.cpp's server, vLLM and LM Studio read (others ignore them).
-        extra = {
-            "presence_penalty": request.presence_penalty,
-            "seed": request.seed,
-            "min_p": request.min_p,
-            "top_k": request.top_k,
-            "repeat_penalty": request.repetition_penalty,
-        }
-        body.update({k: v for k, v in extra.items() if v is not None})
+        body.update(sampler_fields(request, self._known_backend()))
         body.update(self._schema_fields(request))
         if request.mode == "chat":
             body["messages"] = [m.model_dump() for m in request.messages]

@@ -23,6 +23,11 @@ Reply = str | Callable[[GenerationRequest], str]
 class ScriptedProvider(Provider):
     id = "scripted"
     supports_schema = True
+    # records whatever it is asked, as a server taking the common samplers would
+    samplers = frozenset(
+        {"min_p", "top_k", "repetition_penalty", "frequency_penalty", "presence_penalty",
+         "stop", "seed"}
+    )  # fmt: skip
 
     def __init__(
         self,

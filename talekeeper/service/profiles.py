@@ -15,6 +15,7 @@ allowed (service/hosted.py) — a server on the host's own network is the host's
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -431,18 +432,32 @@ def connection_view(tk: Talekeeper, adventure_id: int | None = None) -> dict[str
     }
 
 
-async def models_of(tk: Talekeeper, profile_id: int) -> dict[str, Any]:
-    """The models a profile's service offers, with their context and, where the service
-    prices them, an estimate of one full turn (a prompt filling the budget, a whole reply)."""
-    from talekeeper.context.budget import DEFAULT_CAP
-    from talekeeper.llm.catalog import cost_words
-
+def _profile_settings(tk: Talekeeper, profile_id: int) -> tuple[ModelSettings, int | None]:
+    """The settings a profile talks to its server with (key revealed), and its budget."""
     with tk.db.session() as session:
         profile = get_profile(session, profile_id)
         values = settings_of(profile, tk.keys)
         budget = profile.context_budget
         allowed = hosted.allowed_hosts(session)
     settings = ModelSettings(**values, allow_remote=operator_allows_remote(), allowed_hosts=allowed)
+    return settings, budget
+
+
+async def offered_for(tk: Talekeeper, profile_id: int):  # -> samplers.Offer
+    """The samplers a profile's server takes (asked of it once)."""
+    from talekeeper.service.samplers import offer_of
+
+    settings, _budget = await asyncio.to_thread(_profile_settings, tk, profile_id)
+    return offer_of(await tk.provider(settings).backend())
+
+
+async def models_of(tk: Talekeeper, profile_id: int) -> dict[str, Any]:
+    """The models a profile's service offers, with their context and, where the service
+    prices them, an estimate of one full turn (a prompt filling the budget, a whole reply)."""
+    from talekeeper.context.budget import DEFAULT_CAP
+    from talekeeper.llm.catalog import cost_words
+
+    settings, budget = await asyncio.to_thread(_profile_settings, tk, profile_id)
     provider = tk.provider(settings)
     listed = await provider.catalog()
     reply = tk.generation().max_tokens

@@ -1,20 +1,28 @@
-"""Sampler presets and each adventure's own samplers.
+"""Sampler presets and each adventure's own samplers, offered as the server can take them.
 
-The generation settings hold the installation's samplers (min-p, top-k, penalties, stop
-strings, seed). A **preset** is a named set of them ("Tight", "Wild"); an **adventure** may
-follow a preset and/or set values of its own, which win over the preset, which wins over
-the installation's. `for_adventure` gives the turn pipeline the result as request fields.
-Both are kept as settings rows (JSON), validated by the same model as the settings page.
+The generation settings hold the installation's samplers (min-p, top-k, penalties, DRY,
+XTC, logit bias, banned phrases, stop strings, seed). A **preset** is a named set of them:
+three starters ship with talekeeper (`STARTERS`, each with a plain description) and a
+player can keep their own. An **adventure** may follow a preset and/or set values of its
+own: own values win over the preset, which wins over the connection profile's, which wins
+over the installation's. `for_adventure` gives the turn pipeline the result as request
+fields; a server that does not take a field never gets it (llm/backends.py), and pages
+offer only the fields the server in use takes (`offered`). Presets and choices are kept as
+settings rows (JSON), validated by the same model as the settings page.
 """
 
 from __future__ import annotations
 
+import asyncio
+import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy.orm import Session
 
 from talekeeper.errors import Invalid, NotFound
+from talekeeper.llm.backends import SAMPLERS, Backend
 from talekeeper.service.settings import GenerationSettings
 from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import Setting
@@ -23,8 +31,73 @@ if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper
 
 PRESETS_KEY = "sampler_presets"
-FIELDS = ("min_p", "top_k", "repetition_penalty", "presence_penalty", "stop", "seed")
+FIELDS = SAMPLERS  # every optional sampler, in the order pages show them
 MAX_NAME, MAX_PRESETS = 40, 50
+# What a player reads for each sampler (the help text is the settings model's description).
+LABELS = {
+    "min_p": "Min P",
+    "top_k": "Top K",
+    "repetition_penalty": "Repetition penalty",
+    "frequency_penalty": "Frequency penalty",
+    "presence_penalty": "Presence penalty",
+    "dry_multiplier": "DRY strength",
+    "dry_base": "DRY growth",
+    "dry_allowed_length": "DRY allowed length",
+    "xtc_threshold": "XTC threshold",
+    "xtc_probability": "XTC chance",
+    "logit_bias": "Logit bias",
+    "banned_phrases": "Banned phrases",
+    "stop": "Stop at",
+    "seed": "Seed",
+}
+# Samplers every connection is offered on the Settings page (the installation's values are
+# every connection's base); the others only where the server in use takes them.
+COMMON = ("min_p", "top_k", "repetition_penalty", "frequency_penalty", "presence_penalty",
+          "banned_phrases", "stop", "seed")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Starter:
+    description: str
+    values: dict[str, Any]
+
+
+# Starter presets. Each sets values for several kinds of server; only those the server in
+# use takes are sent (a preset with DRY works on OpenAI too, without its DRY).
+STARTERS: dict[str, Starter] = {
+    "Steady": Starter(
+        "Keeps the story on course with little repetition: a good first choice for any model.",
+        {"min_p": 0.05, "repetition_penalty": 1.05, "frequency_penalty": 0.1,
+         "dry_multiplier": 0.8, "dry_base": 1.75, "dry_allowed_length": 2},
+    ),
+    "Fresh": Starter(
+        "Livelier wording for a model that keeps saying the same things: repeated phrases "
+        "are pushed away, and now and then the most obvious word is passed over.",
+        {"min_p": 0.05, "repetition_penalty": 1.1, "frequency_penalty": 0.3,
+         "presence_penalty": 0.3, "dry_multiplier": 1.0, "dry_base": 1.75,
+         "dry_allowed_length": 2, "xtc_threshold": 0.1, "xtc_probability": 0.5},
+    ),
+    "Focused": Starter(
+        "Plainer, steadier prose for a small model or a story that wanders: only the "
+        "likeliest words are considered.",
+        {"top_k": 40, "min_p": 0.1, "repetition_penalty": 1.1},
+    ),
+}  # fmt: skip
+
+
+def label(name: str) -> str:
+    return LABELS.get(name, name.replace("_", " ").capitalize())
+
+
+def suggested(name: str) -> str:
+    """The suggested value its description names ("Suggested: 0.05"), or ''."""
+    info = GenerationSettings.model_fields.get(name)
+    found = (
+        re.search(r"Suggested: ([0-9][0-9.]*?)\.?(?:\s|$)", info.description or "")
+        if info
+        else None
+    )
+    return found.group(1) if found else ""
 
 
 class SamplersInvalid(Invalid):
@@ -43,7 +116,15 @@ class Samplers(BaseModel):
     min_p: float | str | None = None
     top_k: int | str | None = None
     repetition_penalty: float | str | None = None
+    frequency_penalty: float | str | None = None
     presence_penalty: float | str | None = None
+    dry_multiplier: float | str | None = None
+    dry_base: float | str | None = None
+    dry_allowed_length: int | str | None = None
+    xtc_threshold: float | str | None = None
+    xtc_probability: float | str | None = None
+    logit_bias: str | None = None
+    banned_phrases: str | None = None
     stop: str | None = None
     seed: int | str | None = None
 
@@ -74,13 +155,21 @@ def _write(session: Session, key: str, value: dict[str, Any]) -> None:
 
 
 def presets(session: Session) -> dict[str, dict[str, Any]]:
+    """The player's own presets (the starters are `STARTERS`)."""
     return _row(session, owner.setting_key(PRESETS_KEY))
+
+
+def every_preset(session: Session) -> dict[str, dict[str, Any]]:
+    """The starters, then the player's own: name → values."""
+    return {**{n: dict(s.values) for n, s in STARTERS.items()}, **presets(session)}
 
 
 def save_preset(session: Session, name: str, values: dict[str, Any]) -> dict[str, Any]:
     name = " ".join((name or "").split())
     if not name or len(name) > MAX_NAME:
         raise SamplersInvalid(f"A preset needs a name of 1 to {MAX_NAME} characters.")
+    if name.lower() in (n.lower() for n in STARTERS):
+        raise SamplersInvalid(f"“{name}” is a starter preset; keep yours under another name.")
     stored = presets(session)
     if name not in stored and len(stored) >= MAX_PRESETS:
         raise SamplersInvalid(f"At most {MAX_PRESETS} presets; delete one first.")
@@ -90,6 +179,8 @@ def save_preset(session: Session, name: str, values: dict[str, Any]) -> dict[str
 
 
 def delete_preset(session: Session, name: str) -> None:
+    if name in STARTERS:
+        raise SamplersInvalid(f"“{name}” is a starter preset; it cannot be deleted.")
     stored = presets(session)
     if name not in stored:
         raise PresetNotFound(f"There is no preset named {name!r}.")
@@ -109,7 +200,7 @@ def adventure_choice(session: Session, adventure_id: int) -> dict[str, Any]:
 def set_adventure_choice(
     session: Session, adventure_id: int, preset: str | None, values: dict[str, Any]
 ) -> dict[str, Any]:
-    if preset and preset not in presets(session):
+    if preset and preset not in every_preset(session):
         raise SamplersInvalid(f"There is no preset named {preset!r}; save it first.")
     choice = {"preset": preset or None, "values": clean(values)}
     _write(session, adventure_key(adventure_id), choice)
@@ -128,7 +219,7 @@ def for_adventure(
     chosen = {k: getattr(generation, k) for k in FIELDS}
     chosen.update(connection or {})
     if choice["preset"]:
-        chosen.update(presets(session).get(choice["preset"], {}))  # a deleted preset: ignored
+        chosen.update(every_preset(session).get(choice["preset"], {}))  # deleted: ignored
     chosen.update(choice["values"])
     return GenerationSettings(**{**generation.model_dump(), **chosen}).samplers()
 
@@ -154,14 +245,20 @@ def forget_preset(tk: Talekeeper, name: str) -> None:
 def of_adventure(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
     """This adventure's title, preset and own values, every preset, and what its turns ask
     the model for (`effective`)."""
+    from talekeeper.service import profiles
     from talekeeper.service.adventures import reading
 
     with reading(tk, adventure_id) as (session, adventure):
         return {
             "title": adventure.title,
             **adventure_choice(session, adventure_id),
-            "presets": presets(session),
-            "effective": for_adventure(session, adventure_id, tk.generation()),
+            "presets": every_preset(session),
+            "effective": for_adventure(
+                session,
+                adventure_id,
+                tk.generation(),
+                profiles.extras(session, adventure_id).samplers,
+            ),
         }
 
 
@@ -176,3 +273,78 @@ def choose(
         if keep_as:
             save_preset(session, keep_as, values)
         return set_adventure_choice(session, adventure_id, preset, values)
+
+
+def starter_views() -> dict[str, dict[str, Any]]:
+    return {
+        name: {"description": s.description, "values": s.values} for name, s in STARTERS.items()
+    }
+
+
+def choose_preset(tk: Talekeeper, adventure_id: int, preset: str | None) -> dict[str, Any]:
+    """Follow `preset` (None: none), keeping the adventure's own values."""
+    from talekeeper.service.adventures import writing
+
+    with writing(tk, adventure_id) as (session, _adventure):
+        own = adventure_choice(session, adventure_id)["values"]
+        return set_adventure_choice(session, adventure_id, preset, own)
+
+
+# --- what the server in use takes ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Offer:
+    """The samplers offered for a connection: what its server takes, in words."""
+
+    server: str  # the server, as a player reads it ("llama.cpp server", "OpenRouter")
+    taken: frozenset[str]
+
+    def fields(self, values: dict[str, Any], common: bool = False) -> list[dict[str, Any]]:
+        """Form rows for the samplers offered (and any set, said to be ignored)."""
+        rows = []
+        for name in FIELDS:
+            value = values.get(name)
+            offered = name in self.taken or name == "banned_phrases" or (common and name in COMMON)
+            if not offered and value in (None, ""):
+                continue
+            info = GenerationSettings.model_fields[name]
+            rows.append(
+                {
+                    "name": name,
+                    "label": label(name),
+                    "help": info.description or "",
+                    "value": "" if value is None else value,
+                    "suggested": suggested(name),
+                    "ignored": name not in self.taken and name != "banned_phrases",
+                    "text": name in ("logit_bias", "banned_phrases", "stop"),
+                }
+            )
+        return rows
+
+    def missing(self) -> list[str]:
+        """The samplers this server does not take, by label (DRY and XTC said once each)."""
+        names = [n for n in FIELDS if n not in self.taken and n != "banned_phrases"]
+        words: list[str] = []
+        for name in names:
+            word = (
+                "DRY"
+                if name.startswith("dry_")
+                else "XTC"
+                if name.startswith("xtc_")
+                else label(name)
+            )
+            if word not in words:
+                words.append(word)
+        return words
+
+
+async def offered(tk: Talekeeper, adventure_id: int | None = None) -> Offer:
+    """The samplers the connection in force (this adventure's, or by default) takes,
+    asked of its server once (a server that does not answer: what is assumed of it)."""
+    settings = await asyncio.to_thread(tk.model_settings, adventure_id)
+    return offer_of(await tk.provider(settings).backend())
+
+
+def offer_of(backend: Backend) -> Offer:
+    return Offer(backend.label, frozenset(n for n in FIELDS if backend.takes(n)))

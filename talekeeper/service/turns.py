@@ -163,6 +163,7 @@ class Reply:
     echoed: list[echo.Removed] = field(default_factory=list)
     finish: str | None = None  # why the model stopped, as its server said ("length": cut off)
     unfinished: str = ""  # the cut-off last sentence, not kept (context/endings)
+    notes: list[str] = field(default_factory=list)  # what the provider did (banned phrases)
 
 
 async def play_turn(
@@ -217,6 +218,7 @@ async def play_turn(
             yield Retold(tell_again_words(clashes), [str(c.get("line")) for c in clashes])
         if retold is not None:
             settled.proposal["retold"] = retold
+        assembly.notes.extend(reply.notes)
         if reply.echoed:
             assembly.notes.append(echo.summary(reply.echoed))
         if reply.unfinished:
@@ -323,6 +325,8 @@ async def stream_reply(
                     yield Reasoning(event.text)
                 elif event.kind == "done":
                     reply.finish = event.finish_reason
+                elif event.kind == "note":  # for Insights (llm/banned.py)
+                    reply.notes.append(event.text)
     except LLMError as exc:
         reply.failed = str(exc)
         return

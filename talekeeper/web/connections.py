@@ -18,6 +18,7 @@ from talekeeper.errors import TalekeeperError
 from talekeeper.llm import services
 from talekeeper.llm.errors import LLMError
 from talekeeper.service import hosted, profiles
+from talekeeper.service import samplers as sampler_choice
 from talekeeper.service.views import settings as views
 from talekeeper.store import owner
 from talekeeper.web import flash
@@ -203,23 +204,34 @@ async def add_profile(request: Request, tk: Talekeeper = Depends(get_tk)) -> Res
     except (TalekeeperError, ValidationError) as exc:
         from talekeeper.web.pages import settings_page_with
 
-        return settings_page_with(request, tk, connection_error=_refusal(exc), form=dict(form))
+        return await settings_page_with(
+            request, tk, connection_error=_refusal(exc), form=dict(form)
+        )
     return flash.redirect(
         f"/settings/profiles/{created['id']}",
         f"Saved “{created['name']}”. Pick a model, then use it.",
     )
 
 
-def _profile_page(
-    request: Request, tk: Talekeeper, profile_id: int, message: str | None = None, status: int = 200
+async def _profile_page(
+    request: Request,
+    tk: Talekeeper,
+    profile_id: int,
+    message: str | None = None,
+    status: int = 200,
+    typed: dict[str, Any] | None = None,
 ) -> HTMLResponse:
     profile = profiles.read(tk, profile_id)
+    offer = await profiles.offered_for(tk, profile_id)
     return render(
         request,
         "profile.html",
         status_code=status,
         section="settings",
         profile=profile,
+        offer=offer,
+        fields=offer.fields({**profile["samplers"], **(typed or {})}),
+        missing=offer.missing(),
         services=service_views(),
         connection=profiles.connection_view(tk),
         message=message,
@@ -228,10 +240,10 @@ def _profile_page(
 
 
 @page_router.get("/settings/profiles/{profile_id}", response_class=HTMLResponse)
-def profile_page(
+async def profile_page(
     request: Request, profile_id: int, tk: Talekeeper = Depends(get_tk)
 ) -> HTMLResponse:
-    return _profile_page(request, tk, profile_id)
+    return await _profile_page(request, tk, profile_id)
 
 
 @page_router.post("/settings/profiles/{profile_id}", response_class=HTMLResponse)
@@ -240,12 +252,22 @@ async def save_profile(
 ) -> Response:
     """Save a connection's fields; with `use`, it also becomes the default connection."""
     form = await request.form()
+    samplers = {
+        name: str(form.get(name) or "").strip()
+        for name in sampler_choice.FIELDS
+        if str(form.get(name) or "").strip()
+    }
     try:
-        saved = profiles.keep(tk, _profile_in(form, profiles.read(tk, profile_id)), profile_id)
+        current = profiles.read(tk, profile_id)
+        if "samplers_shown" in form:  # the page's sampler fields are the profile's samplers
+            current["samplers"] = samplers
+        saved = profiles.keep(tk, _profile_in(form, current), profile_id)
         if form.get("use"):
             profiles.use_by_default(tk, saved["id"])
     except (TalekeeperError, ValidationError) as exc:
-        return _profile_page(request, tk, profile_id, message=_refusal(exc), status=422)
+        return await _profile_page(
+            request, tk, profile_id, message=_refusal(exc), status=422, typed=samplers
+        )
     if form.get("use"):
         return flash.redirect("/settings#connections", f"Now narrating with “{saved['name']}”.")
     return flash.redirect(f"/settings/profiles/{profile_id}", "Saved.")
@@ -303,6 +325,39 @@ def revoke_host(host: str, tk: Talekeeper = Depends(get_tk)) -> Response:
     )
 
 
+def note_context(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+    """What the play page's model line shows: the connection and the sampler preset."""
+    view = sampler_choice.of_adventure(tk, adventure_id)
+    return {
+        "adventure_id": adventure_id,
+        "connection": profiles.connection_view(tk, adventure_id),
+        "presets": {
+            **{n: s["description"] for n, s in sampler_choice.starter_views().items()},
+            **{n: "one of yours" for n in view["presets"] if n not in sampler_choice.STARTERS},
+        },
+        "preset": view["preset"],
+        "preset_about": starter.description
+        if (starter := sampler_choice.STARTERS.get(view["preset"] or ""))
+        else "",
+    }
+
+
+@page_router.post("/adventures/{adventure_id}/samplers/preset", response_class=HTMLResponse)
+async def preset_for_adventure(
+    request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
+    """The play page's sampler preset: chosen for this adventure, answered with the line."""
+    form = await request.form()
+    try:
+        sampler_choice.choose_preset(tk, adventure_id, str(form.get("preset") or "") or None)
+        error = None
+    except TalekeeperError as exc:
+        error = str(exc)
+    return render(
+        request, "_connection_note.html", switch_error=error, **note_context(tk, adventure_id)
+    )
+
+
 @page_router.post("/adventures/{adventure_id}/connection", response_class=HTMLResponse)
 async def switch_for_adventure(
     request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
@@ -315,9 +370,5 @@ async def switch_for_adventure(
     except TalekeeperError as exc:
         error = str(exc)
     return render(
-        request,
-        "_connection_note.html",
-        adventure_id=adventure_id,
-        connection=profiles.connection_view(tk, adventure_id),
-        switch_error=error,
+        request, "_connection_note.html", switch_error=error, **note_context(tk, adventure_id)
     )

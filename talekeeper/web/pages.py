@@ -3,6 +3,7 @@ services as the JSON API; refusals are shown on the page in words."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, get_args
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Form, Request
@@ -14,8 +15,9 @@ from talekeeper.core import Talekeeper
 from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.llm.errors import EndpointRefused, LLMError
 from talekeeper.llm.settings import ModelSettings
-from talekeeper.service import adventures, corrections, profiles, scenarios, tree_ops
+from talekeeper.service import adventures, corrections, scenarios, tree_ops
 from talekeeper.service import plot as plot_service
+from talekeeper.service import samplers as samplers_service
 from talekeeper.service import settings as settings_service
 from talekeeper.service.adventures import Shown
 from talekeeper.service.turns import warm_next_turn
@@ -27,6 +29,7 @@ from talekeeper.web.render import render, templates  # noqa: F401 - `templates` 
 
 router = APIRouter(include_in_schema=False)
 PANELS = ("state", "lines", "save-points")
+SAMPLER_NAMES = set(samplers_service.FIELDS)
 
 
 # --- home ---------------------------------------------------------------------------------
@@ -129,7 +132,7 @@ def play(
         "play.html",
         **turns.drawn(answer),
         model=tk.model_description(),
-        connection=profiles.connection_view(tk, adventure_id),
+        **connections.note_context(tk, adventure_id),
         panel=panel if panel in PANELS else None,
         voices=voices,
     )
@@ -295,7 +298,8 @@ def form_fields(
         rows.append(
             {
                 "name": name,
-                "label": LABELS.get(name, name.replace("_", " ").capitalize()),
+                "label": LABELS.get(name) or samplers_service.label(name),
+                "placeholder": samplers_service.suggested(name) if name in SAMPLER_NAMES else "",
                 "help": info.description or "",
                 "kind": kind,
                 "min": getattr(low, "ge", getattr(low, "gt", None)) if low else None,
@@ -309,8 +313,13 @@ def form_fields(
 
 
 def _settings_context(
-    tk: Talekeeper, errors: dict[str, str] | None = None, form: dict[str, Any] | None = None
+    tk: Talekeeper,
+    offer: samplers_service.Offer,
+    errors: dict[str, str] | None = None,
+    form: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The Settings page. `offer`: the samplers the default connection's server takes —
+    the common ones are always offered (every connection's base), the others only there."""
     errors = errors or {}
     stored = settings_service.stored(tk)
     context = settings_service.context_settings_of(tk)
@@ -327,12 +336,22 @@ def _settings_context(
             **{**generation.model_dump(), **form.get("generation", {})}
         )
         context = context.model_construct(**{**context.model_dump(), **form.get("context", {})})
-    generation_names = tuple(settings_service.GenerationSettings.model_fields)
-    try:  # samplers set that the active model does not take: said, not silently dropped
-        ignored = tk.provider().unsupported_samplers(tk.generation().samplers())
-    except LLMError:
-        ignored = []
+    generation_names = tuple(
+        name
+        for name in settings_service.GenerationSettings.model_fields
+        if name not in SAMPLER_NAMES
+        or name in samplers_service.COMMON
+        or name in offer.taken
+        or getattr(generation, name, None) not in (None, "")
+    )
+    # samplers set that the default connection does not take: said, not silently dropped
+    ignored = [
+        samplers_service.label(n)
+        for n in tk.generation().samplers()
+        if n not in offer.taken and n != "banned_phrases"
+    ]
     return {
+        "offer": offer,
         **connections.settings_context(tk),
         "samplers_ignored": ignored,
         "section": "settings",
@@ -355,11 +374,12 @@ def _settings_context(
 
 
 @router.get("/settings", response_class=HTMLResponse)
-def settings_page(request: Request, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
-    return render(request, "settings.html", **_settings_context(tk))
+async def settings_page(request: Request, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
+    offer = await samplers_service.offered(tk)
+    return render(request, "settings.html", **await asyncio.to_thread(_settings_context, tk, offer))
 
 
-def settings_page_with(
+async def settings_page_with(
     request: Request, tk: Talekeeper, connection_error: str, form: dict[str, Any]
 ) -> HTMLResponse:
     """The Settings page with the "Add a connection" form refused: what was typed (never
@@ -376,7 +396,7 @@ def settings_page_with(
         connection_error=connection_error,
         form=form,
         form_sentence=hosted.sentence(preset.host) if preset and preset.hosted else "",
-        **_settings_context(tk),
+        **await asyncio.to_thread(_settings_context, tk, await samplers_service.offered(tk)),
     )
 
 
@@ -435,11 +455,18 @@ async def save_settings(request: Request, tk: Talekeeper = Depends(get_tk)) -> H
     else:
         error = "Some values are out of range; nothing was saved. See the fields marked below."
     if error:
-        context_data = _settings_context(tk, errors, typed)
+        offer = await samplers_service.offered(tk)
+        context_data = await asyncio.to_thread(_settings_context, tk, offer, errors, typed)
         return render(
             request, "settings.html", status_code=422, error=error, policy=policy, **context_data
         )
-    return render(request, "settings.html", saved=True, **_settings_context(tk))
+    offer = await samplers_service.offered(tk)
+    return render(
+        request,
+        "settings.html",
+        saved=True,
+        **await asyncio.to_thread(_settings_context, tk, offer),
+    )
 
 
 @router.post("/settings/test", response_class=HTMLResponse)

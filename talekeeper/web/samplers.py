@@ -8,7 +8,6 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from talekeeper.llm.errors import LLMError
 from talekeeper.service import samplers
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.views import settings as views
@@ -69,25 +68,28 @@ page_router = APIRouter()
 
 
 @page_router.get("/adventures/{adventure_id}/samplers", response_class=HTMLResponse)
-def samplers_page(
+async def samplers_page(
     request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
 ) -> HTMLResponse:
-    return _page(request, tk, adventure_id)
+    return await _page(request, tk, adventure_id)
 
 
-def _page(
+async def _page(
     request: Request,
     tk: Talekeeper,
     adventure_id: int,
     message: str | None = None,
     status_code: int = 200,
+    typed: dict[str, Any] | None = None,
 ) -> HTMLResponse:
     view = samplers.of_adventure(tk, adventure_id)
-    choice = {"preset": view["preset"], "values": view["values"]}
-    try:
-        ignored = tk.provider().unsupported_samplers(view["effective"])
-    except LLMError:
-        ignored = []
+    choice = {"preset": view["preset"], "values": {**view["values"], **(typed or {})}}
+    offer = await samplers.offered(tk, adventure_id)
+    ignored = [
+        samplers.label(n)
+        for n in view["effective"]
+        if n not in offer.taken and n != "banned_phrases"
+    ]
     return render(
         request,
         "samplers.html",
@@ -95,10 +97,14 @@ def _page(
         adventure_id=adventure_id,
         title=view["title"],
         choice=choice,
-        presets=view["presets"],
+        starters=samplers.starter_views(),
+        own={n: v for n, v in view["presets"].items() if n not in samplers.STARTERS},
         effective=view["effective"],
+        offer=offer,
+        fields=offer.fields(choice["values"]),
+        missing=offer.missing(),
         ignored=ignored,
-        fields=samplers.FIELDS,
+        label=samplers.label,
         message=message,
     )
 
@@ -119,7 +125,9 @@ async def samplers_save(
     try:
         samplers.choose(tk, adventure_id, preset, values, keep_as=new_preset)
     except samplers.SamplersInvalid as exc:
-        return _page(request, tk, adventure_id, message=str(exc), status_code=422)
+        return await _page(
+            request, tk, adventure_id, message=str(exc), status_code=422, typed=values
+        )
     saved = "Saved." + (
         f" The values are also kept as the preset “{new_preset}”." if new_preset else ""
     )

@@ -72,13 +72,8 @@ def test_ollama_gets_them_as_options() -> None:
 
 def test_a_provider_that_does_not_take_them_says_so() -> None:
     chosen = GenerationSettings(**CHOSEN).samplers()
-    assert ScriptedProvider(["x"]).unsupported_samplers(chosen) == [
-        "min_p",
-        "top_k",
-        "repetition_penalty",
-        "presence_penalty",
-        "stop",
-        "seed",
+    assert ScriptedProvider(["x"]).unsupported_samplers({**chosen, "dry_base": 1.75}) == [
+        "dry_base"
     ]
     assert OpenAIProvider("http://127.0.0.1:1/v1", "m").unsupported_samplers(chosen) == []
     assert OllamaProvider("http://127.0.0.1:11434", "m").unsupported_samplers(chosen) == []

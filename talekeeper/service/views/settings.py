@@ -60,26 +60,34 @@ class ConnectionReport(View):
     models_available: list[str]
 
 
-class SamplerValues(View):
+class _Numbers(View):
+    min_p: float | None = None
+    top_k: int | None = None
+    repetition_penalty: float | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    dry_multiplier: float | None = Field(None, description="DRY: llama.cpp server, KoboldCpp.")
+    dry_base: float | None = None
+    dry_allowed_length: int | None = None
+    xtc_threshold: float | None = Field(None, description="XTC: llama.cpp server, KoboldCpp.")
+    xtc_probability: float | None = None
+    seed: int | None = None
+
+
+class SamplerValues(_Numbers):
     """Samplers that are set (a field left out is not set here)."""
 
-    min_p: float | None = None
-    top_k: int | None = None
-    repetition_penalty: float | None = None
-    presence_penalty: float | None = None
+    logit_bias: str | None = Field(None, description="“token: bias” pairs, comma-separated.")
+    banned_phrases: str | None = Field(None, description="Phrases never shown, separated by |.")
     stop: str | None = Field(None, description="Stop strings, separated by |.")
-    seed: int | None = None
 
 
-class EffectiveSamplers(View):
+class EffectiveSamplers(_Numbers):
     """The samplers a turn asks the model for (only those set)."""
 
-    min_p: float | None = None
-    top_k: int | None = None
-    repetition_penalty: float | None = None
-    presence_penalty: float | None = None
+    logit_bias: dict[int, float] | None = None
+    banned_phrases: list[str] | None = None
     stop: list[str] | None = None
-    seed: int | None = None
 
 
 class SamplerChoice(View):
