@@ -148,7 +148,7 @@ def samplers_of(session: Session, adventure_id: int) -> dict[str, Any] | None:
     preset = choice["preset"]
     return {
         "preset": preset,
-        "preset_values": samplers.presets(session).get(preset) if preset else None,
+        "preset_values": samplers.every_preset(session).get(preset) if preset else None,
         "values": choice["values"],
     }
 

@@ -692,7 +692,7 @@ def restore_samplers(session: Session, adventure_id: int, exported: Any) -> None
 
     values = dict(exported.values)
     if exported.preset:
-        here = samplers.presets(session).get(exported.preset)
+        here = samplers.every_preset(session).get(exported.preset)
         if exported.preset_values is None or here == exported.preset_values:
             try:
                 samplers.set_adventure_choice(session, adventure_id, exported.preset, values)
