@@ -30,8 +30,8 @@ def test_insights_for_a_turn_and_dry_run(
     data = client.get(f"/api/adventures/{adventure_id}/turns/{node_id}/insights").json()
     assert data["verified"] is True and data["stored"] is True
     names = [s["name"] for s in data["sections"]]
-    fixed = ["narrator", "persona", "ai_instructions", "plot_essentials"]
-    assert [n for n in names if n in fixed] == fixed and names[:2] == fixed[:2]
+    fixed = ["narrator", "length", "persona", "ai_instructions", "plot_essentials"]
+    assert [n for n in names if n in fixed] == fixed and names[:3] == fixed[:3]
     assert "history" in names and names[-1] == "emit_reminder" and "action" in names
     docks = next(i for i in data["triggered_cards"] if i["key"] == "The docks")
     assert docks["why"] == "trigger 'dock' in your action; placed after the history"

@@ -26,6 +26,38 @@ and its answer (at most `state_updates.MAX_STRUCTURED_TOKENS`), with room to spa
 UNKNOWN_WINDOW_BUDGET = 3072
 SMALLEST = 512
 
+REPLY_WORDS = {"short": 50, "medium": 110, "long": 250}
+"""The most words a narration should run to, by the player's reply-length setting: the
+hint the narrator reads (`length_hint`) and what its token limit is sized from."""
+TOKENS_PER_WORD = 2  # generous (English runs ~1.3): a reply the hint allows is never cut
+STATE_BLOCK_ROOM = 160
+"""What inline mode's state block after the prose needs, so the limit leaves room for it."""
+SMALLEST_REPLY = 64
+
+
+def reply_tokens(max_tokens: int | None, length: str, budget: int, inline: bool) -> int:
+    """The narration's token limit: the player's own number when set; else sized from the
+    length setting (with room for the state block in inline mode), at most a quarter of
+    the context budget — a small window gets a shorter reply, never one that crowds out
+    the story."""
+    if max_tokens:
+        return max_tokens
+    tokens = REPLY_WORDS.get(length, REPLY_WORDS["medium"]) * TOKENS_PER_WORD
+    tokens += STATE_BLOCK_ROOM if inline else 0
+    return max(SMALLEST_REPLY, min(tokens, budget // 4))
+
+
+def length_hint(length: str) -> str:
+    """The narrator's word on length, matching the token limit it is given."""
+    words = REPLY_WORDS.get(length, REPLY_WORDS["medium"])
+    if length == "short":
+        return (
+            f"Length: keep each reply short, one to three sentences (about {words} words at most)."
+        )
+    if length == "long":
+        return f"Length: a reply may run to two or three paragraphs (about {words} words at most)."
+    return f"Length: keep each reply to one paragraph (about {words} words at most)."
+
 
 @dataclass(frozen=True)
 class Budget:

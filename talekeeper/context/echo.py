@@ -42,6 +42,7 @@ MIN_CONTENT = 4
 
 ECHO_SOURCES = (
     "narrator",
+    "length",
     "persona",
     "canon",
     "event_vocabulary",

@@ -3,7 +3,7 @@
 The order (DESIGN.md "Context and memory"): the model receives the story, not the
 protocol, and what changes goes last.
 
-     1. narrator instructions          ┐
+     1. narrator instructions          ┐ (with the reply-length hint, narrator only)
      2. persona (the protagonist)      │ stable: byte-identical turn to turn, so
      3. campaign canon                 │ llama.cpp, Ollama and vLLM reuse the
      4. stat guide                     │ cached prompt prefix
@@ -52,7 +52,15 @@ CONTINUE_CUE = "(The story continues.)"
 BEGIN_CUE = "(Begin the story.)"
 SEPARATOR = "\n\n"
 
-STABLE = ("narrator", "persona", "canon", "stat_guide", "ai_instructions", "plot_essentials")
+STABLE = (
+    "narrator",
+    "length",
+    "persona",
+    "canon",
+    "stat_guide",
+    "ai_instructions",
+    "plot_essentials",
+)
 """The sections that stay byte-identical between turns (unless the player edits them)."""
 
 ORDER = (
@@ -149,6 +157,7 @@ class ContextInput:
     refusals: str | None = None
     emit_reminder: str | None = None
     canon: str | None = None
+    length_hint: str | None = None  # the narrator's word on reply length (settings)
     options: ContextOptions = field(default_factory=ContextOptions)
     # Story-card timing: the turn being written, its seed (the head it is written below,
     # so a retry rolls the same) and, per card index, the turn it last fired on this path.
@@ -369,6 +378,12 @@ async def assemble(
             plot.get("narrator_instructions"),
             "always sent",
             "plot: narrator instructions",
+        ),
+        "length": await make(
+            "length",
+            inputs.length_hint,
+            "the narrator's reply length (your setting; its token limit follows it)",
+            "settings: reply length",
         ),
         "persona": await make(
             "persona", persona_text(plot.get("persona")), "always sent", "plot: persona"

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from talekeeper.service.names import Names, words_of
 
 Kind = Literal["applied", "limited", "unchanged", "rejected", "milestone", "note"]
-NOTE_TYPES = {"note_event", "kept_changes", "not_updated"}  # said about the turn, no change
+NOTE_TYPES = {"note_event", "kept_changes", "not_updated", "cut_off"}  # said, no change
 STAT_TYPES = {"set_stat", "change_stat"}
 
 

@@ -19,7 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from talekeeper.context import insights
-from talekeeper.context.budget import context_budget
+from talekeeper.context.budget import context_budget, length_hint, reply_tokens
 from talekeeper.context.prompt import (
     Assembly,
     ContextInput,
@@ -320,6 +320,10 @@ async def build(provider: Provider, start: ContextStart, call: Call = Call()) ->
     if call.role is STATE_PASS:
         return _state_pass(start, call)
     budget = await context_budget(provider, start.generation.context_budget)
+    generation = start.generation
+    reply = reply_tokens(
+        generation.max_tokens, generation.reply_length, budget.tokens, call.mode == "inline"
+    )
     retrieval = await retrieve(
         provider,
         list(start.pool),
@@ -339,7 +343,7 @@ async def build(provider: Provider, start: ContextStart, call: Call = Call()) ->
         memories=retrieval.memories,
         memory_note=retrieval.note,
         state=head.state,
-        options=options_from(start.settings, budget.tokens, start.generation.max_tokens),
+        options=options_from(start.settings, budget.tokens, reply),
         turn=head.depth + 1,
         seed=f"{start.adventure_id}:{head.node_id}",  # a retry is written below the same head: same rolls
         rules=start.gate_rules,
@@ -355,13 +359,14 @@ async def build(provider: Provider, start: ContextStart, call: Call = Call()) ->
     inputs.current_state = sections.current_state
     inputs.refusals = sections.refusals
     inputs.emit_reminder = sections.emit_reminder
+    if call.role is NARRATOR:  # (an NPC and a companion have their own word on length)
+        inputs.length_hint = length_hint(generation.reply_length)
     assembly = await assemble(inputs, counter_for(provider), found)
     assembly.notes.insert(0, budget.why)
-    generation = start.generation
     request = build_request(
         assembly,
         "chat" if start.chat and provider.supports_chat else "completion",
-        max_tokens=generation.max_tokens,
+        max_tokens=reply,
         temperature=generation.temperature,
         top_p=generation.top_p,
         **start.samplers,

@@ -454,14 +454,15 @@ async def offered_for(tk: Talekeeper, profile_id: int):  # -> samplers.Offer
 async def models_of(tk: Talekeeper, profile_id: int) -> dict[str, Any]:
     """The models a profile's service offers, with their context and, where the service
     prices them, an estimate of one full turn (a prompt filling the budget, a whole reply)."""
-    from talekeeper.context.budget import DEFAULT_CAP
+    from talekeeper.context.budget import DEFAULT_CAP, reply_tokens
     from talekeeper.llm.catalog import cost_words
 
     settings, budget = await asyncio.to_thread(_profile_settings, tk, profile_id)
     provider = tk.provider(settings)
     listed = await provider.catalog()
-    reply = tk.generation().max_tokens
+    generation = tk.generation()
     prompt = budget or DEFAULT_CAP
+    reply = reply_tokens(generation.max_tokens, generation.reply_length, prompt, inline=True)
     models = [
         {
             "id": info.id,

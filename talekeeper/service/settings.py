@@ -93,8 +93,22 @@ def parse_phrases(text: str) -> list[str]:
 class GenerationSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_tokens: int = Field(
-        220, ge=16, le=4096, description="Longest narration per turn, in tokens."
+    max_tokens: int | None = Field(
+        None,
+        ge=16,
+        le=4096,
+        description=(
+            "Longest narration per turn, in tokens. Empty: sized from the reply length and the "
+            "model's context window (with room for the state block when the narrator writes one)."
+        ),
+    )
+    reply_length: Literal["short", "medium", "long"] = Field(
+        "medium",
+        description=(
+            "How long the narrator's replies should be: short (one to three sentences), medium "
+            "(a paragraph), long (two or three paragraphs). The narrator is told, and its token "
+            "limit follows."
+        ),
     )
     temperature: float = Field(0.8, ge=0.0, le=2.0, description="Higher is more surprising.")
     top_p: float = Field(0.95, gt=0.0, le=1.0, description="Nucleus sampling cut-off.")
@@ -246,7 +260,7 @@ class GenerationSettings(BaseModel):
             chosen["banned_phrases"] = parse_phrases(self.banned_phrases)
         return chosen
 
-    @field_validator("context_budget", mode="before")
+    @field_validator("context_budget", "max_tokens", mode="before")
     @classmethod
     def _blank_is_default(cls, value: object) -> object:
         # A form field left empty means "sized from the model".

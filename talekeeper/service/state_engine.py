@@ -105,6 +105,11 @@ class ProposalRecord(BaseModel):
         description="The turn's background state update never finished (the app stopped): "
         "why its state is as the narration left it.",
     )
+    cut_off: str | None = Field(
+        None,
+        description="The reply reached its token limit before its state block was whole: "
+        "what of its changes was taken.",
+    )
 
     @classmethod
     def of(cls, stored: dict[str, Any] | None) -> ProposalRecord:
@@ -129,6 +134,7 @@ class ProposalRecord(BaseModel):
             "retold",
             "answers",
             "interrupted",
+            "cut_off",
         ):
             if data[optional] is None:
                 del data[optional]
@@ -445,7 +451,31 @@ def changes_of(node: Node) -> list[dict[str, Any]]:
         views.append(_note("kept_changes", KEPT_CHANGES, "player"))
     if record.interrupted:
         views.append(_note("not_updated", record.interrupted, "model"))
+    if record.cut_off:
+        views.append(_note("cut_off", record.cut_off, "model"))
     return views
+
+
+CUT_IN_BLOCK = (
+    "The reply reached its length limit while writing its state update: only its complete "
+    "changes, and what the narration tells, were taken."
+)
+CUT_BEFORE_BLOCK = (
+    "The reply reached its length limit before any state update it meant to write: only what "
+    "the narration tells was taken."
+)
+
+
+def note_cut_off(settled: Settled) -> None:
+    """A reply (inline mode) its token limit ended: unless its state block came whole, say
+    so under the turn (a muted note) and in its record — what it meant to change may be
+    lost, and the player should know why."""
+    record = ProposalRecord.of(settled.proposal)
+    if record.raw and not record.parse_error:
+        return  # the block was whole: nothing was lost
+    words = CUT_IN_BLOCK if record.raw or record.parse_error else CUT_BEFORE_BLOCK
+    settled.proposal["cut_off"] = words
+    settled.outcomes = [*settled.outcomes, _note("cut_off", words, "model")]
 
 
 def _note(kind: str, words: str, by: str) -> dict[str, Any]:

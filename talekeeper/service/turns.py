@@ -202,6 +202,8 @@ async def play_turn(
             if mode == "structured":  # the prose alone: the state pass reads it in step 7 (later)
                 reply.raw = kept_prose(guard, reply, state_engine.extract_prose(reply.raw))
             settled = validate_and_apply(start, guard, reply)  # 5. settle
+            if mode == "inline" and reply.finish == "length":  # its block may be lost: say so
+                state_engine.note_cut_off(settled)
             narration = clean_narration(settled.prose)
             if narration.startswith(reply.shown) and len(narration) > len(reply.shown):
                 # the last line was held until it was whole (the echo guard decides on lines)
@@ -221,6 +223,8 @@ async def play_turn(
         assembly.notes.extend(reply.notes)
         if reply.echoed:
             assembly.notes.append(echo.summary(reply.echoed))
+        if settled.proposal.get("cut_off"):
+            assembly.notes.append(settled.proposal["cut_off"])
         if reply.unfinished:
             assembly.notes.append(
                 "The reply reached its length limit mid-sentence; its unfinished end was not "

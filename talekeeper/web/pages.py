@@ -218,6 +218,7 @@ def accept_contradiction(
 
 LABELS = {
     "max_tokens": "Longest narration (tokens)",
+    "reply_length": "Reply length",
     "temperature": "Temperature",
     "top_p": "Top p",
     "context_budget": "Context budget (tokens)",
@@ -250,7 +251,16 @@ CONTRADICTION_CHOICES = {
     "retry": "Tell it again once, then warn me",
     "off": "Say nothing",
 }
-CHOICES = {"state_updates": STATE_UPDATE_CHOICES, "contradictions": CONTRADICTION_CHOICES}
+REPLY_LENGTH_CHOICES = {
+    "short": "Short: one to three sentences",
+    "medium": "Medium: a paragraph",
+    "long": "Long: two or three paragraphs",
+}
+CHOICES = {
+    "state_updates": STATE_UPDATE_CHOICES,
+    "contradictions": CONTRADICTION_CHOICES,
+    "reply_length": REPLY_LENGTH_CHOICES,
+}
 MEMORY_FIELDS = (
     "memory_enabled",
     "memory_every",
