@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -60,18 +61,19 @@ def build(tk: Talekeeper, turns: int) -> int:
         return adventure.id
 
 
-def measure(step) -> tuple[float, float, object]:
-    """Peak traced memory (MB) of one run and the time of another: tracing slows Python
-    several times over, so the two are measured apart."""
-    started = time.perf_counter()
+def measure(step) -> tuple[float, float, float, object]:
+    """Peak traced memory (MB) of one run, and the wall and CPU time of another: tracing
+    slows Python several times over, so the two are measured apart. (On a shared machine
+    the CPU time is what this process spent; the wall time waits for the others too.)"""
+    started, cpu = time.perf_counter(), time.process_time()
     step()
-    took = time.perf_counter() - started
+    took, used = time.perf_counter() - started, time.process_time() - cpu
     tracemalloc.start()
     tracemalloc.reset_peak()
     result = step()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return peak / 1024 / 1024, took, result
+    return peak / 1024 / 1024, took, used, result
 
 
 def main() -> int:
@@ -85,24 +87,28 @@ def main() -> int:
         for size in sizes:
             adventure_id = build(tk, size)
             path = Path(folder) / f"{size}.gz"
-            export_mb, export_s, _ = measure(
+            export_mb, export_s, export_cpu, _ = measure(
                 lambda a=adventure_id, p=path: bundles.export_to(tk, a, p)
             )
-            import_mb, import_s, _ = measure(lambda p=path: bundles.import_path(tk, p))
+            import_mb, import_s, import_cpu, _ = measure(lambda p=path: bundles.import_path(tk, p))
             rows[size] = (
                 path.stat().st_size / 1024 / 1024,
                 export_mb,
                 export_s,
                 import_mb,
                 import_s,
+                export_cpu,
+                import_cpu,
             )
         tk.db.dispose()
     print(
-        f"{'turns':>7} {'file MB':>8} {'export peak MB':>15} {'export s':>9} {'import peak MB':>15} {'import s':>9}"
+        f"{'turns':>7} {'file MB':>8} {'export peak MB':>15} {'export s':>9} {'(CPU s)':>8}"
+        f" {'import peak MB':>15} {'import s':>9} {'(CPU s)':>8}"
     )
-    for size, (file_mb, export_mb, export_s, import_mb, import_s) in rows.items():
+    for size, (file_mb, ex_mb, ex_s, im_mb, im_s, ex_cpu, im_cpu) in rows.items():
         print(
-            f"{size:>7} {file_mb:>8.2f} {export_mb:>15.2f} {export_s:>9.2f} {import_mb:>15.2f} {import_s:>9.2f}"
+            f"{size:>7} {file_mb:>8.2f} {ex_mb:>15.2f} {ex_s:>9.2f} {ex_cpu:>8.2f}"
+            f" {im_mb:>15.2f} {im_s:>9.2f} {im_cpu:>8.2f}"
         )
     if len(sizes) >= 2:
         small, large = rows[sizes[0]], rows[sizes[-1]]
@@ -110,6 +116,7 @@ def main() -> int:
             f"ratio {sizes[-1]}/{sizes[0]}: story ×{sizes[-1] / sizes[0]:.0f}, export peak memory ×{large[1] / small[1]:.2f}, "
             f"import peak memory ×{large[3] / small[3]:.2f}, export time ×{large[2] / small[2]:.1f}, import time ×{large[4] / small[4]:.1f}"
         )
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

@@ -278,3 +278,18 @@ def test_cli_export_and_import(tk: Talekeeper, tmp_path: Path, isolated_home: Pa
     target.write_bytes(target.read_bytes()[:-20])
     done = runner.invoke(app, ["import", str(target), "--data-dir", str(isolated_home)])
     assert done.exit_code == 1 and "Nothing was imported" in done.output
+
+
+def test_snapshots_orjson_cannot_write_are_kept_as_they_were(tk: Talekeeper) -> None:
+    """An import writes snapshots with orjson, which turns NaN into null and refuses integers
+    past 64 bits: a snapshot holding either is written the standard library's way, exactly."""
+    found = records(export_bytes(tk, build_story(tk, [("turn", 1), ("turn", 2)])))
+    nodes = [r for r in found if r["t"] == "node"]
+    nodes[1]["state"]["entities"]["player"]["attributes"]["stars"] = 2**70
+    nodes[2]["state"]["entities"]["player"]["attributes"]["odds"] = float("nan")
+    result = import_bytes(tk, pack(found))
+    again = [r for r in records(export_bytes(tk, result.adventure_id)) if r["t"] == "node"]
+    assert again[1]["state"]["entities"]["player"]["attributes"]["stars"] == 2**70
+    odds = again[2]["state"]["entities"]["player"]["attributes"]["odds"]
+    assert odds != odds  # NaN, not null
+    assert again[0]["state"] == nodes[0]["state"]  # the others as they were too

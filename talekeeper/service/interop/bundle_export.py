@@ -58,10 +58,19 @@ def encode(record: dict[str, Any], raw: dict[str, str] | None = None) -> bytes:
     export's time."""
     if not raw:
         return (_dumps(record) + "\n").encode()
-    values = {**{key: _dumps(value) for key, value in record.items()}, **raw}
-    return (
-        "{" + ",".join(f"{_dumps(key)}:{values[key]}" for key in sorted(values)) + "}\n"
-    ).encode()
+    # The keys in order, cut at each raw one: each run of the others written in one call.
+    parts, run = [], {}
+    for key in sorted({*record, *raw}):
+        if key in raw:
+            if run:
+                parts.append(_dumps(run)[1:-1])
+                run = {}
+            parts.append(f"{_dumps(key)}:{raw[key]}")
+        else:
+            run[key] = record[key]
+    if run:
+        parts.append(_dumps(run)[1:-1])
+    return ("{" + ",".join(parts) + "}\n").encode()
 
 
 def _count(session: Session, model: Any, adventure_id: int) -> int:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
+import orjson
 from pydantic import ValidationError
 from sqlalchemy import LargeBinary, bindparam, func, insert, select, text
 from sqlalchemy.orm import Session
@@ -558,17 +559,21 @@ class _Writer:
         self.batches = _Batches(session)
         self.stage = "header"
 
-    def add(self, record: Any) -> None:
+    def add(self, record: Any, raw: bytes) -> None:
+        """Write `record` (its line: `raw`)."""
         if record.t != self.stage:  # what follows refers to what came before: written first
             self.batches.flush()
             self.stage = record.t
-        getattr(self, f"_{record.t}", lambda _record: None)(record)
+        if record.t == "node":
+            self._node(record, raw)
+        elif record.t != "end":
+            getattr(self, f"_{record.t}")(record)
 
     def _text(self, record: Any) -> None:
         row = {"digest": record.digest, "text": zlib.compress(record.text.encode(), 6)}
         self.batches.add(_ADD_TEXT, {**row, "adventure_id": self.aid})
 
-    def _node(self, record: Any) -> None:
+    def _node(self, record: Any, raw: bytes) -> None:
         nodes = self.nodes
         row = {
             "id": nodes[record.id],
@@ -581,10 +586,10 @@ class _Writer:
             "narration": record.narration,
             "reasoning": record.reasoning,
             # Compressed now, as the column stores them: a batch holds bytes, not documents.
-            "state_z": _SNAPSHOT.process_bind_param(record.state, None),
-            "proposal_z": _SNAPSHOT.process_bind_param(
+            "state_z": _snapshot(record.state, raw),
+            "proposal_z": _snapshot(
                 remap_proposal(record.proposal, lambda n: nodes[n] if isinstance(n, int) else n),
-                None,
+                raw,
             ),
             "branch_name": record.branch_name,
             "take_of": nodes[record.take_of] if record.take_of else None,
@@ -648,6 +653,23 @@ class _Writer:
 
 _ADD_TEXT = insert(ContextText.__table__)
 _SNAPSHOT = CompressedJSON()
+
+
+def _snapshot(value: Any, line: bytes) -> bytes | None:
+    """A snapshot as `CompressedJSON` stores it (any JSON text reads back the same), written
+    by orjson: most of an import's time was the standard library writing snapshots. orjson
+    writes NaN and Infinity as null and refuses integers past 64 bits, so a line holding
+    either (only an edited file can) goes the standard library's way."""
+    if value is None:
+        return None
+    if b"NaN" not in line and b"Infinity" not in line:
+        try:
+            return zlib.compress(orjson.dumps(value, option=orjson.OPT_SORT_KEYS), 6)
+        except orjson.JSONEncodeError:
+            pass
+    return _SNAPSHOT.process_bind_param(value, None)
+
+
 _ADD_NODE = insert(Node.__table__).values(
     state=bindparam("state_z", type_=LargeBinary),
     proposal=bindparam("proposal_z", type_=LargeBinary),
@@ -722,7 +744,7 @@ def load(
             if writer is None:
                 writer = _Writer(session, _scenario(session, record))
             else:
-                writer.add(record)
+                writer.add(record, raw)
             if progress is not None and number % 200 == 0:
                 progress(number, _total(checker.header))
     checker.finish()
