@@ -1,8 +1,9 @@
 """The layer picture holds: a package imports only packages drawn below it (README "Layout").
 
-Generalises tests/state/test_purity.py to every layer. Imports are read from the source
-(module level and inside functions); those under `if TYPE_CHECKING:` are annotations only
-and never run, so they are allowed to name the application object upwards.
+Generalises tests/state/test_purity.py to every layer. Imports are read from the source:
+at module level, inside functions and under `if TYPE_CHECKING:` alike — an annotation that
+names a module above is a dependency on it too (a lower layer that needs the application
+object names what it uses as a Protocol of its own, as `memory/worker.py` does).
 """
 
 from __future__ import annotations
@@ -37,21 +38,11 @@ def _package(module: str) -> str | None:
     return parts[1]
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _runtime_imports(tree: ast.AST, own: str) -> list[tuple[int, str]]:
-    """(line, module) for every import that runs, skipping `if TYPE_CHECKING:` bodies."""
+def _imports(tree: ast.AST, own: str) -> list[tuple[int, str]]:
+    """(line, module) for every import, wherever it stands."""
     found: list[tuple[int, str]] = []
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                visit(child)
-            return
         if isinstance(node, ast.Import):
             found.extend((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -93,9 +84,7 @@ def test_imports_point_down(path: Path) -> None:
     if own is None:
         return  # talekeeper/__init__.py
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    for line, module in _runtime_imports(
-        tree, own_name if path.name != "__init__.py" else own_name + ".x"
-    ):
+    for line, module in _imports(tree, own_name if path.name != "__init__.py" else own_name + ".x"):
         target = _package(module)
         if target is None or target == own:
             continue
@@ -108,7 +97,7 @@ def test_imports_point_down(path: Path) -> None:
 def test_pages_never_import_api_modules() -> None:
     """HTML pages and JSON routes both call services; neither calls the other."""
     for path in sorted((ROOT / "web").glob("pages*.py")):
-        for line, module in _runtime_imports(
+        for line, module in _imports(
             ast.parse(path.read_text(encoding="utf-8")), _module_name(path)
         ):
             name = module.rsplit(".", 1)[-1]

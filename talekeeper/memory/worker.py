@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from talekeeper.context.settings import ContextSettings, context_settings
 from talekeeper.memory import bank, prompts
@@ -23,13 +23,30 @@ from talekeeper.store.models import Adventure
 from talekeeper.story.paths import keyed_path
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
     from talekeeper.llm.base import Provider
-    from talekeeper.service.app import Talekeeper
+    from talekeeper.llm.settings import ModelSettings
+    from talekeeper.store.db import Database
 
 log = logging.getLogger(__name__)
 
 MAX_MEMORIES_PER_RUN = 4
 MAX_EMBED_BATCH = 32
+
+
+class Talekeeper(Protocol):
+    """What the bank's run uses of the application object (`service/app.Talekeeper`),
+    named here: the memory layer sits below the services and never imports them."""
+
+    db: Database
+    _memory_worker: MemoryWorker | None
+
+    def model_settings(
+        self, adventure_id: int | None = None, session: Session | None = None
+    ) -> ModelSettings: ...
+
+    def provider(self, settings: ModelSettings | None = None) -> Provider: ...
 
 
 class MemoryError_(Exception):
