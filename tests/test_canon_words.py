@@ -247,3 +247,35 @@ def test_the_notes_say_each_part_of_the_canon_in_words() -> None:
     assert "sneezed" not in notes  # below the narrator's threshold
     guide = stat_guide_words(rules)
     assert guide == "What the stats mean:\n- Ines's mood: from low to high, sour, sunny."
+
+
+def test_the_inline_protocol_is_at_most_15_percent_of_a_played_storys_prompt(
+    client: TestClient, tk, scripted: ScriptedProvider
+) -> None:
+    """Issue 23 item 4, as `benchmarks/prompt_sections.py --model echo --window 8192 --turns
+    20 --mode inline` measures it: after 20 turns at an 8k budget the vocabulary and the
+    reminder are at most 15% of the next prompt, and the history is its largest section."""
+    from talekeeper.context.settings import update_context_settings
+
+    with tk.db.session() as session:
+        update_context_settings(session, {"memory_enabled": False})
+    generation = {"state_updates": "inline", "context_budget": 8192}
+    client.put("/api/settings", json={"generation": generation})
+    aid = client.post(
+        "/api/adventures", json={"scenario_id": DEMO, "answers": {"name": "Ada"}}
+    ).json()["id"]
+    story = (
+        "Rain lashes the harbour wall, and the ferry strains at its ropes like a dog on a "
+        "leash. Maren squints past you at the black headland, where the lighthouse stands "
+        "unlit. Somewhere out on the causeway a bell tolls once, then again, slower than "
+        "before. Your lamp gutters in the wind; the wick will need trimming tonight."
+    )
+    for n in range(20):
+        note = json.dumps({"events": [{"type": "note_event", "text": f"The bell rang ({n})."}]})
+        scripted.queue(f"{story}\n```state\n{note}\n```")
+        play(client, aid, "do", f"listen to the bell ({n})")
+    record = client.get(f"/api/adventures/{aid}/insights/next?kind=do&text=wait").json()
+    tokens = {s["name"]: s["tokens"] for s in record["sections"]}
+    protocol = tokens["event_vocabulary"] + tokens["emit_reminder"]
+    assert protocol / record["total_tokens"] <= 0.15, (protocol, record["total_tokens"])
+    assert max(tokens, key=tokens.__getitem__) == "history", tokens

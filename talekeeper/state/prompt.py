@@ -61,13 +61,30 @@ SHORT_EXAMPLES: dict[str, dict[str, object]] = {
 }
 
 
+SHOWN = frozenset(
+    {
+        "set_location",
+        "set_possession",
+        "change_stat",
+        "set_flag",
+        "reach_milestone",
+        "complete_objective",
+    }
+)
+"""The event types the vocabulary shows as a whole JSON example — the common moves, and
+those whose ids must be copied exactly (stat paths, flags, milestones, objectives); the
+rest are named with their fields, which the examples' shape carries over to."""
+
+
 def compact_vocabulary(rules: Rules, document: Document) -> str:
     """The event vocabulary for this scenario at this moment: only the event types it can
-    use (no stat events without stats, no flags without flags…), one short example each,
-    written with its own names, stat paths, flags, milestones and thread ids.
+    use (no stat events without stats, no flags without flags…), the common and id-bound
+    ones as a short example each, written with its own names, stat paths, flags,
+    milestones and thread ids, the rest by their fields.
 
-    A fraction of `vocabulary_prompt()`: in inline mode it is sent every turn, and on a
-    player's own server the full vocabulary cost more than the story itself."""
+    A fraction of `vocabulary_prompt()`: in inline mode it is sent every turn, and it is
+    protocol, not story — kept to at most 15% of the prompt of a played story
+    (`benchmarks/prompt_sections.py --model echo --mode inline`)."""
     doc = document
     examples: dict[str, dict[str, object]] = {
         t: dict(SHORT_EXAMPLES.get(t, EVENTS[t].example)) for t in CORE_EVENTS
@@ -111,11 +128,16 @@ def compact_vocabulary(rules: Rules, document: Document) -> str:
         examples["complete_objective"] = {"thread": objectives[0][0], "objective": objectives[0][1]}
     if threads:
         examples["resolve_thread"] = {"thread": threads[0].id, "outcome": "resolved"}
+    ordered = sorted(examples.items(), key=lambda pair: EVENT_ORDER.index(pair[0]))
     lines = ["State events, one JSON object each; only these types:"]
     lines += [
         json.dumps({"type": t, **example}, ensure_ascii=False)
-        for t, example in sorted(examples.items(), key=lambda pair: EVENT_ORDER.index(pair[0]))
+        for t, example in ordered
+        if t in SHOWN
     ]
+    others = [f"{t} {{{', '.join(example)}}}" for t, example in ordered if t not in SHOWN]
+    if others:
+        lines.append("Also: " + "; ".join(others) + ".")
     if stats:
         lines.append("Stats: " + ", ".join(p for p, _ in stats) + ".")
     if rules.flags:
