@@ -106,18 +106,30 @@ def test_a_remark_that_writes_protocol_or_echoes_is_never_shown_or_stored(
 
 
 def test_the_terminal_prints_the_remark_under_the_companions_name(
-    client: TestClient, scripted: ScriptedProvider, tk: Talekeeper, capsys
+    client: TestClient, scripted: ScriptedProvider, tk: Talekeeper, monkeypatch
 ) -> None:
-    import asyncio
+    from rich.console import Console
 
+    from talekeeper.memory.worker import worker_for
     from talekeeper.service.turns import play_turn
     from talekeeper.terminal import loop
+    from talekeeper.terminal.background import Background
 
     aid = to_banter(client, scripted)
     scripted.queue("A bell rings from the chapel.", '"Mind the eels, boss," he says.')
-    with loop.console.capture() as captured:
-        asyncio.run(loop._show_stream(play_turn(tk, aid, "do", "listen"), echo_action=False))
+    console = Console(record=True, width=100, color_system=None)  # every thread's output
+    monkeypatch.setattr(loop, "console", console)
+    background = Background()  # the terminal's loop: the remark comes after the prompt is back
+    try:
+        events = play_turn(tk, aid, "do", "listen")
+        rest = background.run(loop._show_stream(events, echo_action=False))
+        assert rest is not None  # the turn is written; its remark is still to come
+        background.follow(loop._follow(rest, background))
+        background.settle_first(lambda: None)
         loop._print_story(tk, aid, last=1)
-    out = captured.get()
+        background.run(worker_for(tk).drain())  # the memory bank's run, in its own loop
+    finally:
+        background.close(tk.settles.drain())
+    out = console.export_text()
     assert out.count('Brannoc: "Mind the eels, boss," he says.') == 2, out
     assert 'chapel. "Mind the eels' not in out.replace("\n", " ")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 
 import pytest
 from rich.console import Console
@@ -232,3 +233,72 @@ def test_fix_refuses_what_it_cannot_read_and_writes_nothing(
         adventure = adventures.get_adventure(session, aid)
         assert adventure.turn_count == 0
         assert tree.head(session, adventure).action_kind != "correction"
+
+
+class HeldStatePass(ScriptedProvider):
+    """Narrates at once; its structured state pass waits until `release` is set (from any
+    thread: the terminal's loop runs on a thread of its own)."""
+
+    def __init__(self, replies: list[str]) -> None:
+        super().__init__(replies, chunk_size=6)
+        self.release = threading.Event()
+
+    async def complete(self, request: GenerationRequest) -> str:
+        if request.json_schema is not None:
+            for _ in range(1000):  # ten seconds at most: a broken terminal fails, not hangs
+                if self.release.is_set():
+                    break
+                await asyncio.sleep(0.01)
+        return await super().complete(request)
+
+
+def test_the_prompt_comes_back_before_the_state_pass_and_an_early_action_waits_for_it(
+    isolated_home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Structured mode in the terminal: the prompt is back as soon as the narration is
+    written; the chips are printed when the state pass ends; an action typed before that
+    says it waits, and is played on the settled state."""
+    from talekeeper.service import settings as settings_service
+
+    storm = json.dumps({"events": [{"type": "change_stat", "stat": "world.storm", "by": 1}]})
+    provider = HeldStatePass(["The wind rises.", storm, "Rain on the glass.", '{"events": []}'])
+    tk = Talekeeper(isolated_home, provider_override=provider)
+    with tk.db.session() as session:
+        settings_service.update_settings(
+            session, settings_service.SettingsUpdate(generation={"state_updates": "structured"})
+        )
+    aid = start(tk)
+    seen: list[str] = []
+
+    def second_line() -> str:
+        # the prompt is back: the first turn is written, its state pass still held
+        with tk.db.session() as session:
+            assert adventures.get_adventure(session, aid).pending_turn_id is not None
+        seen.append("prompt back while pending")
+        threading.Timer(0.3, provider.release.set).start()
+        return "run inside"
+
+    lines = iter(["watch the sea", second_line, "/quit"])
+    console = Console(record=True, width=160, color_system=None)
+
+    def typed(prompt: str = "", **_: object) -> str:
+        line = next(lines)
+        return line() if callable(line) else line
+
+    monkeypatch.setattr(console, "input", typed)
+    monkeypatch.setattr(terminal, "console", console)
+    monkeypatch.setattr(terminal, "warm_up", lambda tk: None)
+    terminal.play(tk, adventure_id=aid)
+    out = console.export_text()
+    assert seen == ["prompt back while pending"]
+    waiting, chips, second = (
+        out.index("Updating the story's state…"),
+        out.index("● Storm 4 → 5"),
+        out.index("Rain on the glass."),
+    )
+    assert out.index("The wind rises.") < waiting < chips < second, out
+    with tk.db.session() as session:
+        head = tree.head(session, adventures.get_adventure(session, aid))
+        assert head.narration == "Rain on the glass."
+        assert head.state["stats"]["world"]["storm"]["value"] == 5  # built on the settled turn
+    tk.db.dispose()

@@ -76,9 +76,11 @@ class Settles:
         return await asyncio.shield(task)
 
     async def drain(self) -> None:
-        """Wait for every step (shutdown, tests): a turn is settled, not cut off."""
-        while self._tasks:
-            await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        """Wait for every step running in this loop (shutdown, tests): a turn is settled,
+        not cut off."""
+        loop = asyncio.get_running_loop()
+        while here := [t for t in self._tasks.values() if t.get_loop() is loop and not t.done()]:
+            await asyncio.gather(*here, return_exceptions=True)
 
 
 def recover(session: Session, adventure: Adventure) -> bool:

@@ -589,8 +589,15 @@ async def settle_later(
             return done
     finally:
         tk.locks.release(start.adventure_id)
-        # step 8 (after), now that the turn is settled
-        worker_for(tk).schedule(start.adventure_id, rewarm(tk, start.adventure_id))
+        after_settled(tk, start.adventure_id)
+
+
+def after_settled(tk: Talekeeper, adventure_id: int) -> None:
+    """Step 8 (after), for a turn step 7 (later) has settled: never an error of the turn's."""
+    try:
+        worker_for(tk).schedule(adventure_id, rewarm(tk, adventure_id))
+    except Exception:  # noqa: BLE001 - the memory bank retries on the next turn
+        log.exception("the memory bank's run after turn on adventure %s", adventure_id)
 
 
 def commit_settled(

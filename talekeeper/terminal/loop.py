@@ -26,6 +26,7 @@ from talekeeper.story.actions import ActionError
 from talekeeper.terminal import character as terminal_character
 from talekeeper.terminal import connection as terminal_connection
 from talekeeper.terminal import tree as terminal_tree
+from talekeeper.terminal.background import Background
 from talekeeper.terminal.fix import events_from_words
 from talekeeper.terminal.state import show_state
 from talekeeper.terminal.wrap import StreamWrap
@@ -39,6 +40,7 @@ HELP = (
     "[bold]/restore[/], [bold]/state[/], [bold]/fix[/] (correct the state), [bold]/model[/], [bold]/quit[/]; [bold]/help[/] lists them all."
 )
 QUIT = ("/quit", "/q", "/exit")
+WAITING = "Updating the story's state… what you typed is done as soon as that is finished."
 # The chip colours of the web page (web/static/app.css), in Rich's words.
 CHIP_STYLE = {
     "applied": "green",
@@ -154,11 +156,17 @@ def _parse(line: str) -> tuple[str, str]:
     return "do", line.strip()
 
 
-async def _stream_turn(tk: Talekeeper, adventure_id: int, kind: str, text: str) -> None:
-    await _show_stream(play_turn(tk, adventure_id, kind, text), echo_action=False)
+async def _stream_turn(
+    tk: Talekeeper, adventure_id: int, kind: str, text: str
+) -> AsyncIterator[TurnEvent] | None:
+    return await _show_stream(play_turn(tk, adventure_id, kind, text), echo_action=False)
 
 
-async def _show_stream(events: AsyncIterator[TurnEvent], echo_action: bool = True) -> None:
+async def _show_stream(
+    events: AsyncIterator[TurnEvent], echo_action: bool = True
+) -> AsyncIterator[TurnEvent] | None:
+    """Print a turn as it streams, up to `done`: the prompt comes back then. A pending
+    turn's rest (its remark and chips, service/settling) is returned, to `_follow`."""
     printed = ""
     wrap = StreamWrap(console.width)  # lines break between words, never inside one
 
@@ -191,11 +199,27 @@ async def _show_stream(events: AsyncIterator[TurnEvent], echo_action: bool = Tru
                 console.print(
                     "[dim](The reply was cut off mid-sentence; the story keeps it up to its last whole sentence.)[/]\n"
                 )
-            if not event.data["turn"]["pending"]:
-                show_changes(event.data.get("changes") or [])
-        elif event.kind == "settled":  # the turn's state pass (or remark) came after it
+            if event.data["turn"]["pending"]:
+                return events  # the rest comes while the player reads and types
             show_changes(event.data.get("changes") or [])
-            show_clashes((event.data.get("turn") or {}).get("contradictions") or [])
+            show_clashes(event.data["turn"].get("contradictions") or [])
+    return None
+
+
+async def _follow(events: AsyncIterator[TurnEvent], background: Background) -> None:
+    """The rest of a pending turn, printed under it when it comes: a companion's remark,
+    then the chips and warnings of its state pass (`settled`)."""
+    async for event in events:
+        data = event.data
+        if event.kind == "remark":
+            background.above_prompt(lambda data=data: print_remark(data["by"], data["text"]))
+        elif event.kind == "settled":
+
+            def chips(data: dict[str, Any] = data) -> None:
+                show_changes(data.get("changes") or [])
+                show_clashes(data["turn"].get("contradictions") or [])
+
+            background.above_prompt(chips)
 
 
 def show_clashes(clashes: list[dict[str, Any]]) -> None:
@@ -275,9 +299,17 @@ def play(tk: Talekeeper, scenario_id: str | None = None, adventure_id: int | Non
     adventure_id = _choose_adventure(tk, scenario_id, adventure_id)
     _print_story(tk, adventure_id)
     console.print(HELP)
+    background = Background()
+    try:
+        _loop(tk, adventure_id, background)
+    finally:
+        background.close(tk.settles.drain())  # a turn still settling is finished, not cut off
+
+
+def _loop(tk: Talekeeper, adventure_id: int, background: Background) -> None:
     while True:
         try:
-            line = console.input("[bold]> [/]").strip()
+            line = background.prompt(lambda: console.input("[bold]> [/]")).strip()
         except (EOFError, KeyboardInterrupt):
             console.print()
             break
@@ -285,6 +317,11 @@ def play(tk: Talekeeper, scenario_id: str | None = None, adventure_id: int | Non
             continue
         if line in QUIT:
             break
+        try:  # what follows reads or changes the story: the turn before settles first
+            background.settle_first(lambda: console.print(f"[dim]{WAITING}[/]", highlight=False))
+        except KeyboardInterrupt:
+            console.print("\n[yellow]Stopped waiting; nothing was sent.[/]")
+            continue
         if line == "/state":
             show_state(tk, adventure_id, console)
             continue
@@ -307,12 +344,16 @@ def play(tk: Talekeeper, scenario_id: str | None = None, adventure_id: int | Non
             if terminal_tree.handles(line):
                 outcome = terminal_tree.run(tk, adventure_id, line, console)
                 if outcome.events is not None:
-                    asyncio.run(_show_stream(outcome.events))
+                    rest = background.run(_show_stream(outcome.events))
+                    if rest is not None:
+                        background.follow(_follow(rest, background))
                 if outcome.show_story:
                     _print_story(tk, adventure_id, last=2)
                 continue
             kind, text = ("continue", "") if line == "/continue" else _parse(line)
-            asyncio.run(_stream_turn(tk, adventure_id, kind, text))
+            rest = background.run(_stream_turn(tk, adventure_id, kind, text))
+            if rest is not None:
+                background.follow(_follow(rest, background))
         except KeyboardInterrupt:
             console.print("\n[yellow]Stopped. Nothing was saved.[/]")
         except (ActionError, tree.TreeError, AdventureBusy, AdventureNotFound, LLMError) as exc:
