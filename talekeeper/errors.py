@@ -5,8 +5,9 @@
      ├── Forbidden       403         with accounts on: only a host may do that (users, the model)
      ├── Conflict        409         the story cannot do that now (busy, reading it, a Save Point)
      ├── Invalid         422         the request itself is wrong (an action, a setting, a file)
+     ├── TooMany         429         too many attempts (failed sign-ins): wait, then try again
      ├── Upstream        502         the model failed (talekeeper.llm.errors.LLMError)
-     └── Unavailable     503         the database stayed locked by another writer; try again
+     └── Unavailable     503         the database is busy or out of reach; try again
 
 Each layer defines its own named errors under one of these branches (`AdventureNotFound`,
 `TreeError`, `ScenarioError`, …), so the web maps them by branch in one place and the
@@ -39,6 +40,10 @@ class Invalid(TalekeeperError, ValueError):
     status = 422
 
 
+class TooMany(TalekeeperError):
+    status = 429
+
+
 class Upstream(TalekeeperError):
     status = 502
 
@@ -52,6 +57,7 @@ BRANCHES: tuple[type[TalekeeperError], ...] = (
     Forbidden,
     Conflict,
     Invalid,
+    TooMany,
     Upstream,
     Unavailable,
 )

@@ -101,7 +101,14 @@ def refusal_reason(address: str, allow_remote: bool) -> str | None:
 
 
 def _split_host_port(url: str | httpx.URL) -> tuple[str, int]:
-    parsed = httpx.URL(str(url))
+    try:
+        parsed = httpx.URL(str(url))
+        if not 0 < (parsed.port or 80) < 65536:
+            raise ValueError(f"port {parsed.port} is not a port")
+    except (httpx.InvalidURL, ValueError) as exc:  # `http://010.010.010.010/v1`: no address
+        raise EndpointRefused(
+            f"The model endpoint {str(url)[:200]!r} cannot be read as a URL ({exc})."
+        ) from None
     if parsed.scheme not in {"http", "https"}:
         raise EndpointRefused(f"Only http:// and https:// model endpoints are supported: {url}")
     host = parsed.host
@@ -166,11 +173,15 @@ def check_endpoint(
 ) -> None:
     """Raise `EndpointRefused` unless every address `url`'s host resolves to is allowed.
 
-    Used when a setting is saved. A name that does not resolve raises `ServerUnavailable`.
+    Used when a setting is saved: a name that does not resolve is refused the same way
+    (422, the setting's fault — not a model server that failed, 502).
     """
     host, port = _split_host_port(url)
     remote = allow_remote or allowed_by_name(host, allowed_hosts)
-    _judge(host, _resolve(host, port, resolver or system_resolver, url), remote, url)
+    try:
+        _judge(host, _resolve(host, port, resolver or system_resolver, url), remote, url)
+    except ServerUnavailable as exc:
+        raise EndpointRefused(str(exc)) from exc
 
 
 @lru_cache(maxsize=1)

@@ -380,9 +380,28 @@ def who(tk: Talekeeper, token: str | None) -> SignedIn | None:
 
 
 def login(tk: Talekeeper, name: str, password: str) -> tuple[str, SignedIn]:
-    """Check a name and password and start a session: (the cookie's token, who)."""
+    """Check a name and password and start a session: (the cookie's token, who).
+
+    The password is checked between two short transactions, not inside one: the hash
+    takes tens of milliseconds, and a flood of sign-ins must not hold the database's
+    connections while it runs."""
+    clean = (name or "").strip().lower()
     with tk.db.session() as session:
-        return start_session(session, authenticate(session, name, password))
+        user = session.scalar(select(User).where(User.name == clean))
+        found = None if user is None else (user.id, user.password_hash, user.disabled)
+    try:
+        _hasher.verify(found[1] if found else _DUMMY_HASH, (password or "")[:MAX_PASSWORD])
+    except (VerificationError, InvalidHashError):
+        raise LoginFailed() from None
+    if found is None or found[2]:
+        raise LoginFailed()
+    with tk.db.session() as session:
+        user = session.get(User, found[0])
+        if user is None or user.disabled or user.password_hash != found[1]:
+            raise LoginFailed()  # changed meanwhile: disabled, or a new password
+        if _hasher.check_needs_rehash(user.password_hash):
+            user.password_hash = _hasher.hash(password)
+        return start_session(session, user)
 
 
 def logout(tk: Talekeeper, token: str | None) -> None:
@@ -394,6 +413,16 @@ def join(tk: Talekeeper, invitation: str, name: str, password: str) -> tuple[str
     """Sign up with an invitation and start a session in the same commit."""
     with tk.db.session() as session:
         return start_session(session, sign_up(session, invitation, name, password))
+
+
+def withdraw_invitation(tk: Talekeeper, invitation: str) -> None:
+    """An unused invitation stops working (it was used to try too many taken names)."""
+    with tk.db.session() as session:
+        session.execute(
+            delete(Invitation).where(
+                Invitation.token_hash == _digest(invitation or ""), Invitation.used_by.is_(None)
+            )
+        )
 
 
 def users(tk: Talekeeper) -> list[User]:
@@ -483,10 +512,13 @@ def can_see(tk: Talekeeper, user_id: int, kind: str, key: str) -> bool:
     """Whether this user may see the adventure (`kind` "adventure", `key` its id), connection
     profile ("profile") or scenario an address names. A row that does not exist is left to
     the route's own 404."""
+    if kind in ("adventure", "profile"):
+        if not (key.isascii() and key.isdigit()) or len(key) > 18:  # "²" is a digit too
+            return True
+    elif "\x00" in key or not key.isprintable():  # PostgreSQL stores no NUL: not an id
+        return True
     with owner.acting_as(user_id), tk.db.session() as session:
         if kind in ("adventure", "profile"):
-            if not key.isdigit() or len(key) > 18:
-                return True
             model = Adventure if kind == "adventure" else ConnectionProfile
             row = session.get(model, int(key))
         else:

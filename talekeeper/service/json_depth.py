@@ -20,7 +20,9 @@ it was a 500. Such a text is refused before anything parses it.
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 from talekeeper.errors import Invalid
 
@@ -158,7 +160,28 @@ class DepthScanner:
             self.feed(b"", final=True)
 
 
-def check(text: bytes | str, limit: int = MAX_DEPTH) -> None:
+def check(text: bytes | str, limit: int = MAX_DEPTH, max_members: int | None = None) -> None:
     """Raise TooDeep if `text` nests JSON more than `limit` levels, HalfCharacter if it
-    holds a lone surrogate."""
-    DepthScanner(limit).feed(text, final=True)
+    holds a lone surrogate (TooWide past `max_members` in one object or list)."""
+    DepthScanner(limit, max_members).feed(text, final=True)
+
+
+_LONG_NUMBER = re.compile(r"[0-9]{4301}")
+
+
+def loads(text: str | bytes) -> Any:
+    """`json.loads` for text from outside, whose every failure is a JSONDecodeError.
+
+    Python refuses to read an integer of more than 4,300 digits (int() of one that long is
+    slow enough to stall a process) with a bare ValueError, which callers expecting the
+    JSON error let through as a 500."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        doc = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        found = _LONG_NUMBER.search(doc)
+        raise json.JSONDecodeError(
+            "a number has more than 4,300 digits", doc, found.start() if found else 0
+        ) from None

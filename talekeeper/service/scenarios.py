@@ -185,14 +185,17 @@ def check_scenario(data: Any) -> list[str]:
     from talekeeper.context.triggers import MAX_CARDS
     from talekeeper.service.plot import Persona
     from talekeeper.state import check_rules
+    from talekeeper.state.rules import MAX_UNKNOWN_LISTED
 
     if not isinstance(data, dict):
         return ["(scenario): must be a JSON object"]
+    unknown = [key for key in data if key not in SCENARIO_KEYS]
     errors = [
         f"{key}: unknown field (known: {', '.join(SCENARIO_KEYS)})"
-        for key in data
-        if key not in SCENARIO_KEYS
+        for key in unknown[:MAX_UNKNOWN_LISTED]
     ]
+    if len(unknown) > MAX_UNKNOWN_LISTED:
+        errors.append(f"(scenario): {len(unknown) - MAX_UNKNOWN_LISTED:,} more unknown fields")
     if not isinstance(data.get("id"), str) or not _ID.match(data["id"]):
         errors.append(
             "id: must be 1–80 lowercase letters, digits, '-' or '_', starting with a letter or digit"
@@ -515,13 +518,17 @@ def import_scenario(session: Session, raw: bytes) -> tuple[Scenario, list[str]]:
             "Nothing was imported."
         )
     try:
-        json_depth.check(raw)
+        json_depth.check(raw, max_members=json_depth.MAX_MEMBERS)
     except json_depth.TooDeep:
         raise ScenarioError(
             f"That file nests too deeply to be a scenario (at most {json_depth.MAX_DEPTH} levels). Nothing was imported."
         ) from None
+    except (json_depth.TooWide, json_depth.HalfCharacter) as exc:
+        raise ScenarioError(
+            f"That file cannot be read as a scenario: {str(exc).replace('changed', 'imported')}"
+        ) from None
     try:
-        data = json.loads(raw.decode("utf-8-sig"))
+        data = json_depth.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError:
         raise ScenarioError("That file is not text (UTF-8 JSON). Nothing was imported.") from None
     except json.JSONDecodeError as exc:

@@ -197,6 +197,10 @@ def _join(path: str, key: str) -> str:
     return key if path == "(rules)" else f"{path}.{key}"
 
 
+MAX_UNKNOWN_LISTED = 20
+"""Unknown fields named one by one in one object's mistakes; the rest are counted."""
+
+
 def _schema_messages(error: jsonschema.ValidationError) -> list[str]:
     """Turn one jsonschema error into plain messages that start with the path."""
     path = _path(error.absolute_path)
@@ -206,13 +210,14 @@ def _schema_messages(error: jsonschema.ValidationError) -> list[str]:
         return [f"{_join(path, key)}: required" for key in schema["required"] if key not in present]
     if validator == "additionalProperties" and isinstance(error.instance, dict):
         known = list(schema.get("properties", {}))
+        unknown = [key for key in error.instance if key not in known]
         out = []
-        for key in error.instance:
-            if key in known:
-                continue
+        for key in unknown[:MAX_UNKNOWN_LISTED]:  # a hint costs a fuzzy match: a few suffice
             hint = difflib.get_close_matches(str(key), known, n=1)
             suffix = f" (did you mean '{hint[0]}'?)" if hint else f" (known: {', '.join(known)})"
             out.append(f"{_join(path, str(key))}: unknown field{suffix}")
+        if len(unknown) > MAX_UNKNOWN_LISTED:
+            out.append(f"{path}: {len(unknown) - MAX_UNKNOWN_LISTED:,} more unknown fields")
         return out
     if "propertyNames" in error.relative_schema_path:
         return [

@@ -111,7 +111,7 @@ def events_from_words(line: str, state: dict[str, Any]) -> list[Any]:
     if rest[0] in "[{":
         json_depth.check(rest)  # TooDeep (Invalid) before the parser could recurse
         try:
-            data = json.loads(rest)
+            data = json_depth.loads(rest)
         except json.JSONDecodeError as exc:
             raise FixInvalid(f"That is not valid JSON (column {exc.colno}: {exc.msg}).") from None
         data = data.get("events", data) if isinstance(data, dict) else data

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+import anyio
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,8 +27,9 @@ from talekeeper.service.views.accounts import (
 )
 from talekeeper.web.auth import COOKIE, session_cookie, signed_in
 from talekeeper.web.deps import get_tk
-from talekeeper.web.errors import ERRORS
+from talekeeper.web.errors import ERRORS, retry_after
 from talekeeper.web.render import render
+from talekeeper.web.signin import guard_of, slow_refusal
 
 router = APIRouter(include_in_schema=False)
 api_router = APIRouter(prefix="/api", tags=["accounts"], responses=ERRORS)
@@ -69,25 +71,36 @@ def login_page(request: Request, next: str = "/") -> Response:
 
 
 @router.post("/login", response_class=HTMLResponse)
-def login(
+async def login(
     request: Request,
     tk: Tk,
     name: Annotated[str, Form(max_length=200)] = "",
     password: Annotated[str, Form(max_length=accounts.MAX_PASSWORD)] = "",
     next: Annotated[str, Form(max_length=2000)] = "/",
 ) -> Response:
-    try:
-        token, _ = accounts.login(tk, name, password)
-    except accounts.LoginFailed as exc:
-        return render(
+    guard, who = guard_of(request), name.strip().lower()
+    try:  # backing off, or too many hashes at once: answered before any hash (web/signin.py)
+        own = guard.admit(request, who)
+        token, _ = await guard.run(accounts.login, tk, name, password, urgent=own)
+    except TalekeeperError as exc:
+        if isinstance(exc, accounts.LoginFailed):
+            guard.failed(request, who)
+        await slow_refusal(exc)
+        page = render(
             request,
             "login.html",
-            status_code=422,
+            status_code=exc.status,
             error=str(exc),
-            login_name=name,
             target=_local_target(next),
+            login_name=name,
         )
-    return _signed_in_response(request, token, next)
+        if exc.status in (429, 503):
+            page.headers.update(retry_after(exc))
+        return page
+    guard.succeeded(request)
+    response = _signed_in_response(request, token, next)
+    response.headers.append("set-cookie", guard.device_cookie(request, who))
+    return response
 
 
 @router.post("/logout")
@@ -104,17 +117,22 @@ def signup_page(request: Request, invite: str = "") -> Response:
 
 
 @router.post("/signup", response_class=HTMLResponse)
-def signup(
+async def signup(
     request: Request,
     tk: Tk,
     invite: Annotated[str, Form(max_length=200)] = "",
     name: Annotated[str, Form(max_length=200)] = "",
     password: Annotated[str, Form(max_length=accounts.MAX_PASSWORD)] = "",
 ) -> Response:
+    guard = guard_of(request)
     try:
-        token, _ = accounts.join(tk, invite, name, password)
+        token, _ = await guard.run(accounts.join, tk, invite, name, password)
     except TalekeeperError as exc:
-        return render(
+        if isinstance(exc, accounts.NameTaken) and guard.name_taken(invite):
+            await anyio.to_thread.run_sync(accounts.withdraw_invitation, tk, invite)
+            exc = accounts.InvitationInvalid()
+        await slow_refusal(exc)
+        page = render(
             request,
             "signup.html",
             status_code=exc.status,
@@ -122,6 +140,9 @@ def signup(
             invite=invite,
             login_name=name,
         )
+        if exc.status in (429, 503):
+            page.headers.update(retry_after(exc))
+        return page
     return _signed_in_response(request, token, "/")
 
 
@@ -144,8 +165,13 @@ def account_password(
     who = signed_in(request)
     assert who is not None  # the guard lets no one unsigned reach this
     try:
-        accounts.change_password(
-            tk, who, request.cookies.get(COOKIE), current_password, new_password
+        guard_of(request).run_blocking(
+            accounts.change_password,
+            tk,
+            who,
+            request.cookies.get(COOKIE),
+            current_password,
+            new_password,
         )
     except TalekeeperError as exc:
         return _account_page(request, status_code=exc.status, error=str(exc))
@@ -170,7 +196,7 @@ def reset(
     new_password: Annotated[str, Form(max_length=accounts.MAX_PASSWORD)] = "",
 ) -> Response:
     try:
-        name = accounts.reset_password(tk, token, new_password)
+        name = guard_of(request).run_blocking(accounts.reset_password, tk, token, new_password)
     except accounts.ResetInvalid as exc:
         return render(request, "reset.html", status_code=exc.status, error=str(exc))
     except TalekeeperError as exc:  # the new password itself: the link stays usable
@@ -207,7 +233,7 @@ def users_create(
     role: Annotated[str, Form(max_length=16)] = "player",
 ) -> Response:
     try:
-        accounts.add_user(tk, name, password, role)
+        guard_of(request).run_blocking(accounts.add_user, tk, name, password, role)
     except TalekeeperError as exc:
         return _users_page(request, tk, status_code=exc.status, error=str(exc))
     return _users_page(request, tk, message=f"Made the account {accounts.normalise_name(name)!r}.")
@@ -303,8 +329,13 @@ def api_account_password(body: PasswordChange, request: Request, tk: Tk) -> Resp
     """Change one's own password; one's other sessions end, this one stays."""
     who = signed_in(request)
     assert who is not None
-    accounts.change_password(
-        tk, who, request.cookies.get(COOKIE), body.current_password, body.new_password
+    guard_of(request).run_blocking(
+        accounts.change_password,
+        tk,
+        who,
+        request.cookies.get(COOKIE),
+        body.current_password,
+        body.new_password,
     )
     return Response(status_code=204)
 
@@ -315,8 +346,11 @@ def api_users(tk: Tk, host: Host) -> list[UserView]:
 
 
 @api_router.post("/users", response_model=UserView, status_code=201)
-def api_create_user(body: NewUser, tk: Tk, host: Host) -> UserView:
-    return user_view(accounts.add_user(tk, body.name, body.password, body.role)[0])
+def api_create_user(body: NewUser, request: Request, tk: Tk, host: Host) -> UserView:
+    made = guard_of(request).run_blocking(
+        accounts.add_user, tk, body.name, body.password, body.role
+    )
+    return user_view(made[0])
 
 
 @api_router.patch("/users/{user_id}", response_model=UserView)

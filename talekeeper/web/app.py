@@ -35,6 +35,7 @@ from talekeeper.web import (
 )
 from talekeeper.web.auth import AccountsMiddleware
 from talekeeper.web.security import LocalOnlyMiddleware
+from talekeeper.web.signin import SignInGuard
 
 STATIC = Path(__file__).parent / "static"
 
@@ -44,6 +45,8 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     async def lifespan(app: FastAPI):
         yield
         await tk.aclose()
+        if tk.accounts:
+            app.state.signin.pool.shutdown()
 
     app = FastAPI(
         title="talekeeper",
@@ -56,6 +59,7 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     app.state.tk = tk
     errors.install(app)
     if tk.accounts:
+        app.state.signin = SignInGuard(tk)  # password hashes capped, failures backing off
         app.include_router(accounts.router)
         app.include_router(accounts.api_router)
     app.include_router(api.router)

@@ -104,12 +104,17 @@ def install(app: FastAPI) -> None:
 async def refused(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, TalekeeperError)
     status = status_of(exc)
-    headers = {"Retry-After": "2"} if status == 503 else None  # busy: worth trying again soon
+    # busy, or backing off: worth trying again, after this many seconds
+    headers = retry_after(exc) if status in (429, 503) else None
     errors = list(getattr(exc, "errors", None) or [])
     return error_response(status, str(exc), type(exc).__name__, errors, headers=headers)
 
 
 UNREADABLE_BODY = "There was an error parsing the body"
+
+
+def retry_after(exc: Exception) -> dict[str, str]:
+    return {"Retry-After": str(getattr(exc, "retry_after", 2))}
 
 
 async def http_error(request: Request, exc: Exception) -> JSONResponse:

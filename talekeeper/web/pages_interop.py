@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from talekeeper.core import Talekeeper
 from talekeeper.errors import TalekeeperError
-from talekeeper.service import bundles, imports
+from talekeeper.service import bundles, imports, json_depth
 from talekeeper.service.interop.bundle_format import MEDIA_TYPE
 from talekeeper.web import flash, pages
 from talekeeper.web.deps import get_tk
@@ -90,7 +90,7 @@ async def import_save(request: Request, tk: Talekeeper = Depends(get_tk)) -> Res
     form = await request.form()
     into = str(form.get("into", "")).strip()
     try:
-        document = json.loads(str(form.get("document", "")))
+        document = json_depth.loads(str(form.get("document", "")))
         if into:
             saved = imports.add_cards(tk, into, document)
             message = f"Added {saved['added']} story cards to this scenario."

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from talekeeper.context.cardspec import StoryCard, rules_in_words
 from talekeeper.context.triggers import MAX_CARDS
 from talekeeper.core import Talekeeper
-from talekeeper.service import scenarios
+from talekeeper.service import json_depth, scenarios
 from talekeeper.web import flash
 from talekeeper.web.card_form import card_from_form
 from talekeeper.web.deps import get_tk
@@ -268,7 +268,7 @@ def apply_origins(data: dict[str, Any], form: Any) -> tuple[dict[str, Any], list
         }
         if row["rules"]:
             try:
-                origin["rules"] = json.loads(row["rules"])
+                origin["rules"] = json_depth.loads(row["rules"])
             except json.JSONDecodeError as exc:
                 problems.append(
                     f"origins[{i}].rules: not valid JSON — line {exc.lineno}, column {exc.colno}: {exc.msg}"
@@ -483,7 +483,7 @@ async def save(
     if part == "json":
         json_text = str(form.get("document", ""))
         try:
-            candidate = json.loads(json_text)
+            candidate = json_depth.loads(json_text)
         except json.JSONDecodeError as exc:
             context = editor_context(
                 scenario_id,

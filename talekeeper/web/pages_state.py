@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse
 
 from talekeeper.core import Talekeeper
 from talekeeper.errors import Conflict
-from talekeeper.service import corrections
+from talekeeper.service import corrections, json_depth
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render
 
@@ -146,7 +146,7 @@ def events_from_form(form: Any) -> list[Any]:
                 f"That is too long for a correction (at most {MAX_JSON_CHARS:,} characters)."
             )
         try:
-            data = json.loads(text)
+            data = json_depth.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(
                 f"That is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})."

@@ -6,7 +6,7 @@ import httpx
 import pytest
 from llmtesting import chat, collect_sync, run
 
-from talekeeper.llm.errors import EndpointRefused, ServerUnavailable
+from talekeeper.llm.errors import EndpointRefused
 from talekeeper.llm.openai import OpenAIProvider
 from talekeeper.llm.policy import (
     PolicyTransport,
@@ -107,9 +107,20 @@ def test_hostname_pointing_at_metadata_is_refused_even_when_remote_is_allowed():
         check_endpoint("http://sneaky.example/v1", allow_remote=True, resolver=resolve)
 
 
-def test_unresolvable_name_is_unavailable_not_refused():
-    with pytest.raises(ServerUnavailable, match="nowhere.lan"):
+def test_a_setting_naming_a_host_that_does_not_resolve_is_refused_as_the_settings_fault():
+    """Saving it is a 422 with the name (it was a 502, as if a model server had failed); a
+    request to it later is still 'unavailable' (test_unresolvable_request_is_unavailable)."""
+    from talekeeper.errors import status_of
+
+    with pytest.raises(EndpointRefused, match="nowhere.lan") as refused:
         check_endpoint("http://nowhere.lan/v1", allow_remote=False, resolver=resolver_for({}))
+    assert status_of(refused.value) == 422
+
+
+def test_an_endpoint_that_is_not_a_url_is_refused_not_a_crash():
+    for url in ("http://010.010.010.010/v1", "http://256.1.1.1/v1", "http://1.2.3.4:99999/v1"):
+        with pytest.raises(EndpointRefused, match="cannot be read as a URL"):
+            check_endpoint(url, allow_remote=True, resolver=no_dns)
 
 
 def test_only_http_schemes():

@@ -76,7 +76,7 @@ def parse_json(raw: bytes | str, what: str = "The file") -> Any:
     except json_depth.TooDeep as exc:
         raise Refused(str(exc).replace(" Nothing was changed.", "")) from None
     try:
-        return normalise_text(json.loads(raw), what)
+        return normalise_text(json_depth.loads(raw), what)
     except json.JSONDecodeError as exc:
         raise Refused(
             f"{what} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); it may be truncated."
