@@ -23,6 +23,7 @@ from talekeeper.service import settings as settings_service
 from talekeeper.service.locks import AdventureBusy, AdventureLocks, StillSettling
 from talekeeper.service.turns import play_turn
 from talekeeper.store.models import Adventure, Node
+from tests import pg
 
 STORM_UP = json.dumps({"events": [{"type": "change_stat", "stat": "world.storm", "by": 1}]})
 
@@ -281,3 +282,37 @@ def test_the_lock_waits_only_for_a_background_step() -> None:
             locks.acquire_waiting(1, timeout=5)
 
     asyncio.run(asyncio.wait_for(on_the_loop(), 2))
+
+
+@pytest.mark.skipif(not pg.on_postgresql(), reason=pg.NEEDS_POSTGRESQL)
+def test_another_process_waits_for_a_state_pass_and_refuses_a_streaming_turn(
+    isolated_home: Path,
+) -> None:
+    """Two app processes on one PostgreSQL database (two Talekeepers, each with its own
+    locks): the second waits while the first's turn is settling (its adventure names a
+    pending turn), and is refused at once while the first holds the lock otherwise."""
+    first = Talekeeper(isolated_home / "one", provider_override=ScriptedProvider([]))
+    second = Talekeeper(isolated_home / "two", provider_override=ScriptedProvider([]))
+    with first.db.session() as session:
+        aid = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"}).id
+    first.locks.acquire(aid)  # a turn streaming in the first process
+    with pytest.raises(AdventureBusy) as busy:
+        second.locks.acquire_waiting(aid, timeout=5)
+    assert not isinstance(busy.value, StillSettling)
+    with first.db.session() as session:  # its turn is written: the state pass runs now
+        adventure = session.get(Adventure, aid)
+        adventure.pending_turn_id = adventure.head_node_id
+    first.locks.lend_to_settle(aid)
+    took = threading.Event()
+    waiter = threading.Thread(target=lambda: (second.locks.acquire_waiting(aid), took.set()))
+    waiter.start()
+    assert not took.wait(0.5)  # waiting, not refused
+    with first.db.session() as session:  # settled: the mark cleared, then the lock let go
+        session.get(Adventure, aid).pending_turn_id = None
+    first.locks.release(aid)
+    assert took.wait(10)
+    waiter.join(10)
+    assert second.locks.is_busy(aid)
+    second.locks.release(aid)
+    first.db.dispose()
+    second.db.dispose()

@@ -9,6 +9,7 @@ and if it forgets the lock this test names it.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import Counter
@@ -369,3 +370,126 @@ def test_a_player_who_hangs_up_mid_stream_leaves_the_story_as_it_was(
             http.post(f"/api/adventures/{adventure}/turns", json={"kind": "continue"}).status_code
             == 200
         )
+
+
+class HeldStatePass(ScriptedProvider):
+    """Narrates at once; every structured state pass waits at `gate` (a ThreadGate)."""
+
+    def __init__(self, reply, gate: ThreadGate) -> None:
+        super().__init__(reply, chunk_size=6)
+        self.pass_gate = gate
+        self.passes = 0
+
+    async def complete(self, request):
+        if request.json_schema is not None:
+            self.passes += 1
+            await self.pass_gate.wait()
+        return await super().complete(request)
+
+
+STORM_UP = '{"events": [{"type": "change_stat", "stat": "world.storm", "by": 1}]}'
+
+
+@pytest.fixture
+def settling_live(isolated_home: Path, gate: ThreadGate) -> Iterator[tuple[str, Talekeeper]]:
+    """Structured mode over HTTP: narrations answer at once, state passes wait at `gate`."""
+    provider = HeldStatePass(
+        lambda request: STORM_UP if request.json_schema is not None else "The tide turns.",
+        gate,
+    )
+    tk = Talekeeper(isolated_home, provider_override=provider)
+    app = create_app(tk)
+    with live_server(app) as base:
+        with httpx.Client(base_url=base, timeout=30) as http:
+            http.put("/api/settings", json={"generation": {"state_updates": "structured"}})
+        yield base, tk
+        gate.set()  # never leave a state pass held at the end
+    tk.db.dispose()
+
+
+def written_while_its_pass_runs(base: str, adventure: int) -> tuple[dict, threading.Thread]:
+    """A turn streamed up to its `done`; the thread goes on reading to its `settled`."""
+    done: dict[str, Any] = {}
+    seen = threading.Event()
+
+    def play() -> None:
+        with (
+            httpx.Client(base_url=base, timeout=30) as http,
+            http.stream(
+                "POST",
+                f"/api/adventures/{adventure}/turns",
+                json={"kind": "do", "text": "watch the tide"},
+                headers={"Accept": "text/event-stream"},
+            ) as response,
+        ):
+            event = None
+            for line in response.iter_lines():
+                if line.startswith("event:"):
+                    event = line[6:].strip()
+                elif line.startswith("data:") and event == "done":
+                    done.update(json.loads(line[5:]))
+                    seen.set()
+
+    thread = threading.Thread(target=play)
+    thread.start()
+    assert seen.wait(15), "the turn was never written"
+    return done, thread
+
+
+def storm_at_head(tk: Talekeeper, adventure: int) -> int:
+    from talekeeper.service import tree_ops
+
+    return tree_ops.current_state(tk, adventure)["stats"]["world"]["storm"]["value"]
+
+
+def test_during_the_state_pass_every_writer_waits_and_none_is_refused(
+    settling_live, gate: ThreadGate
+) -> None:
+    """A turn's state pass holds the writer lock after `done`: the next action, an undo or
+    a Save Point sent meanwhile wait for it (no 409), and go ahead on the settled story."""
+    base, tk = settling_live
+    with httpx.Client(base_url=base, timeout=30) as http:
+        adventure = new_adventure(http)["id"]
+    done, reader = written_while_its_pass_runs(base, adventure)
+    assert done["turn"]["pending"] is True and storm_at_head(tk, adventure) == 4
+    with ThreadPoolExecutor(2) as pool:
+        # the next action, sent while the pass runs: held, not refused
+        turn = pool.submit(
+            send, base, "POST", f"/api/adventures/{adventure}/turns", {"kind": "continue"}
+        )
+        time.sleep(0.5)
+        assert not turn.done(), "an action sent during the state pass did not wait for it"
+        assert storm_at_head(tk, adventure) == 4
+        gate.set()  # the first turn's pass ends; the held action plays on its settled state
+        answer = turn.result(timeout=30)
+    reader.join(30)
+    assert answer.status_code == 200, answer.text
+    second = answer.json()
+    assert second["turn"]["parent_id"] == done["turn"]["id"]
+    assert second["turn"]["pending"] is False  # JSON answers wait for their own pass
+    assert storm_at_head(tk, adventure) == 6  # 4, +1 settled under the first, +1 the second
+    check_database(tk.db)
+
+
+def test_undo_during_the_state_pass_waits_then_steps_back_from_the_settled_turn(
+    settling_live, gate: ThreadGate
+) -> None:
+    base, tk = settling_live
+    with httpx.Client(base_url=base, timeout=30) as http:
+        adventure = new_adventure(http)["id"]
+    done, reader = written_while_its_pass_runs(base, adventure)
+    with ThreadPoolExecutor(1) as pool:
+        undo = pool.submit(send, base, "POST", f"/api/adventures/{adventure}/undo", None)
+        time.sleep(0.5)
+        assert not undo.done(), "undo during the state pass did not wait for it"
+        gate.set()
+        answer = undo.result(timeout=30)
+    reader.join(30)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["turns"] == 0 and answer.json()["can_redo"] is True
+    with httpx.Client(base_url=base, timeout=30) as http:
+        redone = http.post(f"/api/adventures/{adventure}/redo").json()
+    last = redone["turns_shown"][-1]
+    assert last["id"] == done["turn"]["id"] and last["pending"] is False
+    assert [c["after"] for c in last["changes"] if c["type"] == "change_stat"] == [5]
+    check_database(tk.db)
