@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from talekeeper.service.imports import convert_file as convert
-from talekeeper.service.interop.containers import Refused
+from talekeeper.interop.containers import Refused
+from talekeeper.interop.imports import convert_file as convert
 from talekeeper.service.scenarios import check_scenario
 
 SKIP_SUFFIXES = {".md", ".py", ".txt"}

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from talekeeper.core import Talekeeper
-from talekeeper.service.bundles import BundleInvalid
-from talekeeper.service.interop.bundle_format import bundle_schema
+from talekeeper.interop.bundle_format import bundle_schema
+from talekeeper.interop.bundles import BundleInvalid
 from tests import pg
 from tests.interop_helpers import (
     assert_same_story,

@@ -121,7 +121,7 @@ def test_pages_export_and_import(client: TestClient, adventure_id: int) -> None:
 def test_every_builtin_scenario_round_trips_as_an_adventure_and_as_a_card(
     client: TestClient,
 ) -> None:
-    from talekeeper.service.interop.detect import convert
+    from talekeeper.interop.detect import convert
 
     for scenario in client.get("/api/scenarios").json():
         answers = {p["key"]: p.get("default") or "Ada" for p in scenario["placeholders"]}

@@ -8,8 +8,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from talekeeper.cli import app
+from talekeeper.interop.imports import own_scenarios
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.imports import own_scenarios
 from tests.test_interop_cards import v2_card
 
 

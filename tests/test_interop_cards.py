@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from talekeeper.core import Talekeeper
+from talekeeper.interop.containers import Refused
+from talekeeper.interop.detect import convert
 from talekeeper.llm.scripted import ScriptedProvider
-from talekeeper.service.interop.containers import Refused
-from talekeeper.service.interop.detect import convert
 from talekeeper.service.scenarios import check_scenario
 from tests.interop_helpers import row_counts
 
@@ -592,7 +592,7 @@ TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max
     greetings=st.lists(TEXT, max_size=3),
 )
 def test_any_valid_scenario_round_trips_through_a_card(title, opening, cards, greetings) -> None:
-    from talekeeper.service.interop.card_export import to_card, to_png
+    from talekeeper.interop.card_export import to_card, to_png
 
     scenario = {
         "id": "prop",

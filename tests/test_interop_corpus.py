@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from talekeeper.service.interop.containers import Refused
-from talekeeper.service.interop.detect import convert
+from talekeeper.interop.containers import Refused
+from talekeeper.interop.detect import convert
 from talekeeper.service.scenarios import check_scenario
 from tests.interop_helpers import CORPUS
 
@@ -69,7 +69,7 @@ def test_corpus_file_saves_through_every_door(path, client, tk, tmp_path, isolat
     from typer.testing import CliRunner
 
     from talekeeper.cli import app
-    from talekeeper.service.imports import own_scenarios
+    from talekeeper.interop.imports import own_scenarios
 
     raw = path.read_bytes()
     api = client.post("/api/interop/import", params={"filename": path.name}, content=raw)

@@ -24,8 +24,9 @@ from typer.testing import CliRunner
 
 from talekeeper.cli import app
 from talekeeper.core import Talekeeper
-from talekeeper.service import imports, json_depth
-from talekeeper.service.imports import own_scenarios
+from talekeeper.interop import imports
+from talekeeper.interop.imports import own_scenarios
+from talekeeper.service import json_depth
 from talekeeper.service.json_depth import TooDeep
 from tests.interop_fixtures import BRACKETS, b64, card_v2, files, make_charx, make_png
 from tests.interop_helpers import build_story, export_bytes, row_counts
@@ -140,7 +141,7 @@ def test_an_unexpected_converter_error_is_a_logged_4xx(
 
     monkeypatch.setattr(imports, "convert", broken)
     raw = json.dumps(card_v2()).encode()
-    with caplog.at_level(logging.ERROR, logger="talekeeper.service.imports"):
+    with caplog.at_level(logging.ERROR, logger="talekeeper.interop.imports"):
         api = client.post("/api/interop/import", params={"filename": "c.json"}, content=raw)
     assert api.status_code == 422, api.text
     assert "KeyError" in api.json()["detail"] and "logged" in api.json()["detail"]
@@ -156,7 +157,7 @@ def test_an_unexpected_converter_error_is_a_logged_4xx(
 def test_an_unexpected_bundle_error_is_a_logged_4xx(
     client: TestClient, tk: Talekeeper, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from talekeeper.service.interop import bundle_import
+    from talekeeper.interop import bundle_import
 
     story = build_story(tk, [("turn", 1)])
     data = export_bytes(tk, story)

@@ -13,8 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from talekeeper.context.cardspec import MAX_ENTRY, card_errors
-from talekeeper.service.interop.containers import Refused
-from talekeeper.service.interop.detect import convert
+from talekeeper.interop.containers import Refused
+from talekeeper.interop.detect import convert
 from talekeeper.service.scenarios import check_scenario
 from tests.interop_fixtures import FOLDER, LONG_HISTORY, THAI_LORE, documents, files
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from talekeeper.service.interop.card_export import to_card
-from talekeeper.service.interop.containers import Refused
-from talekeeper.service.interop.detect import convert
+from talekeeper.interop.card_export import to_card
+from talekeeper.interop.containers import Refused
+from talekeeper.interop.detect import convert
 from talekeeper.service.scenarios import builtin_scenarios, check_scenario
 from tests.interop_fixtures import b64, documents, make_png
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from talekeeper.context.cardspec import load_card
 from talekeeper.context.keys import split_keys
-from talekeeper.service.interop.card_export import to_card, to_png
-from talekeeper.service.interop.detect import convert
+from talekeeper.interop.card_export import to_card, to_png
+from talekeeper.interop.detect import convert
 from talekeeper.service.scenarios import builtin_scenarios, check_scenario
 
 WORDS = st.sampled_from(

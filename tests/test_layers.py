@@ -21,6 +21,7 @@ LAYERS: list[set[str]] = [
     {"cli"},
     {"web", "terminal"},
     {"core"},  # the public name of service.app's application object
+    {"interop"},  # other apps' files and bundles: converters, and the doors that store them
     {"service"},
     {"memory"},
     {"context"},

@@ -8,7 +8,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
 from talekeeper.core import Talekeeper
-from talekeeper.service import adventures, bundles
+from talekeeper.interop import bundles
+from talekeeper.service import adventures
 from talekeeper.service.adventures import AdventureNotFound
 
 console = Console(highlight=False)
@@ -67,7 +68,8 @@ def import_adventure(tk: Talekeeper, path: Path) -> int:
 def import_card(tk: Talekeeper, path: Path, yes: bool) -> int:
     """Convert a card / lorebook / other app's story, show what came across, approximated
     or was dropped, and save only after the player agrees (the web import's two steps)."""
-    from talekeeper.service import imports, scenarios
+    from talekeeper.interop import imports
+    from talekeeper.service import scenarios
 
     if not path.is_file():
         console.print(f"[red]No file at {path}.[/red]")

@@ -26,8 +26,8 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from talekeeper.core import Talekeeper
-from talekeeper.service import bundles, imports
-from talekeeper.service.interop.bundle_format import MEDIA_TYPE, bundle_schema
+from talekeeper.interop import bundles, imports
+from talekeeper.interop.bundle_format import MEDIA_TYPE, bundle_schema
 from talekeeper.service.views.scenarios import CharacterCard, ImportPreview, ScenarioSaved
 from talekeeper.service.views.state import JsonSchemaDocument
 from talekeeper.service.views.story import AdventureImported

@@ -12,8 +12,9 @@ from starlette.concurrency import run_in_threadpool
 
 from talekeeper.core import Talekeeper
 from talekeeper.errors import TalekeeperError
-from talekeeper.service import bundles, imports, json_depth
-from talekeeper.service.interop.bundle_format import MEDIA_TYPE
+from talekeeper.interop import bundles, imports
+from talekeeper.interop.bundle_format import MEDIA_TYPE
+from talekeeper.service import json_depth
 from talekeeper.web import flash, pages
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render

@@ -1,7 +1,7 @@
 """Views of scenarios and the files that carry them: the library, a scenario with its
 document, checks, exports, previews of other apps' files, Character Cards.
 
-Built by `service/scenarios.py` and `service/imports.py`. A scenario's document is its
+Built by `service/scenarios.py` and `interop/imports.py`. A scenario's document is its
 own published schema (`/api/schemas/scenario`), kept as JSON here.
 """
 

@@ -1,4 +1,4 @@
-"""Whole-adventure export and import (the bundle format is in `talekeeper.service.interop`).
+"""Whole-adventure export and import (the bundle format is in `talekeeper.interop`).
 
 Export streams: the web route and the CLI write the compressed lines as they are read.
 Import reads its file once, checking and writing each record; the CLI passes a path, the
@@ -18,11 +18,11 @@ from typing import IO
 from sqlalchemy.exc import SQLAlchemyError
 
 from talekeeper.errors import TalekeeperError
+from talekeeper.interop import bundle_export, bundle_import
+from talekeeper.interop.bundle_format import SUFFIX
+from talekeeper.interop.bundle_import import BundleInvalid
 from talekeeper.service.adventures import get_adventure
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.interop import bundle_export, bundle_import
-from talekeeper.service.interop.bundle_format import SUFFIX
-from talekeeper.service.interop.bundle_import import BundleInvalid
 
 __all__ = [
     "BundleInvalid",

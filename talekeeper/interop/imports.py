@@ -8,11 +8,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from talekeeper.interop import card_export
+from talekeeper.interop.containers import Refused
+from talekeeper.interop.detect import Converted, convert
 from talekeeper.service import scenarios
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.interop import card_export
-from talekeeper.service.interop.containers import Refused
-from talekeeper.service.interop.detect import Converted, convert
 
 __all__ = [
     "Refused",
