@@ -131,17 +131,23 @@ def serve(
         )
     if workers == 1:  # several workers each warm their own model on first use
         terminal.warm_up(tk)
-    terminal.console.print(
-        f"talekeeper {__version__} — open [bold]http://{host}:{port}/[/bold] (data: {tk.db.describe()})"
-    )
     allowed = {host, *(allow_host or [])}
-    for name in allow_host or []:
-        terminal.console.print(f"Also answering as [bold]http://{name}:{port}/[/bold]")
+    ready = terminal.ready_lines(
+        __version__,
+        [f"http://{name}:{port}/" for name in (host, *(allow_host or []))],
+        tk.db.describe(),
+    )
     if workers == 1:
-        uvicorn.run(
-            create_app(tk, allowed_hosts=allowed), host=host, port=port, log_level="warning"
+        config = uvicorn.Config(
+            create_app(tk, allowed_hosts=allowed),
+            host=host,
+            port=port,
+            log_level="warning",
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         )
+        _Announcing(config, ready).run()
         return
+    terminal.show_ready(ready)
     # Each worker process builds its own app from the environment (web/app.py from_environment).
     env = {
         "TALEKEEPER_HOME": str(tk.data_dir),
@@ -161,7 +167,36 @@ def serve(
         host=host,
         port=port,
         log_level="warning",
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
     )
+
+
+SHUTDOWN_GRACE_S = 3
+"""Ctrl+C: how long requests still running (a turn being written, the play page's warm-up
+of the next prompt) may take to finish before they are cancelled. A cancelled turn saves
+nothing, so waiting longer buys nothing; without a limit one Ctrl+C waited for the embedded
+model to read a whole prompt (20-45 s with a play tab open)."""
+
+
+def _Announcing(config: Any, lines: list[str]) -> Any:
+    """A uvicorn server that says where to go once it is listening: the last thing printed,
+    after any install or model-loading output, so the address is easy to find."""
+    import uvicorn
+
+    from talekeeper import terminal
+    from talekeeper.service.turns import stop_warming
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                terminal.show_ready(lines)
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            stop_warming()  # the play page's read-ahead of the next prompt: not worth waiting for
+            super().handle_exit(sig, frame)
+
+    return Server(config)
 
 
 @app.command()

@@ -688,11 +688,29 @@ async def warm_next_turn(tk: Talekeeper, adventure_id: int) -> None:
     provider = tk.provider(tk.model_settings(adventure_id))
     if provider.id != "embedded" or tk.locks.is_busy(adventure_id):
         return
+    task = asyncio.current_task()
+    if task is not None:
+        _warming[task] = asyncio.get_running_loop()
     try:
         prepared = await build_context(tk, adventure_id, "continue")
         await provider.complete(prepared.request.model_copy(update={"max_tokens": 1}))
+    except asyncio.CancelledError:  # the server is stopping (`stop_warming`): nothing to keep
+        log.info("warming the next turn of adventure %s stopped", adventure_id)
     except Exception:  # noqa: BLE001 - a warm-up is a courtesy; the turn itself reports errors
         log.info("warming the next turn of adventure %s failed", adventure_id, exc_info=True)
+    finally:
+        if task is not None:
+            _warming.pop(task, None)
+
+
+_warming: dict[asyncio.Task[Any], asyncio.AbstractEventLoop] = {}
+
+
+def stop_warming() -> None:
+    """Cancel every warm-up still reading a prompt (safe from a signal handler): a server
+    told to stop must not wait for the embedded model to finish reading one."""
+    for task, loop in list(_warming.items()):
+        loop.call_soon_threadsafe(task.cancel)
 
 
 def rewarm(tk: Talekeeper, adventure_id: int) -> Callable[[dict[str, Any]], Awaitable[None]]:

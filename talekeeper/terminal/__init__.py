@@ -4,6 +4,6 @@
 holds the commands that move around the story tree (undo, takes, lines, Save Points).
 """
 
-from talekeeper.terminal.loop import console, play, show_model, warm_up
+from talekeeper.terminal.loop import console, play, ready_lines, show_model, show_ready, warm_up
 
-__all__ = ["console", "play", "show_model", "warm_up"]
+__all__ = ["console", "play", "ready_lines", "show_model", "show_ready", "warm_up"]

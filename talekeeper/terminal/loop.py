@@ -51,6 +51,21 @@ CHIP_STYLE = {
 }
 
 
+def ready_lines(version: str, urls: list[str], data: str) -> list[str]:
+    """What `talekeeper serve` says once it listens: where to open it, where the stories are."""
+    lines = [f"talekeeper {version} is ready. Open this address in your browser:", f"    {urls[0]}"]
+    lines += [f"    {url}   (also)" for url in urls[1:]]
+    return [*lines, f"Your stories are kept in {data}. Ctrl+C stops the server."]
+
+
+def show_ready(lines: list[str]) -> None:
+    """Each line whole (an address never wrapped mid-way), set apart by rules."""
+    console.rule(style="green")
+    for line in lines:
+        console.print(escape(line), soft_wrap=True, highlight=False)
+    console.rule(style="green")
+
+
 def warm_up(tk: Talekeeper) -> None:
     """Start the model before the first turn, with a spinner (the embedded model loads here)."""
     with console.status(f"Loading model: {tk.model_description()} …") as status:
