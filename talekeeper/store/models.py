@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import zlib
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
@@ -269,28 +270,46 @@ _INSIGHT_ZDICT = (
 )
 
 
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
+
+
+# Version 2's dictionary: version 1's, then whole records of both built-in scenarios in
+# both state modes (store/insights_zdict.json). A record repeats its neighbours' sections,
+# sources and reasons, so whole records teach zlib far more than a list of phrases: 1.03 KB
+# a Greywater turn became 0.18 KB, and a scenario the dictionary has never seen compresses
+# to about a third too. Frozen: every stored version-2 record needs exactly these bytes.
+_INSIGHT_ZDICT_2 = _INSIGHT_ZDICT + b"".join(
+    _canonical(record)
+    for record in json.loads((Path(__file__).parent / "insights_zdict.json").read_text())
+)
+_INSIGHT_ZDICTS = {1: _INSIGHT_ZDICT, 2: _INSIGHT_ZDICT_2}
+
+
 class InsightJSON(TypeDecorator):
-    """Compact JSON for per-turn Insights: zlib with a preset dictionary of the record's
-    own keys and phrases (a record is ~2.5 KB of JSON that repeats across turns but not
-    within one, so plain zlib saves little). Marked with a leading version byte."""
+    """Compact JSON for per-turn Insights: zlib with a preset dictionary of what records
+    hold (a record is ~2.5 KB of JSON that repeats across turns but not within one, so
+    plain zlib saves little). Marked with a leading version byte: the dictionary it used."""
 
     impl = LargeBinary
     cache_ok = True
+    VERSION = 2
 
     def process_bind_param(self, value: Any, dialect: Any) -> bytes | None:
         if value is None:
             return None
         compressor = zlib.compressobj(
-            9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, _INSIGHT_ZDICT
+            9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, _INSIGHT_ZDICTS[self.VERSION]
         )
-        raw = json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
-        return b"\x01" + compressor.compress(raw) + compressor.flush()
+        raw = _canonical(value)
+        return bytes([self.VERSION]) + compressor.compress(raw) + compressor.flush()
 
     def process_result_value(self, value: bytes | None, dialect: Any) -> Any:
         if value is None:
             return None
-        if value[:1] == b"\x01":
-            decompressor = zlib.decompressobj(-15, _INSIGHT_ZDICT)
+        zdict = _INSIGHT_ZDICTS.get(value[0])
+        if zdict is not None:
+            decompressor = zlib.decompressobj(-15, zdict)
             return json.loads(decompressor.decompress(value[1:]) + decompressor.flush())
         return json.loads(zlib.decompress(value))
 
