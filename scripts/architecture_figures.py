@@ -235,10 +235,11 @@ def source_figures() -> None:
 def turn_figures() -> None:
     from sqlalchemy import event
 
+    from talekeeper import accounts
     from talekeeper.context.settings import update_context_settings
     from talekeeper.core import Talekeeper
     from talekeeper.llm.scripted import ScriptedProvider
-    from talekeeper.service import accounts, adventures
+    from talekeeper.service import adventures
     from talekeeper.service.turn_events import Done, Settled
     from talekeeper.service.turns import play_turn
     from talekeeper.store import owner

@@ -115,7 +115,7 @@ def serve(
     import uvicorn
 
     from talekeeper import terminal
-    from talekeeper.service.accounts import has_any_user
+    from talekeeper.accounts import has_any_user
     from talekeeper.web.app import ALLOWED_HOSTS_ENV, create_app
 
     tk = _open(data_dir, endpoint, model, provider, database_url, accounts=accounts or None)

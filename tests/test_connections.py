@@ -314,7 +314,7 @@ def test_with_accounts_only_a_host_allows_a_service_and_players_reach_only_those
 ) -> None:
     from argon2 import PasswordHasher
 
-    from talekeeper.service import accounts
+    from talekeeper import accounts
 
     monkeypatch.setattr(
         accounts, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)

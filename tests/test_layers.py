@@ -21,7 +21,8 @@ LAYERS: list[set[str]] = [
     {"cli"},
     {"web", "terminal"},
     {"core"},  # the public name of service.app's application object
-    {"interop"},  # other apps' files and bundles: converters, and the doors that store them
+    # other apps' files and bundles (converters, and the doors that store them); players
+    {"interop", "accounts"},
     {"service"},
     {"memory"},
     {"context"},

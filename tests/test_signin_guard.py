@@ -15,8 +15,8 @@ import pytest
 from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
 
+from talekeeper import accounts
 from talekeeper.core import Talekeeper
-from talekeeper.service import accounts
 from talekeeper.web import signin
 from talekeeper.web.app import create_app
 

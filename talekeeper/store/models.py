@@ -177,7 +177,7 @@ class ConnectionProfile(Base):
     )
 
 
-# --- Accounts (migration 0004): off by default; see service/accounts.py ----------------
+# --- Accounts (migration 0004): off by default; see accounts.py ----------------
 
 
 class User(Base):

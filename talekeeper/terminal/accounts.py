@@ -9,9 +9,9 @@ from urllib.parse import urlencode
 from rich.console import Console
 from rich.table import Table
 
+from talekeeper import accounts
 from talekeeper.core import Talekeeper
 from talekeeper.errors import TalekeeperError
-from talekeeper.service import accounts
 
 console = Console(highlight=False)
 

@@ -15,9 +15,9 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from talekeeper import accounts
 from talekeeper.core import Talekeeper
 from talekeeper.errors import Forbidden, TalekeeperError
-from talekeeper.service import accounts
 from talekeeper.service.views.accounts import (
     AccountView,
     InvitationView,

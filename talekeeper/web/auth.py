@@ -4,7 +4,7 @@ Pure ASGI (streamed turns pass through unbuffered), inside the local guard of
 web/security.py, so Host, Origin and body limits are judged first. For every request:
 
 1. **Who.** The `talekeeper_session` cookie (HttpOnly, SameSite=Lax, Secure over HTTPS or
-   when the host says so) names a login row in the database (service/accounts.py); the
+   when the host says so) names a login row in the database (accounts.py); the
    request then runs as that user (store/owner.py), which scopes every read to their own
    data. Pages other than sign-in and sign-up send a stranger to `/login`; API calls get 401.
 2. **CSRF.** A change (anything but GET/HEAD/OPTIONS) made with a session must carry the
@@ -34,8 +34,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from talekeeper import accounts
 from talekeeper.core import Talekeeper
-from talekeeper.service import accounts
 from talekeeper.store import owner
 from talekeeper.web.errors import error_body
 

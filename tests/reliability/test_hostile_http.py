@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from argon2 import PasswordHasher
 
+from talekeeper import accounts
 from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.memory.worker import MemoryWorker
-from talekeeper.service import accounts
 from talekeeper.web import signin
 from talekeeper.web.app import create_app
 from tests.conftest import DEMO

@@ -12,8 +12,8 @@ from pathlib import Path
 from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
 
+from talekeeper import accounts
 from talekeeper.core import Talekeeper
-from talekeeper.service import accounts
 from talekeeper.web.app import create_app
 
 HUGE = "9" * 5000

@@ -1,5 +1,5 @@
 """Views of accounts: a player, the one signed in, an invitation (`/api/users`, `/api/account`,
-`/api/invitations`, when accounts are on). Built from `service/accounts.py`'s rows."""
+`/api/invitations`, when accounts are on). Built from `accounts.py`'s rows."""
 
 from __future__ import annotations
 
