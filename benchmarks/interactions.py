@@ -49,21 +49,20 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.turn_overhead import CAPACITY, MEMORY, NARRATION, FakeModel, Served  # noqa: E402
+from benchmarks.turn_overhead import NARRATION, FakeModel, Served, bank_rows  # noqa: E402
 from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.memory.worker import worker_for  # noqa: E402
 from talekeeper.service import adventures  # noqa: E402
 from talekeeper.service import state_engine as world  # noqa: E402
 from talekeeper.service.adventures import FIRST_PAINT  # noqa: E402
 from talekeeper.state import load_rules, normalise  # noqa: E402
-from talekeeper.store.models import Memory, StorySummary, utcnow  # noqa: E402
+from talekeeper.store.models import utcnow  # noqa: E402
 from talekeeper.story import savepoints, tree  # noqa: E402
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -125,34 +124,7 @@ def build(tk: Talekeeper, turns: int) -> Story:
                     tree.NewTurn("do", "go on", "It goes on.", state=state),
                 )
             node = tree.append_child(session, adventure, node, turn)
-            if depth % 6 == 0 and depth >= 12:
-                status = "active" if depth > turns - 6 * CAPACITY else "forgotten"
-                written = now - timedelta(seconds=20 * (turns - depth))
-                session.add(
-                    Memory(
-                        adventure_id=adventure.id,
-                        node_id=node.id,
-                        first_depth=depth - 5,
-                        depth=depth,
-                        text=MEMORY.format(n=depth),
-                        source="auto",
-                        pinned=False,
-                        status=status,
-                        uses=0,
-                        created_at=written,
-                        updated_at=written,
-                    )
-                )
-            if depth % 15 == 0:
-                session.add(
-                    StorySummary(
-                        adventure_id=adventure.id,
-                        node_id=node.id,
-                        depth=depth,
-                        text=f"The story so far, to turn {depth}.",
-                        source="auto",
-                    )
-                )
+            bank_rows(session, adventure.id, node.id, depth, turns, now)
             if depth in spread:
                 savepoints.create(session, adventure, f"turn {depth}")
             if depth == turns // 2:

@@ -45,10 +45,11 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import httpx
+from sqlalchemy.orm import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -69,6 +70,44 @@ MEMORY = "Ada and Maren crossed the harbour at dusk; Tobin kept the brass key {n
 CAPACITY = 80
 
 
+def bank_rows(
+    session: Session, adventure_id: int, node_id: int, depth: int, turns: int, now: datetime
+) -> None:
+    """What the memory bank had written at turn `depth` of a `turns`-turn story played to
+    `now`: a memory every 6 turns (at most CAPACITY active, the older ones forgotten, as the
+    bank's capacity does) and a summary every 15."""
+    if depth % 6 == 0 and depth >= 12:
+        status = "active" if depth > turns - 6 * CAPACITY else "forgotten"
+        # written while the story was played (20 s a turn), not all just now: the
+        # kept index re-reads the rows written in its last 30 s (memory/recall)
+        written = now - timedelta(seconds=20 * (turns - depth))
+        session.add(
+            Memory(
+                adventure_id=adventure_id,
+                node_id=node_id,
+                first_depth=depth - 5,
+                depth=depth,
+                text=MEMORY.format(n=depth),
+                source="auto",
+                pinned=False,
+                status=status,
+                uses=0,
+                created_at=written,
+                updated_at=written,
+            )
+        )
+    if depth % 15 == 0:
+        session.add(
+            StorySummary(
+                adventure_id=adventure_id,
+                node_id=node_id,
+                depth=depth,
+                text=f"The story so far, to turn {depth}.",
+                source="auto",
+            )
+        )
+
+
 def build(tk: Talekeeper, turns: int) -> int:
     with tk.db.session() as session:
         adventure = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"})
@@ -83,36 +122,7 @@ def build(tk: Talekeeper, turns: int) -> int:
                 tree.NewTurn("do", f"walk on, step {depth}", f"{NARRATION} ({depth})", state=state),
             )
             path.append(node.id)
-            if depth % 6 == 0 and depth >= 12:
-                status = "active" if depth > turns - 6 * CAPACITY else "forgotten"
-                # written while the story was played (20 s a turn), not all just now: the
-                # kept index re-reads the rows written in its last 30 s (memory/recall)
-                written = now - timedelta(seconds=20 * (turns - depth))
-                session.add(
-                    Memory(
-                        adventure_id=adventure.id,
-                        node_id=node.id,
-                        first_depth=depth - 5,
-                        depth=depth,
-                        text=MEMORY.format(n=depth),
-                        source="auto",
-                        pinned=False,
-                        status=status,
-                        uses=0,
-                        created_at=written,
-                        updated_at=written,
-                    )
-                )
-            if depth % 15 == 0:
-                session.add(
-                    StorySummary(
-                        adventure_id=adventure.id,
-                        node_id=node.id,
-                        depth=depth,
-                        text=f"The story so far, to turn {depth}.",
-                        source="auto",
-                    )
-                )
+            bank_rows(session, adventure.id, node.id, depth, turns, now)
         return adventure.id
 
 
