@@ -23,6 +23,12 @@ from tests.llm.standin import PUBLIC_ADDRESS, StandIn, resolver_for
 
 pytestmark = [pytest.mark.browser, needs_chromium]
 KEY = "sk-or-v1-BROWSERKEY-0c9d8e7f"
+LLAMA_PROPS = {
+    "default_generation_settings": {
+        "n_ctx": 8192,
+        "params": {"dry_multiplier": 0.0, "xtc_probability": 0.0},
+    }
+}
 MODELS = {
     "object": "list",
     "data": [
@@ -120,6 +126,47 @@ def test_a_new_player_plays_through_openrouter_and_switches_back_in_one_click(
         assert sent.headers["Authorization"] == f"Bearer {KEY}"
         assert sent.body["model"] == "nousresearch/hermes-3-llama-3.1-70b"
         s.look()
+
+        # The player's hand: a draft in the box, never sent; suggestions as buttons.
+        turns = len(s.service.generation_requests)
+        s.service.queue(FakeReply("You hold up the lantern and call out to the ferry."))
+        page.get_by_role("button", name="Write my turn").click()
+        expect(page.get_by_label("Your action")).to_have_value(
+            "hold up the lantern and call out to the ferry."
+        )
+        expect(page.locator("#hand-status")).to_contain_text("A draft of your turn is in the box")
+        s.service.queue(
+            FakeReply("1. Ask Maren about the ferry\n2. Climb the sea wall\n3. Read the letter")
+        )
+        page.get_by_role("button", name="Suggest").click()
+        expect(page.locator("#suggestions button")).to_have_count(3)
+        page.get_by_role("button", name="Climb the sea wall").click()
+        expect(page.get_by_label("Your action")).to_have_value("Climb the sea wall")
+        assert len(s.service.generation_requests) == turns + 2  # the two hand calls, no turn
+        expect(page.locator("#story .turn")).to_have_count(2)  # the opening and one turn
+        s.look()
+
+        # Samplers fit the server: no DRY for OpenRouter's models; a llama.cpp server has it.
+        page.get_by_role("link", name="Samplers…").click()
+        expect(page.locator("#samplers-missing")).to_contain_text("Not offered by OpenRouter")
+        expect(page.locator("#samplers-missing")).to_contain_text("DRY")
+        expect(page.get_by_role("textbox", name="DRY strength")).to_have_count(0)
+        adventure = page.url.rsplit("/samplers", 1)[0]
+        with FakeOpenAIServer(extra={("GET", "/props"): LLAMA_PROPS}) as llama:
+            page.goto(s.url + "/settings")
+            page.get_by_text("Add a connection").click()
+            page.locator("#p-service").select_option(label="llama.cpp server")
+            page.get_by_label("Address", exact=True).fill(llama.url)
+            page.get_by_role("button", name="Save and choose a model").click()
+            expect(page.get_by_role("heading", name="Connection: llama.cpp server")).to_be_visible()
+            page.goto(adventure)
+            page.locator("#connection-use").select_option(label="llama.cpp server")
+            expect(page.locator("#narrated-by")).to_contain_text("127.0.0.1")
+            page.get_by_role("link", name="Samplers…").click()
+            expect(page.get_by_role("textbox", name="DRY strength")).to_be_visible()
+            expect(page.get_by_role("textbox", name="XTC chance")).to_be_visible()
+            s.look()
+            page.goto(adventure)
 
         # Back to the built-in model: one click, and the privacy line goes with it.
         page.get_by_role("button", name="Use the built-in model").click()

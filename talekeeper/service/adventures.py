@@ -159,10 +159,14 @@ def delete_adventure(session: Session, adventure: Adventure) -> None:
         Node.__table__.update().where(Node.adventure_id == adventure.id).values(parent_id=None)
     )
     session.execute(delete(Node).where(Node.adventure_id == adventure.id))
-    session.execute(  # its samplers (service/samplers) and its connection (service/profiles)
+    session.execute(  # its samplers, its connection and its hand's calls (service/…)
         delete(Setting).where(
             Setting.key.in_(
-                [f"adventure_samplers:{adventure.id}", f"adventure_connection:{adventure.id}"]
+                [
+                    f"adventure_samplers:{adventure.id}",
+                    f"adventure_connection:{adventure.id}",
+                    f"adventure_hand:{adventure.id}",  # service/hand: its latest calls
+                ]
             )
         )
     )

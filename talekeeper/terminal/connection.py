@@ -19,8 +19,8 @@ from talekeeper.service import profiles
 from talekeeper.service.app import Talekeeper
 
 COMMANDS: dict[str, str] = {
-    "/model": "list the model connections, the one narrating marked",
-    "/model N": "narrate this adventure with connection N (built-in: the embedded model; default: as in Settings)",
+    "/model [N]": "list the model connections, or narrate this adventure with connection N "
+    "(built-in: the embedded model; default: as in Settings)",
 }
 WORDS = {"built-in": profiles.EMBEDDED, "builtin": profiles.EMBEDDED, "embedded": profiles.EMBEDDED}
 

@@ -25,6 +25,7 @@ from talekeeper.story import tree
 from talekeeper.story.actions import ActionError
 from talekeeper.terminal import character as terminal_character
 from talekeeper.terminal import connection as terminal_connection
+from talekeeper.terminal import hand as terminal_hand
 from talekeeper.terminal import tree as terminal_tree
 from talekeeper.terminal.background import Background
 from talekeeper.terminal.fix import events_from_words
@@ -37,7 +38,7 @@ HELP = (
     "Type an action and press Enter. Prefix with [bold]say[/] or [bold]story[/] to change the kind "
     "(default: do); [bold]talk Name: words[/] speaks to a character, who answers in their own voice. Commands: [bold]/continue[/], [bold]/undo[/], [bold]/redo[/], [bold]/retry[/], "
     "[bold]/takes[/], [bold]/edit[/], [bold]/lines[/], [bold]/save[/], [bold]/saves[/], "
-    "[bold]/restore[/], [bold]/state[/], [bold]/fix[/] (correct the state), [bold]/model[/], [bold]/quit[/]; [bold]/help[/] lists them all."
+    "[bold]/restore[/], [bold]/state[/], [bold]/fix[/] (correct the state), [bold]/model[/], [bold]/write[/], [bold]/suggest[/], [bold]/quit[/]; [bold]/help[/] lists them all."
 )
 QUIT = ("/quit", "/q", "/exit")
 WAITING = "Updating the story's state… what you typed is done as soon as that is finished."
@@ -322,6 +323,7 @@ def play(tk: Talekeeper, scenario_id: str | None = None, adventure_id: int | Non
 
 
 def _loop(tk: Talekeeper, adventure_id: int, background: Background) -> None:
+    held = terminal_hand.Hand()  # what /write and /suggest offered, until /use
     while True:
         try:
             line = background.prompt(lambda: console.input("[bold]> [/]")).strip()
@@ -346,6 +348,11 @@ def _loop(tk: Talekeeper, adventure_id: int, background: Background) -> None:
         if terminal_connection.handles(line):
             terminal_connection.run(tk, adventure_id, line, console)
             continue
+        if terminal_hand.handles(line):
+            chosen = terminal_hand.run(tk, adventure_id, line, console, held, background.run)
+            if chosen is None:
+                continue
+            line = chosen[1] if chosen[0] == "do" else f"{chosen[0]} {chosen[1]}"
         if line == "/accept" or line.startswith("/accept "):
             _accept(tk, adventure_id, line)
             continue

@@ -18,6 +18,7 @@ from talekeeper.service import tree_ops
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import TurnEvent
 from talekeeper.story.tree import TreeError
+from talekeeper.terminal import connection, hand
 
 KINDS = ("do", "say", "story", "continue")
 
@@ -89,7 +90,8 @@ LOOP_COMMANDS: dict[str, str] = {
     "/state": "what the story holds true now: scene, stats, flags, milestones, quests",
     "/fix …": "correct the state (Undo takes it back): set <stat> <n> · add <stat> <±n> · flag <flag> on|off · "
     "milestone <id> · give <item> to <holder> · move <who> to <place> · status <who> <status> · or events as JSON",
-    "/model [N]": "list the model connections, or narrate this adventure with connection N (built-in, default)",
+    **connection.COMMANDS,
+    **hand.COMMANDS,
     "/accept [N]": "the story is right: update the state to match the last turn's warning N (Undo takes it back)",
 }
 LAST_COMMANDS: dict[str, str] = {

@@ -23,6 +23,7 @@ from talekeeper.web import (
     apidocs,
     connections,
     errors,
+    hand,
     pages,
     pages_context,
     pages_interop,
@@ -76,6 +77,7 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     app.include_router(samplers.router)
     app.include_router(connections.router)
     app.include_router(connections.page_router)
+    app.include_router(hand.router)
     app.include_router(samplers.page_router)
     app.include_router(pages_tree.router)
     app.include_router(pages_state.router)

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from talekeeper.core import Talekeeper
 from talekeeper.errors import Conflict, Invalid, NotFound
-from talekeeper.service import adventures, corrections, insights, memories
+from talekeeper.service import adventures, corrections, hand, insights, memories
 from talekeeper.service import plot as plot_service
 from talekeeper.service.adventures import AdventureNotFound
 from talekeeper.service.views.context import Insights as InsightsView
@@ -73,6 +73,7 @@ async def insights_page(
         proposal=proposal,
         kind=kind,
         text=text,
+        hand_calls=[] if turn else hand.recent_calls(tk, adventure_id),
     )
 
 
