@@ -38,7 +38,7 @@ SECRET_WORLD = "Ada's secret world"
 SECRET_PROFILE = "Ada's secret connection"
 # Path parameters that name something owned, and what of Ada's fills them.
 OWNED = {"adventure_id", "scenario_id", "profile_id"}
-INSIDE = {"node_id", "leaf_id", "save_point_id", "memory_id", "index", "part"}
+INSIDE = {"node_id", "turn_id", "leaf_id", "save_point_id", "memory_id", "index", "part"}
 # Path parameters that name nothing of a player's: a schema, one's own sampler preset
 # (a per-player setting), a user (hosts only: changing one, or making their password-reset
 # link; test_a_player_reaches_no_route_about_another_user tries them all), a hosted
@@ -156,6 +156,7 @@ def table(isolated_home: Path) -> Iterator[dict]:
                 "adventure_id": aid,
                 "scenario_id": sid,
                 "node_id": head,
+                "turn_id": head,
                 "leaf_id": head,
                 "save_point_id": sp,
                 "memory_id": memory_id,
@@ -251,7 +252,7 @@ def test_parts_of_another_players_adventure_are_not_reached_through_ones_own(tab
     values = {**table["values"], "adventure_id": table["bob_adventure"]}
     tried = 0
     for method, path in all_routes(table["app"]):
-        inside = params(path) & {"node_id", "leaf_id", "save_point_id", "memory_id"}
+        inside = params(path) & {"node_id", "turn_id", "leaf_id", "save_point_id", "memory_id"}
         if not inside or "adventure_id" not in params(path):
             continue
         url = _fill(path, values)
