@@ -10,7 +10,10 @@ as the web's buttons (service/hand.py).
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -41,9 +44,15 @@ def handles(line: str) -> bool:
 
 
 def run(
-    tk: Talekeeper, adventure_id: int, line: str, console: Console, held: Hand
+    tk: Talekeeper,
+    adventure_id: int,
+    line: str,
+    console: Console,
+    held: Hand,
+    run_async: Callable[[Coroutine[Any, Any, Any]], Any] = asyncio.run,
 ) -> tuple[str, str] | None:
-    """Do the command; returns the action to play (kind, text) when it is `/use`."""
+    """Do the command; returns the action to play (kind, text) when it is `/use`.
+    `run_async`: how the session runs a coroutine (its own event loop)."""
     name, _, arg = line.partition(" ")
     arg = arg.strip().lower()
     try:
