@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.interop import bundles
-from talekeeper.service import adventures
+from talekeeper.service import adventures, unit_of_work
 from talekeeper.service import state_engine as world  # noqa: E402
 from talekeeper.state import load_rules, normalise  # noqa: E402
 from talekeeper.story import savepoints, tree  # noqa: E402
@@ -57,7 +57,7 @@ def build(tk: Talekeeper, turns: int) -> int:
                 savepoints.create(session, adventure, f"turn {n}")
                 session.flush()
                 session.expunge_all()
-                adventure = adventures.get_adventure(session, adventure.id)
+                adventure = unit_of_work.get_adventure(session, adventure.id)
                 head = tree.head(session, adventure)
         return adventure.id
 

@@ -58,7 +58,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.turn_overhead import NARRATION, FakeModel, Served, bank_rows  # noqa: E402
 from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.memory.worker import worker_for  # noqa: E402
-from talekeeper.service import adventures  # noqa: E402
+from talekeeper.service import (
+    adventures,  # noqa: E402
+    unit_of_work,
+)
 from talekeeper.service import state_engine as world  # noqa: E402
 from talekeeper.service.adventures import FIRST_PAINT  # noqa: E402
 from talekeeper.state import load_rules, normalise  # noqa: E402
@@ -205,7 +208,7 @@ class Interactions:
     def shown(self, s: Story) -> str:
         """What the page shows now: the first paint's turns, ending at the head."""
         with self.tk.db.session() as session:
-            head = tree.head(session, adventures.get_adventure(session, s.aid))
+            head = tree.head(session, unit_of_work.get_adventure(session, s.aid))
             ids = tree.path_ids(session, head, limit=FIRST_PAINT)
         return f"shown_head={ids[-1]}&shown_first={ids[0]}"
 

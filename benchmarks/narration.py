@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from talekeeper.context import insights  # noqa: E402
 from talekeeper.core import Talekeeper  # noqa: E402
-from talekeeper.service import adventures, state_engine  # noqa: E402
+from talekeeper.service import adventures, state_engine, unit_of_work  # noqa: E402
 from talekeeper.service.settings import SettingsUpdate, update_settings  # noqa: E402
 from talekeeper.service.turns import play_turn  # noqa: E402
 from talekeeper.state import Document  # noqa: E402
@@ -318,7 +318,7 @@ async def play_situation(tk: Talekeeper, situation: Situation) -> dict:
             clashes = (event.data.get("turn") or {}).get("contradictions") or []
     done = time.perf_counter() - start
     with tk.db.session() as session:
-        adventure = adventures.get_adventure(session, adventure_id)
+        adventure = unit_of_work.get_adventure(session, adventure_id)
         head = tree.head(session, adventure)
         rules = state_engine.rules_of(adventure)
         assembly, _record = insights.load(session, session.get(Node, head.id))

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.llm.scripted import ScriptedProvider  # noqa: E402
-from talekeeper.service import adventures, tree_ops  # noqa: E402
+from talekeeper.service import adventures, tree_ops, unit_of_work  # noqa: E402
 from talekeeper.service.turns import collect_turn  # noqa: E402
 from talekeeper.store.models import Node  # noqa: E402
 from talekeeper.story import branches, savepoints, tree  # noqa: E402
@@ -101,7 +101,7 @@ class Story:
         self.tk, self.turns = tk, turns
         self.aid, main = build(tk, turns)
         with tk.db.session() as session:
-            adventure = adventures.get_adventure(session, self.aid)
+            adventure = unit_of_work.get_adventure(session, self.aid)
             tree.move_head(adventure, session.get(Node, main[2]))
             far = savepoints.create(session, adventure, "far back").id
             tree.move_head(adventure, session.get(Node, main[-1]))
@@ -115,7 +115,7 @@ class Story:
         Records `work` (lock, reads, writes flushed) and `commit` (the fsync'd commit)."""
         start = time.perf_counter()
         with self.tk.locks.hold(self.aid), self.tk.db.session() as session:
-            step(session, adventures.get_adventure(session, self.aid))
+            step(session, unit_of_work.get_adventure(session, self.aid))
             session.flush()
             self.work = time.perf_counter() - start
         self.commit = time.perf_counter() - start - self.work
@@ -140,7 +140,7 @@ class Story:
 
     def read_last_50(self) -> None:
         with self.tk.db.session() as session:
-            adventures.story_view(session, adventures.get_adventure(session, self.aid), limit=50)
+            adventures.story_view(session, unit_of_work.get_adventure(session, self.aid), limit=50)
 
     def play_turn(self) -> float:
         async def once() -> float:
@@ -154,7 +154,7 @@ class Story:
 
     def list_lines(self) -> None:
         with self.tk.db.session() as session:
-            branches.list_lines(session, adventures.get_adventure(session, self.aid))
+            branches.list_lines(session, unit_of_work.get_adventure(session, self.aid))
 
 
 def measure(stories: list[Story], repeat: int) -> dict[str, dict[int, float]]:

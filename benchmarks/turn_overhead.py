@@ -55,7 +55,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.memory.worker import MemoryWorker, worker_for  # noqa: E402
-from talekeeper.service import adventures  # noqa: E402
+from talekeeper.service import (
+    adventures,  # noqa: E402
+    unit_of_work,
+)
 from talekeeper.store.models import Memory, StorySummary, utcnow  # noqa: E402
 from talekeeper.story import tree  # noqa: E402
 
@@ -289,7 +292,7 @@ def reading_cost(tk: Talekeeper, aid: int, rounds: int = 200) -> dict[str, float
     from talekeeper.service import state_engine
 
     with tk.db.session() as session:
-        adventure = adventures.get_adventure(session, aid)
+        adventure = unit_of_work.get_adventure(session, aid)
         rules = state_engine.rules_of(adventure)
         before = state_engine.document_of(tree.head(session, adventure).state, rules)
     out = {}

@@ -112,7 +112,7 @@ def test_a_cut_stream_writes_nothing(
 def test_cancelling_a_stream_writes_nothing_and_releases_the_lock(
     tk: Talekeeper, scripted: ScriptedProvider
 ) -> None:
-    from talekeeper.service import adventures
+    from talekeeper.service import adventures, unit_of_work
 
     with tk.db.session() as session:
         aid = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"}).id
@@ -134,7 +134,7 @@ def test_cancelling_a_stream_writes_nothing_and_releases_the_lock(
     asyncio.run(run())
     assert not tk.locks.is_busy(aid)
     with tk.db.session() as session:
-        assert adventures.get_adventure(session, aid).turn_count == 0
+        assert unit_of_work.get_adventure(session, aid).turn_count == 0
 
 
 def test_a_second_writer_is_refused_with_409(

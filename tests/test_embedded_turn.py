@@ -6,7 +6,7 @@ import asyncio
 import pytest
 
 from talekeeper.core import Talekeeper
-from talekeeper.service import adventures
+from talekeeper.service import adventures, unit_of_work
 from talekeeper.service.turns import collect_turn, current_state_mode
 
 pytestmark = pytest.mark.embedded
@@ -23,7 +23,7 @@ def test_the_demo_plays_a_turn_with_the_embedded_model(isolated_home) -> None:
         assert "```" not in done["turn"]["narration"]
         with tk.db.session() as session:
             node = adventures.get_turn(
-                session, adventures.get_adventure(session, aid), done["turn"]["id"]
+                session, unit_of_work.get_adventure(session, aid), done["turn"]["id"]
             )
             record = node.proposal
         # The grammar guarantees a readable block: a report exists, nothing was unparseable.

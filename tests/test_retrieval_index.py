@@ -10,7 +10,7 @@ from sqlalchemy import update
 
 from talekeeper.core import Talekeeper
 from talekeeper.memory import bank, lexical, recall
-from talekeeper.service import adventures
+from talekeeper.service import adventures, unit_of_work
 from talekeeper.store.models import Memory, Node
 from talekeeper.story import paths, tree
 
@@ -64,7 +64,7 @@ def _story(tmp_path, turns: int) -> tuple[Talekeeper, int, list[int]]:
 def test_the_kept_path_matches_the_tree_after_forks_and_reused_ids(tmp_path) -> None:
     tk, aid, path = _story(tmp_path, 6)
     with tk.db.session() as session:
-        adventure = adventures.get_adventure(session, aid)
+        adventure = unit_of_work.get_adventure(session, aid)
         assert path == tree.path_ids(session, session.get(Node, path[-1]))
         # A fork below turn 3: its path shares the first four nodes.
         fork = tree.append_child(

@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
-from talekeeper.service import adventures
+from talekeeper.service import adventures, unit_of_work
 from talekeeper.store.models import Node
 from talekeeper.story import tree
 from talekeeper.web.app import create_app
@@ -116,7 +116,7 @@ def test_a_page_that_shows_none_of_the_line_now_read_is_drawn_afresh(isolated_ho
         story = page.locator("#story")
         expect(story).to_contain_text("Walk 40.")
         with tk.db.session() as session:  # elsewhere, the reader went back to turn 3
-            adventure = adventures.get_adventure(session, adventure_id)
+            adventure = unit_of_work.get_adventure(session, adventure_id)
             tree.move_head(adventure, session.get(Node, ids[3]))
         page.get_by_role("button", name="Undo").click()
         expect(story).to_contain_text("Walk 2.")

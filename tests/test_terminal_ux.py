@@ -16,7 +16,7 @@ from talekeeper.llm import embedded
 from talekeeper.llm.base import GenerationRequest, Message
 from talekeeper.llm.errors import EmbeddedModelError, ServerUnavailable
 from talekeeper.llm.scripted import ScriptedProvider
-from talekeeper.service import adventures, state_engine
+from talekeeper.service import adventures, state_engine, unit_of_work
 from talekeeper.story import tree
 from talekeeper.terminal import loop as terminal
 
@@ -44,7 +44,7 @@ def test_an_unknown_command_is_refused_and_nothing_is_sent(
     assert "There is no command /bogus." in out and "There is no command /Undo." in out
     assert scripted.requests == []
     with tk.db.session() as session:
-        assert adventures.get_adventure(session, aid).turn_count == 0
+        assert unit_of_work.get_adventure(session, aid).turn_count == 0
 
 
 def test_help_lists_every_command_the_loop_accepts(
@@ -81,7 +81,7 @@ def test_a_reply_cut_off_mid_sentence_says_what_the_story_keeps(
     assert "Maren turns to" in out and "cut off mid-sentence" in out
     with tk.db.session() as session:
         assert (
-            tree.head(session, adventures.get_adventure(session, aid)).narration
+            tree.head(session, unit_of_work.get_adventure(session, aid)).narration
             == "The wind rises."
         )
 
@@ -193,7 +193,7 @@ def test_fix_corrects_the_state_by_name_and_undo_takes_it_back(
     assert "Scene: Greywater docks" in out  # names, never ids
     assert scripted.requests == []  # corrections never call the model
     with tk.db.session() as session:
-        adventure = adventures.get_adventure(session, aid)
+        adventure = unit_of_work.get_adventure(session, aid)
         head = tree.head(session, adventure)
         document = state_engine.document_of(head.state, state_engine.rules_of(adventure))
         assert document.stats.world["storm"].value == 7
@@ -202,7 +202,7 @@ def test_fix_corrects_the_state_by_name_and_undo_takes_it_back(
         assert head.action_kind == "correction"
     run_play(tk, ["/undo"], monkeypatch, adventure_id=aid)
     with tk.db.session() as session:
-        adventure = adventures.get_adventure(session, aid)
+        adventure = unit_of_work.get_adventure(session, aid)
         head = tree.head(session, adventure)
         document = state_engine.document_of(head.state, state_engine.rules_of(adventure))
         assert document.flags.get("ferry_hired") is not True  # the last correction undone
@@ -230,7 +230,7 @@ def test_fix_refuses_what_it_cannot_read_and_writes_nothing(
     out = run_play(tk, [line], monkeypatch, adventure_id=aid)
     assert says in out
     with tk.db.session() as session:
-        adventure = adventures.get_adventure(session, aid)
+        adventure = unit_of_work.get_adventure(session, aid)
         assert adventure.turn_count == 0
         assert tree.head(session, adventure).action_kind != "correction"
 
@@ -273,7 +273,7 @@ def test_the_prompt_comes_back_before_the_state_pass_and_an_early_action_waits_f
     def second_line() -> str:
         # the prompt is back: the first turn is written, its state pass still held
         with tk.db.session() as session:
-            assert adventures.get_adventure(session, aid).pending_turn_id is not None
+            assert unit_of_work.get_adventure(session, aid).pending_turn_id is not None
         seen.append("prompt back while pending")
         threading.Timer(0.3, provider.release.set).start()
         return "run inside"
@@ -298,7 +298,7 @@ def test_the_prompt_comes_back_before_the_state_pass_and_an_early_action_waits_f
     )
     assert out.index("The wind rises.") < waiting < chips < second, out
     with tk.db.session() as session:
-        head = tree.head(session, adventures.get_adventure(session, aid))
+        head = tree.head(session, unit_of_work.get_adventure(session, aid))
         assert head.narration == "Rain on the glass."
         assert head.state["stats"]["world"]["storm"]["value"] == 5  # built on the settled turn
     tk.db.dispose()

@@ -36,7 +36,7 @@ from sqlalchemy import select
 
 from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
-from talekeeper.service import adventures, tree_ops
+from talekeeper.service import adventures, tree_ops, unit_of_work
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.service.turns import TurnEvent, collect_turn
 from talekeeper.store.models import Node, SavePoint
@@ -193,7 +193,7 @@ class TreeMachine(RuleBasedStateMachine):
     def snapshot(self) -> tuple:
         """Everything a refused operation must leave alone."""
         with self.tk.db.session() as session:
-            adventure = adventures.get_adventure(session, self.aid)
+            adventure = unit_of_work.get_adventure(session, self.aid)
             rows = session.execute(
                 select(
                     Node.id, Node.parent_id, Node.active_child_id, Node.branch_name, Node.narration
@@ -421,7 +421,7 @@ class TreeMachine(RuleBasedStateMachine):
     def the_store_agrees_with_the_model(self) -> None:
         m, path = self.model, self.model.path()
         with self.tk.db.session() as session:
-            adventure = adventures.get_adventure(session, self.aid)
+            adventure = unit_of_work.get_adventure(session, self.aid)
             head = tree.head(session, adventure)
             # The store's head is the model's, and the transcript is the path root → head.
             assert adventure.head_node_id == m.head

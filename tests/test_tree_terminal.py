@@ -7,7 +7,7 @@ from rich.console import Console
 
 from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
-from talekeeper.service import adventures, tree_ops
+from talekeeper.service import adventures, tree_ops, unit_of_work
 from talekeeper.terminal import loop as terminal
 
 
@@ -96,4 +96,4 @@ def test_terminal_undo_takes_the_writer_lock(
         tk.locks.release(aid)
     assert "busy" in out
     with tk.db.session() as session:
-        assert adventures.get_adventure(session, aid).turn_count == 1
+        assert unit_of_work.get_adventure(session, aid).turn_count == 1

@@ -21,8 +21,8 @@ from talekeeper.errors import TalekeeperError
 from talekeeper.interop import bundle_export, bundle_import
 from talekeeper.interop.bundle_format import SUFFIX
 from talekeeper.interop.bundle_import import BundleInvalid
-from talekeeper.service.adventures import get_adventure
 from talekeeper.service.app import Talekeeper
+from talekeeper.service.unit_of_work import get_adventure
 
 __all__ = [
     "BundleInvalid",

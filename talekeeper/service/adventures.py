@@ -5,16 +5,15 @@ from __future__ import annotations
 import random
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import bindparam, select, text
 from sqlalchemy.orm import Session
 
-from talekeeper.errors import Invalid, NotFound
-from talekeeper.service import chips, settling, state_engine
+from talekeeper.errors import Invalid
+from talekeeper.service import chips, state_engine
 from talekeeper.service.origins import merge, with_origin
 from talekeeper.service.scenarios import (
     ScenarioError,
@@ -22,6 +21,7 @@ from talekeeper.service.scenarios import (
     get_scenario,
     placeholder_answers,
 )
+from talekeeper.service.unit_of_work import AdventureNotFound, reading, writing
 from talekeeper.state import RulesError, empty_rules, initial_document, load_rules
 from talekeeper.state.creation import CreationError, create_character, creation_options
 from talekeeper.store import owner
@@ -43,10 +43,6 @@ PLOT_FIELDS = (
 )
 PAGE_SIZE = 50
 FIRST_PAINT = 20  # the play page's first paint: a screenful and more, not the 50 of a page
-
-
-class AdventureNotFound(NotFound):
-    pass
 
 
 def start_adventure(
@@ -101,13 +97,6 @@ def start_adventure(
     tree.create_root(
         session, adventure, filled.get("opening", ""), initial_document(rules).to_json()
     )
-    return adventure
-
-
-def get_adventure(session: Session, adventure_id: int) -> Adventure:
-    adventure = session.get(Adventure, adventure_id)
-    if adventure is None or not owner.visible(adventure):  # another player's is not there
-        raise AdventureNotFound(f"No adventure with id {adventure_id}.")
     return adventure
 
 
@@ -423,35 +412,7 @@ def page_answer(session: Session, adventure: Adventure, shown: Shown | None) -> 
     return PageAnswer(story=story, keys=keys)
 
 
-# --- the unit of work, and the entry points the web and the terminal call -------------------
-#
-# Every entry point takes the application object and owns its transaction; a write also
-# holds the adventure's writer lock (a second writer gets AdventureBusy → 409). Callers
-# translate what comes back; they open no session and take no lock themselves.
-
-
-def check_owner(tk: Talekeeper, adventure_id: int) -> None:
-    """With accounts on, AdventureNotFound for another player's adventure, before a writer
-    takes its lock (so trying someone else's id never makes their own turn busy)."""
-    if owner.current() is not None:
-        with tk.db.session() as session:
-            get_adventure(session, adventure_id)
-
-
-@contextmanager
-def writing(tk: Talekeeper, adventure_id: int) -> Iterator[tuple[Session, Adventure]]:
-    """One transaction under the adventure's writer lock; a refusal inside changes nothing."""
-    check_owner(tk, adventure_id)
-    with tk.locks.hold(adventure_id), tk.db.session() as session:
-        adventure = get_adventure(session, adventure_id)
-        settling.recover(session, adventure)  # a turn a stopped process left pending
-        yield session, adventure
-
-
-@contextmanager
-def reading(tk: Talekeeper, adventure_id: int) -> Iterator[tuple[Session, Adventure]]:
-    with tk.db.session() as session:
-        yield session, get_adventure(session, adventure_id)
+# --- the entry points the web and the terminal call (their transactions: unit_of_work) ------
 
 
 def start(

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.service import state_engine
-from talekeeper.service.adventures import get_turn, reading, story_view, writing
+from talekeeper.service.adventures import get_turn, story_view
 from talekeeper.service.names import Names
 from talekeeper.service.state_engine import ProposalRecord
+from talekeeper.service.unit_of_work import reading, writing
 from talekeeper.state import Document
 from talekeeper.state.canon import canon_log as build_canon_log
 from talekeeper.state.document import PLAYER_ID

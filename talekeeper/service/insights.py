@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from talekeeper.context import insights
 from talekeeper.service import roles
-from talekeeper.service.adventures import get_turn, reading
+from talekeeper.service.adventures import get_turn
+from talekeeper.service.unit_of_work import reading
 from talekeeper.story.actions import normalise_action
 
 if TYPE_CHECKING:

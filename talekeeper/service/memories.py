@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from talekeeper.memory import panel
 from talekeeper.memory.panel import MemoryEdit, MemoryNotFound
-from talekeeper.service.adventures import reading, writing
+from talekeeper.service.unit_of_work import reading, writing
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper

@@ -20,7 +20,7 @@ from talekeeper.context.keys import split_keys
 from talekeeper.context.triggers import MAX_CARDS
 from talekeeper.errors import Invalid, NotFound
 from talekeeper.memory import bank
-from talekeeper.service.adventures import reading, writing
+from talekeeper.service.unit_of_work import reading, writing
 from talekeeper.store.models import Adventure, Node
 
 if TYPE_CHECKING:

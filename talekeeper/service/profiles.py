@@ -393,7 +393,7 @@ def use_by_default(tk: Talekeeper, choice: Choice | None) -> None:
 def use_for_adventure(tk: Talekeeper, adventure_id: int, choice: Choice | None) -> None:
     """Switch this adventure's connection (no writer lock: a turn in flight has read its
     own already, and the next turn uses this one)."""
-    from talekeeper.service.adventures import reading
+    from talekeeper.service.unit_of_work import reading
 
     with reading(tk, adventure_id) as (session, _adventure):
         choose_for_adventure(session, adventure_id, choice)

@@ -246,7 +246,7 @@ def of_adventure(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
     """This adventure's title, preset and own values, every preset, and what its turns ask
     the model for (`effective`)."""
     from talekeeper.service import profiles
-    from talekeeper.service.adventures import reading
+    from talekeeper.service.unit_of_work import reading
 
     with reading(tk, adventure_id) as (session, adventure):
         return {
@@ -267,7 +267,7 @@ def choose(
 ) -> dict[str, Any]:
     """Set this adventure's preset and own values (optionally keeping the values as a
     preset too), in one transaction: a refusal keeps neither."""
-    from talekeeper.service.adventures import writing
+    from talekeeper.service.unit_of_work import writing
 
     with writing(tk, adventure_id) as (session, _adventure):
         if keep_as:
@@ -283,7 +283,7 @@ def starter_views() -> dict[str, dict[str, Any]]:
 
 def choose_preset(tk: Talekeeper, adventure_id: int, preset: str | None) -> dict[str, Any]:
     """Follow `preset` (None: none), keeping the adventure's own values."""
-    from talekeeper.service.adventures import writing
+    from talekeeper.service.unit_of_work import writing
 
     with writing(tk, adventure_id) as (session, _adventure):
         own = adventure_choice(session, adventure_id)["values"]

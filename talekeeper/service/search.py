@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import or_, select
 
 from talekeeper.errors import Invalid
-from talekeeper.service.adventures import get_adventure
 from talekeeper.service.app import Talekeeper
+from talekeeper.service.unit_of_work import get_adventure
 from talekeeper.store.models import Node
 from talekeeper.story import tree
 from talekeeper.story.actions import format_action

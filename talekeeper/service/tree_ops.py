@@ -18,17 +18,10 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from talekeeper.service import state_engine
-from talekeeper.service.adventures import (
-    AdventureNotFound,
-    Shown,
-    get_turn,
-    page_answer,
-    reading,
-    story_view,
-    writing,
-)
+from talekeeper.service.adventures import Shown, get_turn, page_answer, story_view
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import TurnEvent, clean_narration, play_turn
+from talekeeper.service.unit_of_work import AdventureNotFound, reading, writing
 from talekeeper.store.models import Adventure
 from talekeeper.story import branches, savepoints, takes, tree
 from talekeeper.story.actions import format_action

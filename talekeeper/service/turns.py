@@ -65,12 +65,7 @@ from talekeeper.llm.settings import ModelSettings
 from talekeeper.memory import bank
 from talekeeper.memory.worker import worker_for
 from talekeeper.service import guards, roles, settling, state_engine, state_updates
-from talekeeper.service.adventures import (
-    check_owner,
-    get_adventure,
-    get_turn,
-    node_view,
-)
+from talekeeper.service.adventures import get_turn, node_view
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.context import Call, ContextStart, PreparedContext, build, load, prompt_text
 from talekeeper.service.turn_events import (
@@ -84,6 +79,7 @@ from talekeeper.service.turn_events import (
     Text,
     TurnEvent,
 )
+from talekeeper.service.unit_of_work import check_owner, get_adventure
 from talekeeper.state import Document, Rules, VisibleStream
 from talekeeper.store import owner
 from talekeeper.store.models import Adventure, Node

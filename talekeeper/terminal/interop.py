@@ -10,7 +10,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 from talekeeper.core import Talekeeper
 from talekeeper.interop import bundles
 from talekeeper.service import adventures
-from talekeeper.service.adventures import AdventureNotFound
+from talekeeper.service.unit_of_work import AdventureNotFound
 
 console = Console(highlight=False)
 

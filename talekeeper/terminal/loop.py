@@ -15,12 +15,12 @@ from rich.table import Table
 from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.llm.errors import LLMError
 from talekeeper.service import adventures, corrections, scenarios, state_updates
-from talekeeper.service.adventures import AdventureNotFound
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.chips import turn_chips
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.service.origins import origin_summaries
 from talekeeper.service.turns import TurnEvent, current_state_mode, play_turn
+from talekeeper.service.unit_of_work import AdventureNotFound
 from talekeeper.story import tree
 from talekeeper.story.actions import ActionError
 from talekeeper.terminal import character as terminal_character

@@ -17,7 +17,7 @@ from talekeeper.core import Talekeeper
 from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.service import adventures, corrections, hand, insights, memories
 from talekeeper.service import plot as plot_service
-from talekeeper.service.adventures import AdventureNotFound
+from talekeeper.service.unit_of_work import AdventureNotFound
 from talekeeper.service.views.context import Insights as InsightsView
 from talekeeper.service.views.context import MemoryPanel, Plot
 from talekeeper.service.views.state import AuditEntry

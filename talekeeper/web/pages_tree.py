@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse
 
 from talekeeper.core import Talekeeper
-from talekeeper.service import adventures, story_map, tree_ops
+from talekeeper.service import adventures, story_map, tree_ops, unit_of_work
 from talekeeper.service.adventures import PageAnswer, Shown
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.service.views.story import SavePoints, Turn
@@ -25,7 +25,7 @@ from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render
 
 router = APIRouter(prefix="/adventures/{adventure_id}/tree", include_in_schema=False)
-REFUSALS = (TreeError, AdventureBusy, adventures.AdventureNotFound)
+REFUSALS = (TreeError, AdventureBusy, unit_of_work.AdventureNotFound)
 STORY_CHANGED = {"HX-Trigger": "story-changed"}
 
 
