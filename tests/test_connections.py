@@ -426,3 +426,23 @@ def test_the_migration_makes_the_table_the_model_describes(isolated_home: Path) 
         assert ours == []
     finally:
         tk.db.dispose()
+
+
+def test_the_server_settings_key_is_sealed_too_and_forgotten_on_request(
+    client: TestClient, isolated_home: Path
+) -> None:
+    with FakeOpenAIServer(["Waves."]) as local:
+        saved = client.put(
+            "/api/settings", json={"model": {"endpoint": local.url, "api_key": "sk-SERVERKEY"}}
+        )
+        assert saved.status_code == 200 and "SERVERKEY" not in saved.text
+        assert saved.json()["model"]["has_api_key"] is True
+        assert "SERVERKEY" not in _raw_rows(isolated_home)
+        client.post("/api/settings/test")
+        assert local.requests[-1].headers["Authorization"] == "Bearer sk-SERVERKEY"
+        page = client.get("/settings").text
+        assert "SERVERKEY" not in page and "a key is stored" in page
+        client.put("/api/settings", json={"model": {"model": "other"}})  # the key stays
+        assert client.get("/api/settings").json()["model"]["has_api_key"] is True
+        client.put("/api/settings", json={"model": {"api_key": None}})
+        assert "has_api_key" not in client.get("/api/settings").json()["model"]

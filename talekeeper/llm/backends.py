@@ -23,7 +23,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-# Every optional sampler talekeeper knows, in the order pages show them.
+# Every optional sampler talekeeper knows, in the order pages show them; NUMBERS are those
+# that are one number each (the others are text: logit bias, banned phrases, stop strings).
 SAMPLERS = (
     "min_p",
     "top_k",
@@ -40,6 +41,7 @@ SAMPLERS = (
     "stop",
     "seed",
 )
+NUMBERS = tuple(name for name in SAMPLERS if name not in ("logit_bias", "banned_phrases", "stop"))
 DRY = ("dry_multiplier", "dry_base", "dry_allowed_length")
 XTC = ("xtc_threshold", "xtc_probability")
 _COMMON_LOCAL = frozenset(

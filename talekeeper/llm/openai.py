@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from talekeeper.llm import backends, window
-from talekeeper.llm.backends import Backend
+from talekeeper.llm.backends import NUMBERS, Backend
 from talekeeper.llm.base import GenerationRequest, StreamEvent, Usage
 from talekeeper.llm.catalog import ModelInfo, from_models_answer
 from talekeeper.llm.errors import LLMError, ProviderHTTPError, StreamInterrupted
@@ -46,21 +46,6 @@ async def sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
             data.append(value[1:] if value.startswith(" ") else value)
     if data:
         yield "\n".join(data)
-
-
-NUMBERS = (
-    "min_p",
-    "top_k",
-    "repetition_penalty",
-    "frequency_penalty",
-    "presence_penalty",
-    "dry_multiplier",
-    "dry_base",
-    "dry_allowed_length",
-    "xtc_threshold",
-    "xtc_probability",
-    "seed",
-)
 
 
 def sampler_fields(request: GenerationRequest, backend: Backend) -> dict[str, Any]:

@@ -122,10 +122,11 @@ def view(host: str, record: dict[str, Any]) -> dict[str, Any]:
 
 
 def sent_to(endpoint: str | None, allowed: tuple[str, ...]) -> str | None:
-    """The allowed hosted service a connection to `endpoint` sends the story to (None: a
-    local one, or one the operator's switch allows without a name)."""
+    """The hosted service a connection to `endpoint` sends the story to: a host allowed by
+    name, or a known hosted service (None: a server on this computer or network)."""
     host = services.host_of(endpoint or "")
-    return host if host and host in allowed else None
+    known = services.hosted_service_at(endpoint)
+    return host if host and (host in allowed or known is not None) else None
 
 
 # --- entry points (each owns its transaction) ------------------------------------------------

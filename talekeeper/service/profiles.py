@@ -131,7 +131,7 @@ def view(profile: ConnectionProfile, allowed: tuple[str, ...] = ()) -> dict[str,
         "provider": profile.provider,
         "endpoint": profile.endpoint,
         "host": host,
-        "hosted": preset.hosted or services.hosted_service_at(profile.endpoint) is not None,
+        "hosted": preset.hosted or hosted.sent_to(profile.endpoint, allowed) is not None,
         "allowed": host in allowed,
         "model": profile.model,
         "mode": profile.mode,
@@ -406,11 +406,9 @@ def in_force(tk: Talekeeper, adventure_id: int | None = None) -> Resolved:
 
 def sent_to(settings: ModelSettings) -> str | None:
     """The hosted service these settings send the story to (None: a local server)."""
-    host = services.host_of(settings.endpoint or "")
-    if settings.resolved_provider() == "embedded" or not host:
+    if settings.resolved_provider() == "embedded":
         return None
-    known = services.hosted_service_at(settings.endpoint)
-    return host if host in settings.allowed_hosts or known is not None else None
+    return hosted.sent_to(settings.endpoint, settings.allowed_hosts)
 
 
 def connection_view(tk: Talekeeper, adventure_id: int | None = None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from talekeeper.context.budget import DEFAULT_CAP, EMBEDDED_BUDGET
 from talekeeper.context.settings import ContextSettings, context_settings, update_context_settings
 from talekeeper.errors import Forbidden, Invalid
+from talekeeper.llm.backends import NUMBERS
 from talekeeper.llm.settings import ModelSettings, operator_allows_remote
 from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import Setting
@@ -37,19 +38,7 @@ ENV_OVERRIDES = {
 ALLOW_REMOTE_ENV = "TALEKEEPER_ALLOW_REMOTE_ENDPOINT"
 
 
-OPTIONAL_NUMBERS = (
-    "min_p",
-    "top_k",
-    "repetition_penalty",
-    "frequency_penalty",
-    "presence_penalty",
-    "dry_multiplier",
-    "dry_base",
-    "dry_allowed_length",
-    "xtc_threshold",
-    "xtc_probability",
-    "seed",
-)
+OPTIONAL_NUMBERS = NUMBERS  # each left to the model server when empty
 MAX_BIASES, MAX_PHRASES, LONGEST_PHRASE = 300, 50, 100
 
 
