@@ -206,3 +206,32 @@ def test_retry_in_structured_mode_keeps_the_first_telling_once_the_turn_is_settl
     assert [c["type"] for c in response.json()["changes"]] == ["change_stat"]  # the state pass
     audit = client.get(f"/api/adventures/{adventure_id}/state/audit").json()[0]
     assert audit["retold"]["narration"] == ABSENT
+
+
+def test_a_clash_the_state_pass_resolves_is_gone_once_the_turn_is_settled(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
+    client.put("/api/settings", json={"generation": {"state_updates": "structured"}})
+    scripted.queue(ABSENT)
+    scripted.queue(
+        json.dumps(
+            {
+                "events": [
+                    {"type": "set_location", "entity": "tobin", "location": "docks"},
+                    {"type": "set_scene", "present": ["maren", "tobin"]},
+                ]
+            }
+        )
+    )
+    with client.stream(
+        "POST",
+        f"/api/adventures/{adventure_id}/turns",
+        json={"kind": "do", "text": "wait"},
+        headers={"Accept": "text/event-stream"},
+    ) as response:
+        events = [line for line in response.iter_lines() if line.startswith("data:")]
+    done, settled = json.loads(events[-2][5:]), json.loads(events[-1][5:])
+    assert [c["kind"] for c in done["turn"]["contradictions"]] == ["presence"]  # as written
+    assert settled["turn"]["contradictions"] == []  # the model's state pass brought Tobin in
+    assert story(client, adventure_id)["turns_shown"][-1]["contradictions"] == []
+    assert "Tobin is at Keeper" not in client.get(f"/adventures/{adventure_id}").text
