@@ -2,8 +2,10 @@
 
     .venv/bin/python benchmarks/contradictions.py [--set dev|held|all] [--misses]
 
-Each case of `narration_corpus.json` (hand-written narrations over both built-in
-scenarios, in several states) is read against its state as a turn reads it
+Each case of `narration_corpus.json` — narrations over both built-in scenarios in several
+states: `dev` (written while the reader was tuned), `held` (written after, to test it) and
+`model` (what SmolLM2 wrote in a run of `narration.py`, labelled by hand) — is read
+against its state as a turn reads it
 (`state.telling.read_telling`): the clashes the guard reports and the changes the change
 reader proposes are compared with the labels. Printed per kind: true and false
 positives, misses, precision and recall — for the guard (presence, place, item, status)
@@ -208,12 +210,12 @@ def report(result: Result, title: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--set", choices=("dev", "held", "all"), default="all")
+    parser.add_argument("--set", choices=("dev", "held", "model", "all"), default="all")
     parser.add_argument("--misses", action="store_true", help="print every case read wrong")
     args = parser.parse_args()
     cases = load_corpus()
     evaluate(cases[:5])  # warm the gazetteer caches, as a running server has them
-    sets = ["dev", "held"] if args.set == "all" else [args.set]
+    sets = ["dev", "held", "model"] if args.set == "all" else [args.set]
     for name in sets:
         chosen = [c for c in cases if c.get("set", "dev") == name]
         if not chosen:

@@ -908,10 +908,20 @@ class _Reader:
             return
         act = _act_category(base, rest)
         # where the clause puts its subject
-        place = _place_after(rest, lx.AT_PREPS, self.gaz) or _place_after(
+        # where the clause puts its subject: a place right after the verb ("sits in the
+        # cottage") or before the clause ("Up at the cottage, …"); a place after the
+        # verb's object is the object's ("takes the lantern on top of the lighthouse")
+        place = _place_after(_leading(rest), lx.AT_PREPS, self.gaz) or _place_after(
             front, lx.AT_PREPS, self.gaz
         )
-        distant = distant_clause or _distant(front + rest) or base in lx.PERCEIVE | lx.HAVE
+        distant = (
+            distant_clause
+            or _distant(front + rest)
+            or base in lx.PERCEIVE | lx.HAVE
+            or (
+                place is None and _place_after(rest, lx.AT_PREPS, self.gaz) not in (None, self.here)
+            )
+        )
         if (
             base in lx.DIE
             or (base in ("fall", "drop") and _word_at(rest, 0) == "dead")
@@ -1250,6 +1260,17 @@ def _direct_place(rest: list[Tok], gaz: Gazetteer) -> str | None:
             found = _place_at(rest, k, gaz)
             return found[0] if found else None
     return None
+
+
+def _leading(rest: list[Tok]) -> list[Tok]:
+    """The words after a verb from its first preposition on, when nothing but particles
+    and adverbs come before it; else nothing (an object comes first)."""
+    for k, tok in enumerate(rest):
+        if tok.kind == "word" and tok.low in lx.LOCATIVE_PREPS | {"top"}:
+            return rest[k:]
+        if tok.kind != "word" or not (tok.low in lx.PARTICLES or _adverb(tok.low)):
+            return []
+    return []
 
 
 def _has_place(toks: list[Tok], but: str | None = None) -> bool:
