@@ -4,8 +4,8 @@
 
 Plays a short scripted story (no model needed) against a live server in a throwaway
 data directory, then photographs: home, play with change chips, the state panel, the
-story map, Save Points, Insights, settings, the scenario editor, the phone layout and
-the dark theme.
+story map, Save Points, Insights, settings (with adding a connection, and an adventure's
+samplers), the scenario editor, the phone layout and the dark theme.
 """
 
 from __future__ import annotations
@@ -116,6 +116,13 @@ def main() -> None:
         ).click()  # refused: the network policy, explained
         expect(page.get_by_role("alert").first).to_contain_text("private network")
         page.screenshot(path=out / "settings.png")
+        page.get_by_text("Add a connection").click()  # a hosted service: the privacy choice
+        page.locator("#p-service").select_option("openrouter")
+        page.locator("#add-connection").scroll_into_view_if_needed()
+        page.screenshot(path=out / "connections.png")
+        page.goto(f"{adventure_url}/samplers")
+        page.get_by_role("radio", name="Fresh").check()
+        page.screenshot(path=out / "samplers.png")
         page.goto(url + "/")
         page.screenshot(path=out / "home.png", full_page=True)
         page.goto(url + "/scenarios/greywater-lantern")
