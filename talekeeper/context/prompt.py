@@ -825,7 +825,8 @@ def render_history(
             lines.extend(placed.pop(line_no, []))
             lines.append(line)
             line_no += 1
-        blocks.append("\n".join(lines))
+        if lines:  # (a step of the player's own — a correction, an update — has none)
+            blocks.append("\n".join(lines))
     text = SEPARATOR.join(blocks)
     rest = [t for at in sorted(placed) for t in placed[at]]
     if rest:
@@ -903,6 +904,8 @@ def chat_request(assembly: Assembly, **options: Any) -> GenerationRequest:
     pending = [(at, text) for at in sorted(placed) for text in placed[at]]
     line_no = 0
     for turn in assembly.history:
+        if not turn.lines:
+            continue  # a step of the player's own (a correction, an update): nothing was said
         cue = BEGIN_CUE if turn.action_kind == "opening" else CONTINUE_CUE
         user = turn.action_line or cue
         due = [text for at, text in pending if at <= line_no]

@@ -32,6 +32,7 @@ from talekeeper.store.models import (
     StorySummary,
     TurnInsight,
 )
+from talekeeper.story import canon_versions
 
 from .bundle_format import FORMAT, VERSION
 
@@ -197,6 +198,7 @@ def records(
             "scenario": {"id": scenario.id, "data": scenario.data} if scenario else None,
             "plot": adventure.plot or {},
             "rules": adventure.rules,
+            "canon": canon_versions.remap(adventure.canon, node_ids.get),
             "samplers": samplers_of(session, aid),
             "turn_count": adventure.turn_count,
             "root": node_ids.get(adventure.root_node_id or 0, 1),

@@ -69,6 +69,11 @@ class AdventureRecord(_Record):
     samplers: SamplerChoice | None = Field(
         None, description="Its own samplers (Samplers in the adventure's links), if set."
     )
+    canon: dict[str, Any] | None = Field(
+        None,
+        description="Each canon (plot texts and rules) it has had across updates from its "
+        "scenario, by the update step's node (null: never updated); Undo brings them back.",
+    )
     turn_count: Annotated[int, Field(ge=0)]
     root: LocalId
     head: LocalId

@@ -50,6 +50,7 @@ from talekeeper.store.models import (
     StorySummary,
     TurnInsight,
 )
+from talekeeper.story import canon_versions
 
 from .bundle_export import remap_insight, remap_proposal
 from .bundle_format import LINE, ORDER
@@ -207,6 +208,10 @@ class _Checker:
         )
         self.texts: set[str] = set()
         self.depth = array("i")  # index: local id - 1
+        # The rules each node was written under: an adventure updated from its scenario
+        # (story/canon_versions) played by older rules above each update step.
+        self.rule_sets: list[Any] = []
+        self.rules_at = array("i")
         self.active = array("i")
         self.parent = array("i")
         self.children = bytearray()
@@ -244,6 +249,12 @@ class _Checker:
                 self.rules = load_rules(adventure.rules)
             except RulesError as exc:
                 raise BundleInvalid(f"{where}.adventure.rules", "; ".join(exc.errors[:3])) from None
+        base = ((adventure.canon or {}).get("versions") or {}).get(canon_versions.BASE)
+        self.rule_sets = [
+            self._rules_of(base.get("rules"), f"{where}.adventure.canon")
+            if isinstance(base, dict)
+            else self.rules
+        ]
         problem = check_plot(adventure.plot)
         if problem:
             raise BundleInvalid(f"{where}.adventure", problem)
@@ -253,6 +264,16 @@ class _Checker:
             raise BundleInvalid(
                 f"{where}.adventure.head", f"node {adventure.head} is not in the bundle"
             )
+
+    @staticmethod
+    def _rules_of(raw: Any, where: str) -> Any:
+        if raw is None:
+            return empty_rules()
+        try:
+            return load_rules(raw)
+        except (RulesError, TypeError, AttributeError) as exc:
+            errors = getattr(exc, "errors", None) or [str(exc)]
+            raise BundleInvalid(f"{where}.rules", "; ".join(errors[:3])) from None
 
     def _text(self, record: Any, where: str) -> None:
         if record.digest in self.texts:
@@ -305,7 +326,12 @@ class _Checker:
             )
         if record.state is None:
             raise BundleInvalid(f"{where}.state", "every turn keeps the state after it")
-        _doc, repairs = normalise(record.state, self.rules, self.sections)
+        rules_at = self.rules_at[record.parent - 1] if record.parent is not None else 0
+        if record.kind == canon_versions.UPDATE:  # the rules it took hold from here down
+            after = ((record.proposal or {}).get("update") or {}).get("after") or {}
+            self.rule_sets.append(self._rules_of(after.get("rules"), f"{where}.proposal"))
+            rules_at = len(self.rule_sets) - 1
+        _doc, repairs = normalise(record.state, self.rule_sets[rules_at], self.sections)
         if repairs:
             raise BundleInvalid(
                 f"{where}.state", f"does not fit the adventure's rules ({repairs[0]})"
@@ -317,6 +343,7 @@ class _Checker:
             ):
                 raise BundleInvalid(f"{where}.proposal.edited_from", "must name an earlier node")
         self.depth.append(record.depth)
+        self.rules_at.append(rules_at)
         self.active.append(record.active_child or 0)
         self.parent.append(record.parent or 0)
         self.children.append(0)
@@ -645,6 +672,10 @@ class _Writer:
         meta = self.checked.header.adventure
         self.adventure.root_node_id = self.nodes[meta.root]
         self.adventure.head_node_id = self.nodes[meta.head]
+        count = self.checked.header.counts.nodes  # (local ids are 1 … count)
+        self.adventure.canon = canon_versions.remap(
+            meta.canon, lambda n: self.nodes[n] if isinstance(n, int) and 1 <= n <= count else None
+        )
         if meta.samplers is not None:
             restore_samplers(self.session, self.aid, meta.samplers)
         self.session.flush()

@@ -26,7 +26,7 @@ from talekeeper.state import RulesError, empty_rules, initial_document, load_rul
 from talekeeper.state.creation import CreationError, create_character, creation_options
 from talekeeper.store import owner
 from talekeeper.store.models import Adventure, Node, Scenario
-from talekeeper.story import takes, tree
+from talekeeper.story import canon_versions, takes, tree
 from talekeeper.story.actions import format_action
 
 if TYPE_CHECKING:
@@ -176,10 +176,13 @@ def node_view(node: Node, pending: bool = False) -> dict[str, Any]:
         "action_line": (
             f"({chips.correction_text(changes)})"
             if node.action_kind == "correction"
+            else f"({node.action_text})"
+            if node.action_kind == canon_versions.UPDATE
             else format_action(node.action_kind, node.action_text)
         ),
         "narration": node.narration,
         "remark": state_engine.remark_of(node),  # a companion's aside it ends with: theirs
+        "update": canon_versions.update_of(node),  # an update from the scenario: what it did
         "reasoning": node.reasoning,
         "model": node.model,
         "created_at": node.created_at.isoformat() if node.created_at else None,

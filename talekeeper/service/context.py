@@ -45,6 +45,7 @@ from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story.actions import format_action
 from talekeeper.story.paths import keyed_path
+from talekeeper.story.takes import STEPS
 
 HISTORY_WINDOW = 200  # turns read from the store; the budget decides how many are sent
 
@@ -177,8 +178,9 @@ async def retrieve(
 
 
 def last_story_proposal(session, node: Node | None) -> dict[str, Any] | None:
-    """The proposal of the nearest turn at or above `node` that is not a state correction."""
-    while node is not None and node.action_kind == "correction":
+    """The proposal of the nearest turn at or above `node` that is the story's, not a step of
+    the player's own (a state correction, an update from the scenario)."""
+    while node is not None and node.action_kind in STEPS:
         node = session.get(Node, node.parent_id) if node.parent_id is not None else None
     return node.proposal if node is not None else None
 

@@ -89,6 +89,10 @@ class Adventure(Base):
     # after the narration was written; None once it has settled (migration 0008,
     # service/settling.py).
     pending_turn_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # Each canon (plot texts and rules) the adventure has had on either side of an update
+    # from its scenario, and which is in force at the head; None when never updated
+    # (migration 0009, story/canon_versions.py).
+    canon: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     # The player whose adventure this is, with accounts on (None: local mode, no accounts).
     owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -29,10 +29,9 @@ from sqlalchemy.orm import Session
 
 from talekeeper.store.models import Adventure, Node, SavePoint
 from talekeeper.story import tree
-from talekeeper.story.takes import Sibling, families
+from talekeeper.story.takes import STEPS, Sibling, families
 from talekeeper.story.tree import TreeError
 
-CORRECTION = "correction"
 MAX_NAME = 80
 NAMED_IN_REFUSAL = 3
 _CHUNK = 500
@@ -157,7 +156,7 @@ class _Skeleton:
         assert parent is not None
         if len(self.children[parent]) == 1:
             return True
-        if self.kind[leaf] == CORRECTION and leaf not in (self.head, self.active[parent]):
+        if self.kind[leaf] in STEPS and leaf not in (self.head, self.active[parent]):
             return False  # undone, and something else was written in its place
         if leaf == self.head:
             return True

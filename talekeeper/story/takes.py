@@ -27,6 +27,9 @@ from talekeeper.story import tree
 from talekeeper.story.tree import TreeError
 
 CORRECTION = "correction"
+STEPS = frozenset({CORRECTION, "update"})
+"""A step of the player's own (a state correction, an update from the scenario): never a
+take of the turn beside it, its own only take."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ def families(siblings: Iterable[Sibling]) -> dict[int, int]:
     root: dict[int, int] = {}
     first_with: dict[tuple[str, str], int] = {}
     for s in sorted(siblings, key=lambda s: s.id):
-        if s.action_kind == CORRECTION:
+        if s.action_kind in STEPS:
             root[s.id] = s.id
             continue
         if s.take_of is not None and s.take_of in root:
@@ -103,7 +106,7 @@ def _family_of(rows: list[Any], node_id: int) -> list[Any]:
 
 def sibling_ids(session: Session, node: Node) -> list[int]:
     """The ids of `node`'s takes, oldest first (the opening is its own only take)."""
-    if node.parent_id is None or node.action_kind == CORRECTION:
+    if node.parent_id is None or node.action_kind in STEPS:
         return [node.id]
     rows = _siblings(session, node.adventure_id, [node.parent_id])
     return [r.id for r in _family_of(rows, node.id)]
@@ -111,7 +114,7 @@ def sibling_ids(session: Session, node: Node) -> list[int]:
 
 def takes_of(session: Session, node: Node) -> list[Take]:
     """Every take of `node`'s turn, oldest first, without their state snapshots."""
-    if node.parent_id is None or node.action_kind == CORRECTION:
+    if node.parent_id is None or node.action_kind in STEPS:
         rows = [node]
     else:
         family = {
@@ -166,7 +169,7 @@ def take_positions(
     positions = {}
     for node in nodes:
         ids = [node.id]
-        if node.parent_id is not None and node.action_kind != CORRECTION:
+        if node.parent_id is not None and node.action_kind not in STEPS:
             ids = [r.id for r in _family_of(by_parent.get(node.parent_id, []), node.id)] or ids
         i = ids.index(node.id)
         positions[node.id] = TakePosition(

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, defer
 
 from talekeeper.errors import Conflict
 from talekeeper.store.models import Adventure, Node, utcnow
+from talekeeper.story import canon_versions
 
 
 class TreeError(Conflict):
@@ -145,10 +146,14 @@ def settle(
 
 
 def move_head(adventure: Adventure, node: Node) -> None:
-    """Point the adventure at `node`: one row written; what is read next is read there."""
+    """Point the adventure at `node`: one row written; what is read next is read there.
+    An adventure updated from its scenario takes the canon in force there along
+    (story/canon_versions; nothing to do for one never updated)."""
     adventure.head_node_id = node.id
     adventure.turn_count = node.depth
     adventure.last_played_at = utcnow()
+    if adventure.canon:
+        canon_versions.follow(adventure, node)
 
 
 _PATH_SQL = text(

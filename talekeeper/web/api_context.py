@@ -4,6 +4,8 @@ GET    /api/adventures/{id}/turns/{node_id}/insights   what was sent for that tu
 GET    /api/adventures/{id}/insights/next              dry run: what would be sent now
 GET    /api/adventures/{id}/plot                       plot components (summary in force)
 PUT    /api/adventures/{id}/plot                       edit any of them
+GET    /api/adventures/{id}/scenario-update            what the scenario's newer version would change
+POST   /api/adventures/{id}/scenario-update            take it, as one step of the story
 GET    /api/adventures/{id}/story-cards                the adventure's cards
 POST   /api/adventures/{id}/story-cards                add one
 PUT    /api/adventures/{id}/story-cards/{index}        replace one
@@ -19,13 +21,15 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel, Field
 
 from talekeeper.context.settings import ContextSettings
 from talekeeper.core import Talekeeper
-from talekeeper.service import insights, memories
+from talekeeper.service import insights, memories, scenario_update
 from talekeeper.service import plot as plot_service
 from talekeeper.service import settings as settings_service
 from talekeeper.service.views import context as views
+from talekeeper.service.views import state as state_views
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS
 
@@ -65,6 +69,34 @@ def put_plot(
     """Edit plot components mid-story. A story summary edit is kept at the current turn and
     is the base of the next automatic update."""
     return plot_service.edit_plot(tk, adventure_id, body)
+
+
+@router.get(
+    "/adventures/{adventure_id}/scenario-update", response_model=state_views.ScenarioUpdatePreview
+)
+def get_scenario_update(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    """What taking the scenario's newer texts, cards and rules would change, part by part,
+    and what of the story's state no longer fits them. Writes nothing."""
+    return scenario_update.preview(tk, adventure_id)
+
+
+class TakeParts(BaseModel):
+    take: list[str] | None = Field(
+        None,
+        max_length=8,
+        description="The parts to take (their `key` in the preview); omitted: every part that changed.",
+    )
+
+
+@router.post(
+    "/adventures/{adventure_id}/scenario-update", response_model=state_views.ScenarioUpdated
+)
+def post_scenario_update(
+    adventure_id: int, body: TakeParts | None = None, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
+    """Take the scenario's newer parts as one step of the story (Undo takes it back, the
+    canon with it); 409 when nothing would change, 404 when the scenario is gone."""
+    return scenario_update.update(tk, adventure_id, body.take if body else None)
 
 
 @router.get("/adventures/{adventure_id}/story-cards", response_model=list[views.StoryCardView])

@@ -1,4 +1,5 @@
-"""Pages for context and memory: Insights, the memory panel, story cards, plot components.
+"""Pages for context and memory: Insights, the memory panel, story cards, plot components,
+and the update from the scenario (its preview, then the parts the player takes).
 
 Plain forms that post and redirect back (they work without JavaScript); each calls the
 same services as `api_context.py`. POST paths have two segments after the adventure id so
@@ -15,12 +16,12 @@ from pydantic import ValidationError
 
 from talekeeper.core import Talekeeper
 from talekeeper.errors import Conflict, Invalid, NotFound
-from talekeeper.service import adventures, corrections, hand, insights, memories
+from talekeeper.service import adventures, corrections, hand, insights, memories, scenario_update
 from talekeeper.service import plot as plot_service
 from talekeeper.service.unit_of_work import AdventureNotFound
 from talekeeper.service.views.context import Insights as InsightsView
 from talekeeper.service.views.context import MemoryPanel, Plot
-from talekeeper.service.views.state import AuditEntry
+from talekeeper.service.views.state import AuditEntry, ScenarioUpdatePreview
 from talekeeper.web import flash
 from talekeeper.web.card_form import card_from_form
 from talekeeper.web.deps import get_tk
@@ -223,3 +224,40 @@ async def plot_save(
     except (ValidationError, Conflict) as exc:
         return _back(back, str(exc).splitlines()[0])
     return _back(back, "Saved.")
+
+
+@router.get("/adventures/{adventure_id}/scenario-update", response_class=HTMLResponse)
+def scenario_update_page(
+    request: Request,
+    adventure_id: int,
+    message: str | None = None,
+    tk: Talekeeper = Depends(get_tk),
+) -> HTMLResponse:
+    """The preview of an update from the scenario: each part, what would change, and what of
+    the story's state no longer fits; the player checks the parts to take."""
+    try:
+        preview = ScenarioUpdatePreview.model_validate(scenario_update.preview(tk, adventure_id))
+    except scenario_update.ScenarioGone as exc:
+        return _back(f"/adventures/{adventure_id}/plot", str(exc))
+    return render(
+        request,
+        "scenario_update.html",
+        adventure_id=adventure_id,
+        title=_title(tk, adventure_id),
+        preview=preview,
+        message=message,
+    )
+
+
+@router.post("/adventures/{adventure_id}/scenario-update/take")
+async def scenario_update_take(
+    request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
+) -> Response:
+    form = await request.form()
+    take = [str(v) for v in form.getlist("take")]
+    try:
+        done = scenario_update.update(tk, adventure_id, take)
+    except (Conflict, Invalid) as exc:
+        return _back(f"/adventures/{adventure_id}/scenario-update", str(exc))
+    said = "Updated from the scenario: " + ", ".join(done["took"]) + ". Undo takes it back."
+    return _back(f"/adventures/{adventure_id}", said)

@@ -229,3 +229,32 @@ class JsonSchemaDocument(View):
     type: str | None = None
     properties: dict[str, Any] | None = None
     required: list[str] | None = None
+
+
+class UpdatePart(View):
+    """One part of the canon an update from the scenario can take."""
+
+    key: str = Field(description="What to send in `take` to take it.")
+    label: str
+    changed: bool = Field(description="Whether the scenario has it otherwise than the adventure.")
+    changes: list[str] = Field(description="What would change, in words.")
+
+
+class ScenarioUpdatePreview(View):
+    """What updating an adventure from its scenario would change (nothing is written)."""
+
+    scenario: str = Field(description="The scenario's title.")
+    up_to_date: bool = Field(description="Nothing would change.")
+    parts: list[UpdatePart]
+    findings: list[str] = Field(
+        description="What of the story's state does not fit the newer rules, and what would "
+        "become of it (nothing is dropped silently)."
+    )
+
+
+class ScenarioUpdated(View):
+    """An update from the scenario, written as one step of the story (Undo takes it back)."""
+
+    took: list[str] = Field(description="The parts taken, in words.")
+    findings: list[str]
+    story: Story = Field(description="The story's last turns, the update's step included.")

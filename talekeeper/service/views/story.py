@@ -78,6 +78,16 @@ class TakePosition(View):
     next_id: int | None = Field(description="The take after this one, if any.")
 
 
+class UpdateStep(View):
+    """A step that took the scenario's newer texts and rules into the story."""
+
+    scenario: str = Field(description="The scenario's title.")
+    took: list[str] = Field(description="What it took, in words.")
+    findings: list[str] = Field(
+        description="What of the story's state did not fit the new rules, and what became of it."
+    )
+
+
 class Remark(View):
     """A companion's aside on a turn, said in their own call."""
 
@@ -103,6 +113,9 @@ class Turn(View):
         None,
         description="A companion's remark the narration ends with (its last paragraph), "
         "shown labelled as theirs; null when none spoke up.",
+    )
+    update: UpdateStep | None = Field(
+        None, description="For an update from the scenario: what it took and found."
     )
     reasoning: str | None = Field(
         description="The model's reasoning, when it sent some apart from the story."
