@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
-from talekeeper.service import adventures
+from talekeeper.service import adventures, unit_of_work
 from talekeeper.web.app import create_app
 from tests.browser import browser_page, live_server, needs_chromium
 from tests.test_scenario_update import copy_of, newer, save
@@ -38,5 +38,5 @@ def test_preview_take_and_undo_an_update_from_the_scenario(isolated_home) -> Non
         page.get_by_role("button", name="Undo").click()
         expect(page.locator("#story")).not_to_contain_text("You updated the story")
     with tk.db.session() as session:
-        plot = adventures.get_adventure(session, aid).plot
+        plot = unit_of_work.get_adventure(session, aid).plot
     assert not any(card["name"] == "Mudflats" for card in plot["story_cards"])

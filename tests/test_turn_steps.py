@@ -12,7 +12,7 @@ from talekeeper.service import turns
 SERVICE = Path(turns.__file__).parent
 STEP = re.compile(r"^    (\d+)\. (\w+):", re.M)
 RUN = re.compile(r"#\s*(\d+)\. (\w+)")
-REFERENCE = re.compile(r"\b[Ss]teps? (\d+)\b(?! of new-game)( \((\w+)\))?")
+REFERENCE = re.compile(r"\b[Ss]teps? (\d+)\b(?! of new-game)(\s+\((\w+)\))?")
 
 
 def documented() -> dict[str, str]:
