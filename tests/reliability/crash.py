@@ -8,8 +8,9 @@ The harness behind tests/reliability/test_crash.py and benchmarks/crash_soak.py:
    new adventures — and remember everything the server *acknowledged* (a turn's `done`
    event, a 200 from a move);
 3. SIGKILL the process at a chosen moment: before the reply starts, mid-stream, just
-   after the model's last byte (the server is committing), or at a random time while
-   moves are in flight;
+   after the model's last byte (the server is committing), during a turn's state pass
+   (the turn already written and acknowledged, its state still to settle), or at a random
+   time while moves are in flight;
 4. check the file the dead process left (`invariants.check_database`: no half-written
    node, a valid head, integrity and foreign keys), compare it with what was
    acknowledged, restart the server on the same directory and check again through the
@@ -18,6 +19,11 @@ The harness behind tests/reliability/test_crash.py and benchmarks/crash_soak.py:
 What may differ from the acknowledgements is exactly one thing: the operation in flight
 at the kill may have committed without the client hearing about it (a whole turn — the
 full reply, never a prefix — or a finished move). Everything acknowledged must be there.
+
+Turns are played in both state modes (the setting is switched before each kill point):
+inline, and structured, where `done` comes before the state pass and `settled` after it.
+A turn killed between the two stays as acknowledged; after the restart it is no longer
+pending (marked not updated), and the state the API shows is its snapshot.
 """
 
 from __future__ import annotations
@@ -52,10 +58,15 @@ KILL_MOMENTS = (
     "during-moves",  # a burst of undo / redo (and Save Points, where they exist)
     "new-adventure",  # creating an adventure (root node + head in one transaction)
     "summarising",  # while the memory bank writes a memory or the story summary
+    "state-pass",  # after `done`, while the turn's state pass runs or settles (structured)
 )
 # The memory bank's prompts open with these (talekeeper/memory/prompts.py).
 SUMMARISER_MARKERS = ("[talekeeper:memory]", "[talekeeper:summary]")
 MAX_TURNS_TO_A_SUMMARY = 16
+
+
+def is_state_pass(body: dict[str, Any]) -> bool:
+    return body.get("response_format") is not None
 
 
 def is_summariser(body: dict[str, Any]) -> bool:
@@ -213,6 +224,7 @@ class CrashRun:
         self.save_points_available: bool | None = None
         self.startup_seconds: list[float] = []
         self.summariser_kills = 0
+        self.state_pass_kills = 0
 
     # -- the loop ------------------------------------------------------------------
     def start(self) -> None:
@@ -229,6 +241,8 @@ class CrashRun:
             if not self.ledger.heads:
                 self.new_adventure(http)
             adventure = self.rng.choice(sorted(self.ledger.heads))
+            structured = moment == "state-pass" or self.rng.random() < 0.5
+            self.state_updates(http, "structured" if structured else "inline")
             for _ in range(self.rng.randint(0, 2)):  # some acknowledged play first
                 self.turn(http, adventure)
             if self.save_points_available and self.rng.random() < 0.5:
@@ -272,9 +286,34 @@ class CrashRun:
             self.kill_while(burst, self.rng.uniform(0.005, 0.08))
         elif moment == "summarising":
             self.until_summariser_runs(http, adventure)
+        elif moment == "state-pass":
+            self.during_state_pass(http, adventure)
         else:
             raise ValueError(moment)
         self.server.kill()  # whatever happened above, the process dies now
+
+    def during_state_pass(self, http: httpx.Client, adventure: int) -> None:
+        """Play a turn in structured mode and kill while its state pass streams, or just
+        after (while the server settles the turn): its `done` has been heard by then."""
+        answer = self.fake.state_answer(0)
+        pass_seconds = self.fake.chunk_delay * (len(answer) / self.fake.chunk_chars)
+        delay = self.rng.uniform(0.0, pass_seconds * 1.5)
+
+        def on_request(_number: int, body: dict[str, Any]) -> None:
+            if is_state_pass(body) and not self.server.killed.is_set():
+                self.state_pass_kills += 1
+                self.server.kill_later(delay)
+
+        self.fake.on_request = on_request
+        try:
+            self.turn(http, adventure)
+        finally:
+            self.fake.on_request = None
+
+    def state_updates(self, http: httpx.Client, mode: str) -> None:
+        """How turns hand over their changes from now on (a global setting)."""
+        response = http.put("/api/settings", json={"generation": {"state_updates": mode}})
+        assert response.status_code == 200, response.text
 
     def until_summariser_runs(self, http: httpx.Client, adventure: int) -> None:
         """Play turns until the memory bank asks the model for a memory or summary, then
@@ -346,7 +385,7 @@ class CrashRun:
                         pieces += 1
                         if kill_after_pieces is not None and pieces >= kill_after_pieces:
                             self.server.kill()
-                    elif name == "done":
+                    elif name in ("done", "settled"):  # settled: a remark may end it
                         self.ledger.saw_turn(adventure, data["turn"])
                         self.ledger.heads[adventure] = data["head_id"]
                     elif name == "error":
@@ -439,7 +478,11 @@ class CrashRun:
         return report
 
     def verify_through_api(self) -> None:
-        """The restarted server shows exactly the file's story at every head."""
+        """The restarted server shows exactly the file's story at every head, none of it
+        pending (a turn a kill left settling is marked not updated at start), and the
+        state it shows is the head's snapshot."""
+        snap = check_database(self.server.store())
+        assert not snap.pending, f"turns still pending after the restart: {snap.pending}"
         with httpx.Client(base_url=self.server.base_url, timeout=20) as http:
             for adventure, head in self.ledger.heads.items():
                 story = http.get(f"/api/adventures/{adventure}", params={"limit": 3}).json()
@@ -447,6 +490,11 @@ class CrashRun:
                     f"adventure {adventure}: the API shows another head"
                 )
                 assert story["turns_shown"][-1]["narration"] == self.ledger.nodes[head][3]
+                assert story["turns_shown"][-1]["pending"] is False
+                state = http.get(f"/api/adventures/{adventure}/state").json()
+                assert state["head_id"] == head and state["document"] == snap.states[head], (
+                    f"adventure {adventure}: the state shown is not the head's snapshot"
+                )
             if self.save_points_available:
                 for adventure in self.ledger.heads:
                     listed = http.get(SAVE_POINTS.format(id=adventure))

@@ -7,6 +7,8 @@ a test can tell a whole narration from a truncated one; chunks are paced
 called the moment a reply's last byte (`[DONE]`) is written, which is when the
 talekeeper server starts committing: the test's cue for killing "around the commit";
 `on_request` is called as a request arrives (to spot, say, the memory bank's summariser).
+A request under a JSON schema (`response_format`: talekeeper's structured state pass) is
+answered with `state_answer`, a valid proposal, streamed and paced like any reply.
 
     with FakeModelServer(chunk_delay=0.01) as fake:
         ... talekeeper serve --endpoint {fake.endpoint} --model fake ...
@@ -62,6 +64,11 @@ class FakeModelServer:
         self._server.shutdown()
         self._server.server_close()
 
+    @staticmethod
+    def state_answer(number: int) -> str:
+        """A state pass's answer: one real change (the storm rises), valid JSON."""
+        return '{"events": [{"type": "change_stat", "stat": "world.storm", "by": 1}]}'
+
     def compose(self, number: int) -> str:
         body = " ".join(SENTENCES[(number + i) % len(SENTENCES)] for i in range(self.sentences))
         return f"[reply {number}] {body}"
@@ -98,7 +105,8 @@ class FakeModelServer:
                     return
                 with fake._lock:
                     number = next(fake._numbers)
-                    reply = fake.compose(number)
+                    structured = body.get("response_format") is not None
+                    reply = fake.state_answer(number) if structured else fake.compose(number)
                     fake.replies[number] = reply
                     fake.requests.append(body)
                 if fake.on_request is not None:

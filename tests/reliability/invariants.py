@@ -37,6 +37,8 @@ class Snapshot:
         default_factory=dict
     )  # id -> (adv, node, name)
     memories: int = 0  # memories and summary versions written by the memory bank
+    pending: dict[int, int] = field(default_factory=dict)  # adventure -> turn still settling
+    states: dict[int, Any] = field(default_factory=dict)  # head -> its state snapshot
 
     def path(self, node_id: int) -> list[NodeRow]:
         out = []
@@ -47,11 +49,11 @@ class Snapshot:
         return out[::-1]
 
 
-def _unpack(blob: bytes | None, what: str) -> None:
+def _unpack(blob: bytes | None, what: str) -> Any:
     if blob is None:
-        return
+        return None
     try:
-        json.loads(zlib.decompress(blob))
+        return json.loads(zlib.decompress(blob))
     except Exception as exc:  # noqa: BLE001 - any failure here is the finding
         raise AssertionError(f"{what} does not decode: {exc}") from exc
 
@@ -94,13 +96,14 @@ def check_database(target: Any) -> Snapshot:
             assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)], "integrity_check"
             assert db.execute("PRAGMA foreign_key_check").fetchall() == [], "foreign_key_check"
         snap = Snapshot()
+        states = {}
         for row in db.execute(
             "SELECT id, adventure_id, parent_id, active_child_id, depth, action_kind, "
             "action_text, narration, state, proposal FROM nodes"
         ):
             node = NodeRow(*row[:8])
             snap.nodes[node.id] = node
-            _unpack(row[8], f"node {node.id} state")
+            states[node.id] = _unpack(row[8], f"node {node.id} state")
             _unpack(row[9], f"node {node.id} proposal")
         for node in snap.nodes.values():
             if node.parent_id is None:
@@ -123,10 +126,20 @@ def check_database(target: Any) -> Snapshot:
                 assert child is not None and child.parent_id == node.id, (
                     f"node {node.id}: active child"
                 )
+        columns = {
+            row[0]
+            for row in db.execute(
+                "SELECT name FROM pragma_table_info('adventures')"
+                if on_sqlite
+                else "SELECT column_name FROM information_schema.columns "
+                "WHERE table_name = 'adventures' AND table_schema = current_schema()"
+            )
+        }
+        pending = "pending_turn_id" if "pending_turn_id" in columns else "NULL"  # (0008)
         adventures = db.execute(
-            "SELECT id, root_node_id, head_node_id, turn_count FROM adventures"
+            f"SELECT id, root_node_id, head_node_id, turn_count, {pending} FROM adventures"
         ).fetchall()
-        for adventure_id, root_id, head_id, turn_count in adventures:
+        for adventure_id, root_id, head_id, turn_count, pending_id in adventures:
             root, head = snap.nodes.get(root_id), snap.nodes.get(head_id)
             assert root is not None and root.adventure_id == adventure_id, (
                 f"adventure {adventure_id}: root"
@@ -148,6 +161,12 @@ def check_database(target: Any) -> Snapshot:
             ]
             assert [n.id for n in roots] == [root_id], f"adventure {adventure_id}: roots {roots}"
             snap.heads[adventure_id] = head_id
+            snap.states[head_id] = states[head_id]
+            if pending_id is not None:  # a turn still settling is always the head
+                assert pending_id == head_id, (
+                    f"adventure {adventure_id}: pending turn {pending_id} is not the head"
+                )
+                snap.pending[adventure_id] = pending_id
         orphans = {n.adventure_id for n in snap.nodes.values()} - set(snap.heads)
         assert not orphans, f"nodes of missing adventures {orphans}"
         for sp_id, adventure_id, node_id, name in db.execute(

@@ -2,8 +2,9 @@
 
 Twenty kill points per run of the suite, cycling through every moment in
 `crash.KILL_MOMENTS` (before the reply, mid-stream, as the model finishes and the server
-commits, during undo/redo bursts, while an adventure is created, while the memory bank
-summarises), in two independent runs side by side. See `crash.py` for what is checked
+commits, during a turn's state pass after its `done`, during undo/redo bursts, while an
+adventure is created, while the memory bank summarises), in two independent runs side by
+side. See `crash.py` for what is checked
 after each kill. `benchmarks/crash_soak.py` runs the same harness for longer.
 
 A failure prints its seed; rerun it with TALEKEEPER_CRASH_SEED=<seed>.
@@ -62,6 +63,9 @@ def test_sigkill_at_random_moments_loses_nothing_the_player_saw(tmp_path: Path) 
     assert set(moments) == set(crash.KILL_MOMENTS), moments
     assert sum(run.summariser_kills for run in runs) >= 1, (
         "no kill landed while the memory bank ran"
+    )
+    assert sum(run.state_pass_kills for run in runs) >= 1, (
+        "no kill landed while a turn's state pass ran"
     )
     # Each run played real stories: several turns per adventure survived the kills.
     for run in runs:
