@@ -17,7 +17,10 @@ reports per model:
 - `distinct_2`: distinct word bigrams / all bigrams over all narration (repetition);
 - `names_share`: turns whose narration names someone or somewhere in the scene;
 - `first_word_s` / `send_enabled_s`: medians from the action to the first narration
-  token, and to the end of the turn's stream (state settled, Send enabled again);
+  token, and to `done` (the turn written: Send enabled again);
+- `send_after_last_word_s` ("Send enabled after the last word"): median (and max) from
+  the last narration token to `done` — target ≤ 0.5 s; `settled_after_last_word_s`: to
+  `settled`, when the background state pass (and a companion's remark) has ended;
 - `flagged_turns`: turns the contradiction guard put a warning under (each row lists its
   lines, with the narration, to judge them by);
 - `change_situations`: the situations labelled as ones whose narration is expected to
@@ -305,18 +308,22 @@ async def play_situation(tk: Talekeeper, situation: Situation) -> dict:
         adventure_id = adventure.id
     kind, text = _split_action(action)
     start = time.perf_counter()
-    first = None
+    first = last_word = sent = None
     changes: list[dict] = []
     clashes: list[dict] = []
     async for event in play_turn(tk, adventure_id, kind, text):
-        if event.kind == "text" and first is None and event.text.strip():
-            first = time.perf_counter() - start
+        now = time.perf_counter()
+        if event.kind == "text" and event.text.strip():
+            first = now - start if first is None else first
+            last_word = now
         elif event.kind == "error":
             return {"error": event.data.get("message")}
         elif event.kind in ("done", "settled"):  # `settled`: after a background state pass
+            sent = now if event.kind == "done" else sent  # the turn written: Send enabled
             changes = event.data.get("changes") or []
             clashes = (event.data.get("turn") or {}).get("contradictions") or []
-    done = time.perf_counter() - start
+    ended = time.perf_counter()
+    assert sent is not None and last_word is not None
     with tk.db.session() as session:
         adventure = unit_of_work.get_adventure(session, adventure_id)
         head = tree.head(session, adventure)
@@ -358,7 +365,9 @@ async def play_situation(tk: Talekeeper, situation: Situation) -> dict:
         "chip_kinds": sorted(f"{c.get('type')}:{c.get('status')}" for c in changes),
         "names_scene": any(name and name.lower() in narration.lower() for name in scene_names),
         "first_word_s": first,
-        "send_enabled_s": done,
+        "send_enabled_s": sent - start,
+        "send_after_last_word_s": sent - last_word,
+        "settled_after_last_word_s": ended - last_word,
     }
 
 
@@ -428,7 +437,21 @@ async def run_model(name: str, situations: int) -> dict:
         "send_enabled_s": round(statistics.median(r["send_enabled_s"] for r in played), 2)
         if played
         else None,
+        **after_last_word(played),
         "sample": played[0]["narration"][:300] if played else "",
+    }
+
+
+def after_last_word(played: list[dict]) -> dict:
+    """ "Send enabled after the last word" (median and max) and when the turn settled."""
+    if not played:
+        return {}
+    sends = [r["send_after_last_word_s"] for r in played]
+    settles = [r["settled_after_last_word_s"] for r in played]
+    return {
+        "send_after_last_word_s": round(statistics.median(sends), 3),
+        "send_after_last_word_max_s": round(max(sends), 3),
+        "settled_after_last_word_s": round(statistics.median(settles), 2),
     }
 
 
