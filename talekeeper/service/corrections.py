@@ -23,7 +23,10 @@ from talekeeper.state.document import PLAYER_ID
 from talekeeper.story import tree
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
     from talekeeper.service.app import Talekeeper
+    from talekeeper.store.models import Adventure
 
 MAX_EVENTS = 50
 
@@ -86,41 +89,49 @@ def correct(
     """Apply the player's correction below the head; the verdicts and the story after it.
     `answers`: the turn and warning it accepts (service/reading) — that turn must still be
     the head, or nothing is written."""
+    with writing(tk, adventure_id) as (session, adventure):
+        return _correct(session, adventure, events, answers)
+
+
+def _correct(
+    session: Session, adventure: Adventure, events: list[Any], answers: dict[str, int] | None
+) -> dict[str, Any]:
+    """`correct`'s work, inside the writer's transaction (a warning's acceptance reads the
+    warning in the same one, under the same lock)."""
     if len(events) > MAX_EVENTS:
         raise Invalid(f"A correction holds at most {MAX_EVENTS} events.")
-    with writing(tk, adventure_id) as (session, adventure):
-        head = tree.head(session, adventure)
-        if answers is not None and head.id != answers["turn"]:
-            raise NotTheLatest(
-                "That warning is on a turn you have moved on from: go back to it first, or "
-                "correct the state in the State panel."
-            )
-        rules = state_engine.rules_of(adventure)
-        before = state_engine.document_of(head.state, rules)
-        state, record, report = state_engine.correct(before, events, rules, head.depth + 1)
-        follow = scene_follows(before, state_engine.document_of(state, rules), events)
-        if follow is not None:  # the scene moves with the player (and who is here with it)
-            events = [*events, follow]
-            state, record, report = state_engine.correct(before, events, rules, head.depth + 1)
-        if answers is not None:
-            record["answers"] = answers
-        outcomes = state_engine.outcome_views(report, state)
-        if not any(_changes_something(o) for o in outcomes):
-            raise CorrectionRefused(outcomes)
-        tree.append_child(
-            session,
-            adventure,
-            head,
-            tree.NewTurn(
-                action_kind="correction",
-                action_text=state_engine.correction_summary(report, state),
-                narration="",
-                state=state,
-                proposal=record,
-                model="player",
-            ),
+    head = tree.head(session, adventure)
+    if answers is not None and head.id != answers["turn"]:
+        raise NotTheLatest(
+            "That warning is on a turn you have moved on from: go back to it first, or "
+            "correct the state in the State panel."
         )
-        return {"changes": outcomes, "story": story_view(session, adventure, limit=5)}
+    rules = state_engine.rules_of(adventure)
+    before = state_engine.document_of(head.state, rules)
+    state, record, report = state_engine.correct(before, events, rules, head.depth + 1)
+    follow = scene_follows(before, state_engine.document_of(state, rules), events)
+    if follow is not None:  # the scene moves with the player (and who is here with it)
+        events = [*events, follow]
+        state, record, report = state_engine.correct(before, events, rules, head.depth + 1)
+    if answers is not None:
+        record["answers"] = answers
+    outcomes = state_engine.outcome_views(report, state)
+    if not any(_changes_something(o) for o in outcomes):
+        raise CorrectionRefused(outcomes)
+    tree.append_child(
+        session,
+        adventure,
+        head,
+        tree.NewTurn(
+            action_kind="correction",
+            action_text=state_engine.correction_summary(report, state),
+            narration="",
+            state=state,
+            proposal=record,
+            model="player",
+        ),
+    )
+    return {"changes": outcomes, "story": story_view(session, adventure, limit=5)}
 
 
 def scene_follows(before: Document, after: Document, events: list[Any]) -> dict[str, Any] | None:
@@ -169,13 +180,12 @@ def accept(tk: Talekeeper, adventure_id: int, node_id: int, index: int) -> dict[
     narration said, made true: Tobin brought into the scene, the key given to you), as your
     own correction below the turn — the same validator, a step Undo takes back. The turn
     must be the one being read (NotTheLatest otherwise)."""
-    with reading(tk, adventure_id) as (session, adventure):
+    with writing(tk, adventure_id) as (session, adventure):  # the lock first, like every writer
         found = state_engine.stored_contradictions(get_turn(session, adventure, node_id))
-    if not 0 <= index < len(found) or not isinstance(found[index].get("events"), list):
-        raise NoSuchWarning(f"This turn has no warning {index + 1} to accept.")
-    return correct(
-        tk, adventure_id, found[index]["events"], answers={"turn": node_id, "index": index}
-    )
+        if not 0 <= index < len(found) or not isinstance(found[index].get("events"), list):
+            raise NoSuchWarning(f"This turn has no warning {index + 1} to accept.")
+        answers = {"turn": node_id, "index": index}
+        return _correct(session, adventure, found[index]["events"], answers)
 
 
 def _changes_something(outcome: dict[str, Any]) -> bool:
