@@ -29,7 +29,7 @@ from .initial import initial_document
 from .normalise import normalise
 from .notes import stat_guide_words, words
 from .rules import Rules, StatRule
-from .stats import num
+from .stats import band_label, num
 
 
 @dataclass
@@ -151,15 +151,13 @@ def _stats(doc: Document, old: Rules, new: Rules, out: Rebased) -> None:
         current = live.get(name)
         if current is None:
             live[name] = StatValue(value=rule.initial)
-            out.findings.append(
-                f"{said[:1].upper() + said[1:]} starts at {_shown(rule, rule.initial)}."
-            )
+            out.findings.append(f"{_cap(said)} starts at {_shown(rule, rule.initial)}.")
             continue
         value = current.value
         if isinstance(value, str) != (rule.kind == "text"):
             live[name] = StatValue(value=rule.initial, changed=current.changed)
             out.findings.append(
-                f"{said[:1].upper() + said[1:]} is now a {'few words' if rule.kind == 'text' else 'number'}; "
+                f"{_cap(said)} is now a {'few words' if rule.kind == 'text' else 'number'}; "
                 f"it was {_shown(rule, value)}, and starts again at {_shown(rule, rule.initial)}."
             )
             continue
@@ -170,7 +168,7 @@ def _stats(doc: Document, old: Rules, new: Rules, out: Rebased) -> None:
                 held = int(held) if rule.integer else held
                 live[name] = StatValue(value=held, changed=current.changed)
                 out.findings.append(
-                    f"{said[:1].upper() + said[1:]} was {_shown(rule, value)}, outside its new "
+                    f"{_cap(said)} was {_shown(rule, value)}, outside its new "
                     f"range; held to {_shown(rule, held)}."
                 )
     for key, rule in before.items():
@@ -178,15 +176,19 @@ def _stats(doc: Document, old: Rules, new: Rules, out: Rebased) -> None:
             continue
         owner, name, npc = key
         said = _stat_name(doc, owner, name, npc)
-        out.changes.append(f"{said[:1].upper() + said[1:]} is no longer a stat.")
+        out.changes.append(f"{_cap(said)} is no longer a stat.")
         live = _live(doc, owner, npc)
         if name in live:
             last = live.pop(name).value
             out.findings.append(
-                f"{said[:1].upper() + said[1:]} is no longer a stat in the scenario; removed "
+                f"{_cap(said)} is no longer a stat in the scenario; removed "
                 f"(it was {_shown(rule, last)})."
             )
     doc.stats.npcs = {npc: block for npc, block in doc.stats.npcs.items() if block}
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _shown(rule: StatRule, value: Any) -> str:
@@ -194,8 +196,6 @@ def _shown(rule: StatRule, value: Any) -> str:
     if isinstance(value, str):
         return f"“{value}”"
     if rule.hidden:
-        from .stats import band_label
-
         return band_label(rule, value) or "hidden"
     return num(value)
 
