@@ -1,12 +1,18 @@
 """Crash soak: kill `talekeeper serve` with SIGKILL hundreds of times and lose nothing.
 
-    .venv/bin/python benchmarks/crash_soak.py [--kills 200] [--runs 2] [--seed N]
+    .venv/bin/python benchmarks/crash_soak.py [--kills 200] [--runs 2] [--seed N] [--stress N]
+                                              [--database-url URL]
 
 The harness of tests/reliability/test_crash.py (see tests/reliability/crash.py), run for
 longer: each run is one data directory and one fake model server; each kill point plays
 a little, SIGKILLs the real server process at one of the moments below, checks the file
 it left (integrity, no half-written node, a valid head, every acknowledged turn and Save
 Point there), restarts it on the same directory and checks again through the API.
+
+On PostgreSQL (`--database-url`, or $TALEKEEPER_DATABASE_URL: a server where the role may
+create databases; scripts/postgres.sh starts one on loopback) each run gets a database of
+its own, dropped after. `--stress N` runs N busy loops beside it for the whole soak (a
+neighbour on the same cores: timing windows widen under load).
 
 Printed: kill points per moment, how often the change in flight had committed although
 the client never heard (allowed; it must then be whole), what survived, and timings.
@@ -16,9 +22,12 @@ Nothing is asserted here beyond the harness's own checks; a failure prints its s
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +37,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from talekeeper.store.db import DATABASE_URL_ENV, parse_database_url  # noqa: E402
+from tests import pg  # noqa: E402
 from tests.reliability import crash  # noqa: E402
 
 
@@ -42,11 +53,22 @@ def main() -> int:
     parser.add_argument(
         "--seed", type=int, default=None, help="base seed (default: random, printed)"
     )
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get(DATABASE_URL_ENV),
+        help="a PostgreSQL server to soak on (default: $TALEKEEPER_DATABASE_URL, else SQLite)",
+    )
+    parser.add_argument("--stress", type=int, default=0, help="busy loops beside it (default 0)")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1_000_000)
+    server = parse_database_url(args.database_url) if args.database_url else None
+    if server is not None and server.get_backend_name() != "postgresql":
+        server = None
     per_run = max(1, args.kills // args.runs)
+    where = "PostgreSQL" if server is not None else "SQLite"
     print(
-        f"crash soak: {per_run * args.runs} kill points in {args.runs} runs, seed {seed}",
+        f"crash soak: {per_run * args.runs} kill points in {args.runs} runs on {where}, "
+        f"seed {seed}, {args.stress} busy loop(s) beside it",
         flush=True,
     )
 
@@ -54,13 +76,19 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="talekeeper-soak-"))
 
     def one(index: int) -> crash.CrashRun:
-        return crash.run(
-            scratch / f"run{index}",
-            kill_points=per_run,
-            seed=seed + index,
-            first_moment=index * per_run,
-        )
+        soak = {
+            "kill_points": per_run,
+            "seed": seed + index,
+            "first_moment": index * per_run,
+        }
+        if server is None:
+            return crash.run(scratch / f"run{index}", **soak)
+        with pg.fresh_database(server, f"talekeeper_soak_{os.getpid()}_{index}") as url:
+            return crash.run(scratch / f"run{index}", **soak, database_url=url)
 
+    busy = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.stress)
+    ]
     try:
         with ThreadPoolExecutor(args.runs) as pool:
             runs = list(pool.map(one, range(args.runs)))
@@ -71,6 +99,11 @@ def main() -> int:
             flush=True,
         )
         raise
+    finally:
+        for loop in busy:
+            with contextlib.suppress(OSError):
+                loop.kill()
+                loop.wait()
     shutil.rmtree(scratch)
     elapsed = time.monotonic() - began
 

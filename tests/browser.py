@@ -5,12 +5,13 @@ from __future__ import annotations
 import shutil
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
 import uvicorn
+
+from tests import waiting
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_ARGS = [
@@ -40,28 +41,29 @@ def live_server(app) -> Iterator[str]:
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.02)
+    waiting.until(lambda: server.started or not thread.is_alive(), "the test server's start", 60)
+    if not server.started:
+        raise RuntimeError("the test server did not start")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(timeout=10)
+        thread.join(timeout=waiting.bound(30))
 
 
 @contextmanager
 def browser_page(width: int = 1100, height: int = 800):
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
             context = browser.new_context(viewport={"width": width, "height": height})
             page = context.new_page()
-            page.set_default_timeout(10_000)
+            # DOM states are waited for, never slept on; these bound how long, on this
+            # machine (Playwright's own default, 5 s, was too short on a busy one)
+            page.set_default_timeout(waiting.bound(30) * 1000)
+            expect.set_options(timeout=waiting.bound(30) * 1000)
             yield page
         finally:
             browser.close()

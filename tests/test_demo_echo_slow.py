@@ -20,6 +20,7 @@ from talekeeper.core import Talekeeper
 from talekeeper.service import adventures
 from talekeeper.store.models import Memory, Node
 from talekeeper.web.app import create_app
+from tests import waiting
 from tests.browser import browser_page, live_server, needs_chromium
 
 pytestmark = [pytest.mark.embedded, pytest.mark.browser, pytest.mark.slow, needs_chromium]
@@ -99,8 +100,12 @@ def test_fourteen_real_turns_store_and_show_no_echo_and_no_protocol(
                 before = turns_written(tk)
                 page.get_by_label("Your action").fill(action)
                 page.keyboard.press("Enter")
-                expect(send).to_be_disabled(timeout=30_000)  # the turn has started…
-                expect(send).to_be_enabled(timeout=600_000)  # …and ended: state settled, Send back
+                expect(send).to_be_disabled(
+                    timeout=waiting.bound(30) * 1000
+                )  # the turn has started…
+                expect(send).to_be_enabled(
+                    timeout=waiting.bound(600) * 1000
+                )  # …and ended: state settled, Send back
                 if turns_written(tk) > before:
                     break
             if i in (1, 7, 13):

@@ -28,6 +28,7 @@ from talekeeper.interop import imports
 from talekeeper.interop.imports import own_scenarios
 from talekeeper.service import json_depth
 from talekeeper.service.json_depth import TooDeep
+from tests import waiting
 from tests.interop_fixtures import BRACKETS, b64, card_v2, files, make_charx, make_png
 from tests.interop_helpers import build_story, export_bytes, row_counts
 
@@ -199,7 +200,7 @@ def test_another_request_is_served_while_a_big_file_converts(
 
     def slow(raw: bytes, filename: str = "") -> list:
         converting.set()
-        waited.append(served.wait(timeout=60))
+        waited.append(served.wait(timeout=waiting.bound(60)))
         return real(raw, filename)
 
     monkeypatch.setattr(imports, "convert", slow)
@@ -220,10 +221,10 @@ def test_another_request_is_served_while_a_big_file_converts(
 
     worker = threading.Thread(target=upload)
     worker.start()
-    assert converting.wait(timeout=60)
+    assert converting.wait(timeout=waiting.bound(60))
     assert client.get("/api/scenarios").status_code == 200
     served.set()
-    worker.join(timeout=120)
+    worker.join(timeout=waiting.bound(120))
     assert waited == [True], "the other request was not served while the file converted"
     assert answers and answers[0].status_code == 200
 

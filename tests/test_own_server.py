@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from talekeeper.core import Talekeeper
 from talekeeper.web.app import create_app
+from tests import waiting
 from tests.llm.fakeserver import FakeOpenAIServer, FakeReply
 
 
@@ -61,7 +62,7 @@ def test_talekeeper_play_in_a_terminal_through_a_flagged_endpoint(isolated_home)
         result = subprocess.run(
             [sys.executable, "-m", "talekeeper.cli", "play", "--scenario", "greywater-lantern",
              "--endpoint", server.url, "--model", "fake-model", "--data-dir", str(isolated_home)],
-            input=keys, capture_output=True, text=True, timeout=120,
+            input=keys, capture_output=True, text=True, timeout=waiting.bound(120),
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
         assert "Maren nods at you." in result.stdout

@@ -42,3 +42,36 @@ def test_narration_renders_as_text_not_markup(
     assert "<script>alert(1)" not in page and "<img src=x" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&lt;b&gt;look&lt;/b&gt;" in page
+
+
+def test_a_host_is_read_strictly(client: TestClient) -> None:
+    """`[::1].evil.example` was judged as `[::1]`; a port that is no port, or a Host that is
+    no address at all, is not this server either."""
+    for host in ("[::1].evil.example", "[::1]x", "127.0.0.1:99999", "localhost:x1", "", "[::1"):
+        answer = client.get("/api/health", headers={"Host": host})
+        assert answer.status_code == 403, host
+    for host in ("[::1]", "[::1]:8000", "127.0.0.1", "localhost:8000"):
+        assert client.get("/api/health", headers={"Host": host}).status_code == 200, host
+
+
+def test_two_host_headers_are_refused(client: TestClient) -> None:
+    answer = client.get(
+        "/api/health", headers=[("Host", "127.0.0.1:8000"), ("Host", "evil.example")]
+    )
+    assert answer.status_code == 400 and "one Host" in answer.json()["detail"]
+
+
+def test_an_origin_of_another_scheme_is_another_site(
+    client: TestClient, adventure_id: int, monkeypatch
+) -> None:
+    https = {"Origin": "https://127.0.0.1:8000"}
+    assert client.delete(f"/api/adventures/{adventure_id}", headers=https).status_code == 403
+    # behind a proxy that ends TLS (the host says so), the browser's pages are https://
+    monkeypatch.setenv("TALEKEEPER_SECURE_COOKIES", "1")
+    assert client.delete(f"/api/adventures/{adventure_id}", headers=https).status_code == 204
+
+
+def test_private_answers_are_not_stored_by_any_cache(client: TestClient, adventure_id) -> None:
+    for path in ("/", f"/adventures/{adventure_id}", f"/api/adventures/{adventure_id}", "/x"):
+        assert client.get(path).headers["cache-control"] == "no-store", path
+    assert "no-store" not in client.get("/static/app.css").headers.get("cache-control", "")

@@ -23,7 +23,7 @@ from talekeeper.service import settings as settings_service
 from talekeeper.service.locks import AdventureBusy, AdventureLocks, StillSettling
 from talekeeper.service.turns import play_turn
 from talekeeper.store.models import Adventure, Node
-from tests import pg
+from tests import pg, waiting
 
 STORM_UP = json.dumps({"events": [{"type": "change_stat", "stat": "world.storm", "by": 1}]})
 
@@ -91,7 +91,7 @@ def test_done_comes_before_the_state_pass_and_settled_brings_its_chips(held) -> 
         )
         # written, and the player may act: the pass has not even been answered yet
         assert done["turn"]["pending"] is True and done["changes"] == []
-        await asyncio.wait_for(provider.in_pass.wait(), 5)
+        await asyncio.wait_for(provider.in_pass.wait(), waiting.bound(5))
         assert provider.passes == 1
         # the head's snapshot is the state known when the narration was written
         assert storm(tk, aid) == 4
@@ -123,7 +123,7 @@ def test_an_action_sent_during_the_pass_waits_and_plays_on_the_settled_state(hel
     async def run() -> None:
         first = play_turn(tk, aid, "do", "watch the sea")
         await events_until(first, "done")
-        await asyncio.wait_for(provider.in_pass.wait(), 5)
+        await asyncio.wait_for(provider.in_pass.wait(), waiting.bound(5))
         second = play_turn(tk, aid, "do", "go inside")
         accepted = asyncio.ensure_future(anext(second))
         await asyncio.sleep(0.3)
@@ -156,7 +156,7 @@ def test_undo_during_the_pass_waits_then_undoes_the_settled_turn(held) -> None:
     async def run() -> None:
         turn = play_turn(tk, aid, "do", "watch the sea")
         await events_until(turn, "done")
-        await asyncio.wait_for(provider.in_pass.wait(), 5)
+        await asyncio.wait_for(provider.in_pass.wait(), waiting.bound(5))
         thread = threading.Thread(target=lambda: undone.update(tree_ops.undo(tk, aid)))
         thread.start()  # the web and the terminal call undo from a worker thread
         await asyncio.sleep(0.3)
@@ -227,7 +227,7 @@ def test_a_turn_left_pending_by_a_stopped_process_is_marked_on_the_next_start(
     async def run() -> None:  # the process "dies" with the pass in flight: its loop ends
         turn = play_turn(tk, aid, "do", "watch the sea")
         await events_until(turn, "done")
-        await asyncio.wait_for(provider.in_pass.wait(), 5)
+        await asyncio.wait_for(provider.in_pass.wait(), waiting.bound(5))
 
     asyncio.run(run())
     with tk.db.session() as session:
@@ -281,7 +281,7 @@ def test_the_lock_waits_only_for_a_background_step() -> None:
         with pytest.raises(StillSettling):
             locks.acquire_waiting(1, timeout=5)
 
-    asyncio.run(asyncio.wait_for(on_the_loop(), 2))
+    asyncio.run(asyncio.wait_for(on_the_loop(), waiting.bound(2)))
 
 
 @pytest.mark.skipif(not pg.on_postgresql(), reason=pg.NEEDS_POSTGRESQL)
@@ -310,8 +310,8 @@ def test_another_process_waits_for_a_state_pass_and_refuses_a_streaming_turn(
     with first.db.session() as session:  # settled: the mark cleared, then the lock let go
         session.get(Adventure, aid).pending_turn_id = None
     first.locks.release(aid)
-    assert took.wait(10)
-    waiter.join(10)
+    assert took.wait(waiting.bound(10))
+    waiter.join(waiting.bound(10))
     assert second.locks.is_busy(aid)
     second.locks.release(aid)
     first.db.dispose()

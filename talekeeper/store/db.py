@@ -20,7 +20,8 @@ from alembic.script.revision import RevisionError
 from alembic.util import CommandError
 from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
@@ -37,6 +38,7 @@ _MIGRATION_LOCK_KEY = 0x7461_6C65  # "tale"
 # or a burst of writers just after a restart can hold the file for seconds; past this the
 # request is refused plainly (DatabaseBusy, 503), never with a bare "database is locked".
 BUSY_TIMEOUT_S = 15.0
+CONNECT_TIMEOUT_S = 5  # seconds to reach a PostgreSQL server before it counts as out of reach
 
 
 class DatabaseBusy(Unavailable):
@@ -60,28 +62,54 @@ class WriteConflict(Conflict):
         )
 
 
+class DatabaseUnavailable(Unavailable):
+    """The database could not be reached (the server is down or restarting, the connection
+    was lost, the file cannot be opened or written): not broken, out of reach. The unit of
+    work was rolled back."""
+
+    def __init__(self, what: str = "The database cannot be reached right now") -> None:
+        super().__init__(
+            f"{what}. Nothing was saved; try again in a moment (your story is kept as it was)."
+        )
+        self.retry_after = 5
+
+
 # SQLite's primary result codes (the low byte of an extended code) and PostgreSQL's SQLSTATEs.
 _SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+_SQLITE_OUT_OF_REACH = {10: "The database file cannot be read or written (a disk error)",
+                        13: "The disk holding the database is full",
+                        14: "The database file cannot be opened"}  # fmt: skip
 _PG_BUSY = {"55P03"}  # lock_not_available
 _PG_CONFLICT = {"40001", "40P01"}  # serialization_failure, deadlock_detected
+# connection_exception (08…), admin/crash shutdown, "the database system is starting up",
+# too_many_connections, and the server's own resource limits
+_PG_OUT_OF_REACH = ("08", "57P01", "57P02", "57P03", "53")
 
 
-def database_refusal(error: OperationalError) -> DatabaseBusy | WriteConflict | None:
-    """The refusal a lock error means (busy: 503, a writers' conflict: 409), or None for
-    any other database failure, which stays an error of the server."""
+def database_refusal(
+    error: DBAPIError,
+) -> DatabaseBusy | WriteConflict | DatabaseUnavailable | None:
+    """The refusal a database error means (busy: 503, a writers' conflict: 409, out of
+    reach: 503), or None for any other failure, which stays an error of the server."""
     orig = getattr(error, "orig", None)
-    if isinstance(orig, sqlite3.OperationalError):
+    if isinstance(orig, sqlite3.Error):
         code = getattr(orig, "sqlite_errorcode", None)
         if code is not None and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED):
             return DatabaseBusy()
         if "is locked" in str(orig) or "database is busy" in str(orig):
             return DatabaseBusy()
+        if code is not None and code & 0xFF in _SQLITE_OUT_OF_REACH:
+            return DatabaseUnavailable(_SQLITE_OUT_OF_REACH[code & 0xFF])
         return None
     state = getattr(orig, "sqlstate", None)
     if state in _PG_BUSY:
         return DatabaseBusy()
     if state in _PG_CONFLICT:
         return WriteConflict()
+    if (state and state.startswith(_PG_OUT_OF_REACH)) or error.connection_invalidated:
+        return DatabaseUnavailable()
+    if state is None and isinstance(error, OperationalError | InterfaceError):
+        return DatabaseUnavailable()  # no answer at all: refused, reset, timed out
     return None
 
 
@@ -143,12 +171,15 @@ def make_engine(target: Path | URL) -> Engine:
         return engine
     # Times are read and written in UTC whatever the server's zone (SQLite has no zones);
     # pre_ping: a server restarted under a long-running app costs one failed request, not all.
+    # connect_timeout: a server that does not answer is out of reach in seconds (503), not
+    # after the system's minutes-long TCP timeout with a worker thread held meanwhile.
     return create_engine(
         target,
         pool_pre_ping=True,
         pool_size=10,
         max_overflow=20,
-        connect_args={"options": "-c timezone=UTC"},
+        pool_timeout=10,
+        connect_args={"options": "-c timezone=UTC", "connect_timeout": CONNECT_TIMEOUT_S},
     )
 
 
@@ -332,16 +363,19 @@ class Database:
     def session(self) -> Iterator[Session]:
         """A unit of work: commits on success, rolls back everything on any error.
 
-        A lock that outlasts the busy timeout, or a writers' conflict, comes out as
-        `DatabaseBusy` / `WriteConflict`: a refusal with words, like any other."""
+        A lock that outlasts the busy timeout, a writers' conflict, or a database out of
+        reach comes out as `DatabaseBusy` / `WriteConflict` / `DatabaseUnavailable`: a
+        refusal with words, like any other."""
         try:
             with self._sessions() as session, session.begin():
                 yield session
-        except OperationalError as exc:
+        except DBAPIError as exc:
             refusal = database_refusal(exc)
             if refusal is None:
                 raise
             raise refusal from exc
+        except PoolTimeout as exc:  # every connection taken, none freed in time
+            raise DatabaseUnavailable("The database has no free connection right now") from exc
 
     def lock_engine(self) -> Engine:
         """Connections for holding locks in the database (PostgreSQL's advisory locks): a
@@ -355,6 +389,7 @@ class Database:
                 pool_size=5,
                 max_overflow=45,
                 pool_timeout=10,
+                connect_args={"connect_timeout": CONNECT_TIMEOUT_S},
             )
         return self._lock_engine
 

@@ -36,8 +36,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from talekeeper import accounts
 from talekeeper.core import Talekeeper
+from talekeeper.errors import TalekeeperError
 from talekeeper.store import owner
-from talekeeper.web.errors import error_body
+from talekeeper.web.errors import error_body, refused
 
 COOKIE = "talekeeper_session"
 CSRF_HEADER = "x-csrf-token"
@@ -105,7 +106,11 @@ class AccountsMiddleware:
             await self.app(scope, receive, send)
             return
         token = cookie_token(scope)
-        who = await anyio.to_thread.run_sync(accounts.who, self.tk, token) if token else None
+        try:  # the store out of reach is a refusal here as anywhere (errors.refused)
+            who = await anyio.to_thread.run_sync(accounts.who, self.tk, token) if token else None
+        except TalekeeperError as exc:
+            await (await refused(Request(scope, receive), exc))(scope, receive, send)
+            return
         scope.setdefault("state", {})["signed_in"] = who
         path = scope.get("path", "")
         public = path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
@@ -135,9 +140,14 @@ class AccountsMiddleware:
             found = OWNED_ADDRESS.match(path)
             if found and found.group(2) not in NOT_IDS:
                 kind = found.group(1)[:-1]  # adventure, scenario or profile
-                if not await anyio.to_thread.run_sync(
-                    accounts.can_see, self.tk, who.user_id, kind, found.group(2)
-                ):
+                try:
+                    visible = await anyio.to_thread.run_sync(
+                        accounts.can_see, self.tk, who.user_id, kind, found.group(2)
+                    )
+                except TalekeeperError as exc:
+                    await (await refused(Request(scope, receive), exc))(scope, receive, send)
+                    return
+                if not visible:
                     what = {
                         "scenario": f"No scenario with id {found.group(2)!r}.",
                         "profile": f"There is no connection profile {found.group(2)}.",
@@ -196,7 +206,10 @@ async def _csrf_presented(scope: Scope, receive: Receive) -> tuple[Receive, str 
 
         return replay
 
-    form = await Request(scope, replaying()).form()
+    try:
+        form = await Request(scope, replaying()).form()
+    except Exception:  # a body that is no form (multipart garbage, too many parts): no token
+        return replaying(), None
     try:
         value = form.get(CSRF_FIELD)
     finally:

@@ -15,14 +15,15 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
-from sqlalchemy.exc import DataError, OperationalError
+from sqlalchemy.exc import DataError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 
 from talekeeper.errors import TalekeeperError, status_of
 from talekeeper.service.json_depth import TooDeep
-from talekeeper.store.db import database_refusal
+from talekeeper.store.db import DatabaseUnavailable, database_refusal
 
 
 class ErrorBody(BaseModel):
@@ -98,16 +99,32 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(RecursionError, nested_too_deeply)
     app.add_exception_handler(OperationalError, database_locked)
+    app.add_exception_handler(InterfaceError, database_locked)
+    app.add_exception_handler(PoolTimeout, database_out_of_reach)
     app.add_exception_handler(UnicodeError, text_not_storable)
 
 
-async def refused(request: Request, exc: Exception) -> JSONResponse:
+async def refused(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, TalekeeperError)
     status = status_of(exc)
     # busy, or backing off: worth trying again, after this many seconds
     headers = retry_after(exc) if status in (429, 503) else None
+    if status == 503 and _wants_page(request):  # a page the browser navigated to: say it there
+        from talekeeper.web.render import render
+
+        page = render(request, "unavailable.html", status_code=503, message=str(exc))
+        page.headers.update(headers or {})
+        return page
     errors = list(getattr(exc, "errors", None) or [])
     return error_response(status, str(exc), type(exc).__name__, errors, headers=headers)
+
+
+def _wants_page(request: Request) -> bool:
+    return (
+        not request.url.path.startswith("/api/")
+        and "text/html" in request.headers.get("accept", "")
+        and request.headers.get("hx-request") != "true"
+    )
 
 
 UNREADABLE_BODY = "There was an error parsing the body"
@@ -228,14 +245,19 @@ async def nested_too_deeply(request: Request, exc: Exception) -> JSONResponse:
     return error_response(422, TooDeep().args[0], "TooDeep")
 
 
-async def database_locked(request: Request, exc: Exception) -> JSONResponse:
-    # Sessions turn a lock that outlasted the busy timeout into DatabaseBusy themselves;
-    # this catches one met outside a session. Any other database failure stays a 500.
-    assert isinstance(exc, OperationalError)
+async def database_locked(request: Request, exc: Exception) -> Response:
+    # Sessions turn a lock that outlasted the busy timeout, or a database out of reach,
+    # into a refusal themselves; this catches one met outside a session. Any other
+    # database failure stays a 500.
+    assert isinstance(exc, OperationalError | InterfaceError)
     refusal = database_refusal(exc)
     if refusal is None:
         raise exc
     return await refused(request, refusal)
+
+
+async def database_out_of_reach(request: Request, exc: Exception) -> Response:
+    return await refused(request, DatabaseUnavailable("The database has no free connection"))
 
 
 async def text_not_storable(request: Request, exc: Exception) -> JSONResponse:

@@ -4,13 +4,15 @@ One pure-ASGI guard in front of everything (pure ASGI, so SSE streams pass throu
 unbuffered). For every request, in this order:
 
 1. **Host** (DNS rebinding): a request whose `Host` is not one of the server's own names
-   is refused (403). A rebinding page can make the browser *connect* to 127.0.0.1, but it
+   is refused (403), read strictly (`[::1].evil.example` is not `[::1]`); two Host
+   headers are refused (400). A rebinding page can make the browser *connect* to 127.0.0.1, but it
    cannot make the browser send our name in `Host`.
 2. **Origin** (CSRF): a state-changing request (anything but GET/HEAD/OPTIONS) that a
    browser marks as coming from another origin is refused (403) — judged by `Origin`, else
    `Referer`, and by `Sec-Fetch-Site` where the browser sends it. Another origin includes
    another port on the same machine: a page served by some other local program is not
-   talekeeper. A request with none of these headers is not from a browser page (curl, the
+   talekeeper, and so is another scheme (an `https://` page is not this `http://`
+   server). A request with none of these headers is not from a browser page (curl, the
    CLI) and carries no cross-site risk.
 3. **Body size**: a body larger than the limit for its path is refused with 413 and a
    message saying the limit, before the application parses anything. The declared
@@ -18,7 +20,8 @@ unbuffered). For every request, in this order:
    arrives. Bundle imports (paths ending in `/import`) get a larger limit.
 4. **Headers** on every response, refusals included: a CSP with no inline script,
    `nosniff`, frame denial, a same-origin referrer policy and cross-origin isolation of
-   windows and resources.
+   windows and resources; and `Cache-Control: no-store` on every answer but the static
+   files (each is someone's story, settings or page with a CSRF token).
 
 WebSocket connections get the Host and Origin checks too (none exist today; a future
 one must not become the unguarded door).
@@ -26,6 +29,7 @@ one must not become the unguarded door).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -117,25 +121,34 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
-def _host_only(value: str) -> str:
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[: value.find("]") + 1]
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+_HOST = re.compile(r"(\[[0-9a-f:.]+\]|[^\[\]:]+|[0-9a-f:]*:[0-9a-f:]*)(?::([0-9]{1,5}))?")
 
 
-def _split_netloc(netloc: str) -> tuple[str, int | None]:
-    """("host", port or None) from "host[:port]"; IPv6 hosts keep their brackets."""
+def _split_netloc(netloc: str) -> tuple[str, int | None] | None:
+    """("host", port or None) from "host[:port]", read strictly: an IPv6 host in brackets
+    and nothing but a port after them (`[::1].evil.example` is no `[::1]`), a port of
+    ASCII digits up to 65535. None for anything else. A bare `::1` (no brackets, no port)
+    is read as the address it names."""
     netloc = netloc.strip().lower()
-    host = _host_only(netloc)
-    rest = netloc[len(host) :]
-    if rest.startswith(":") and rest[1:].isdigit():
-        return host, int(rest[1:])
-    return host, None
+    if netloc.count(":") > 1 and not netloc.startswith("["):
+        return (netloc, None) if _HOST.fullmatch(netloc) and "." not in netloc else None
+    found = _HOST.fullmatch(netloc)
+    if found is None:
+        return None
+    port = int(found.group(2)) if found.group(2) else None
+    if port is not None and not 0 < port < 65536:
+        return None
+    return found.group(1), port
 
 
-def _same_origin(source: str, host_header: str, scheme: str) -> bool:
-    """Whether the page at `source` (an Origin or Referer) is this server."""
+def _host_only(value: str) -> str | None:
+    split = _split_netloc(value)
+    return None if split is None else split[0]
+
+
+def _same_origin(source: str, host_header: str, schemes: set[str]) -> bool:
+    """Whether the page at `source` (an Origin or Referer) is this server, reached by one
+    of `schemes` (an `https://` page is not this `http://` server on the same port)."""
     try:
         parts = urlsplit(source)
         source_port = parts.port
@@ -143,10 +156,13 @@ def _same_origin(source: str, host_header: str, scheme: str) -> bool:
         return False
     if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
         return False
-    source_host, _ = _split_netloc(parts.netloc.rsplit("@", 1)[-1])
-    host, port = _split_netloc(host_header)
-    if source_host != host:
+    if {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme) not in schemes:
         return False
+    source_split = _split_netloc(parts.netloc.rsplit("@", 1)[-1])
+    split = _split_netloc(host_header)
+    if source_split is None or split is None or source_split[0] != split[0]:
+        return False
+    port = split[1]
     source_port = source_port or DEFAULT_PORTS[parts.scheme]
     if port is None:  # no port in Host: the client used the default one of its scheme
         return source_port == DEFAULT_PORTS[parts.scheme]
@@ -160,16 +176,21 @@ class LocalOnlyMiddleware:
         self, app: ASGIApp, allowed_hosts: set[str], body_limits: BodyLimits | None = None
     ):
         self.app = app
-        self.allowed_hosts = {_host_only(h) for h in allowed_hosts} | LOCAL_NAMES
+        self.allowed_hosts = {
+            name for name in (_host_only(h) for h in allowed_hosts) if name
+        } | LOCAL_NAMES
         self.body_limits = body_limits or BodyLimits()
 
-    def refusal(self, scope: Scope) -> str | None:
+    def refusal(self, scope: Scope) -> tuple[int, str] | None:
         headers = Headers(scope=scope)
+        if len(headers.getlist("host")) > 1:
+            return 400, "A request names one Host; this one named several. Nothing was done."
         host_header = headers.get("host", "")
         host = _host_only(host_header)
         if host not in self.allowed_hosts:
-            return (
-                f"Host {host!r} is not this talekeeper server; requests must use its own "
+            shown = host_header[:100] if host is None else host
+            return 403, (
+                f"Host {shown!r} is not this talekeeper server; requests must use its own "
                 "address (this blocks DNS-rebinding attacks)."
             )
         if scope["type"] == "http" and scope["method"] in SAFE_METHODS:
@@ -179,28 +200,29 @@ class LocalOnlyMiddleware:
             "changes made from its own pages."
         )
         if headers.get("sec-fetch-site", "").lower() in FOREIGN_FETCH_SITES:
-            return foreign
+            return 403, foreign
         source = headers.get("origin") or headers.get("referer")
         if source is None:
             return None  # not a browser page (curl, the CLI): no cross-site risk
-        if not _same_origin(source, host_header, scope.get("scheme", "http")):
-            return foreign
+        if not _same_origin(source, host_header, _schemes(scope)):
+            return 403, foreign
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        message = self.refusal(scope)
+        refused = self.refusal(scope)
         if scope["type"] == "websocket":
-            if message is not None:
-                await send({"type": "websocket.close", "code": 1008, "reason": message[:120]})
+            if refused is not None:
+                await send({"type": "websocket.close", "code": 1008, "reason": refused[1][:120]})
                 return
             await self.app(scope, receive, send)
             return
-        send = _with_headers(send)
-        if message is not None:
-            await JSONResponse(error_body(message, "RequestRefused"), status_code=403)(
+        send = _with_headers(send, _cacheable(scope.get("path", "")))
+        if refused is not None:
+            status, message = refused
+            await JSONResponse(error_body(message, "RequestRefused"), status_code=status)(
                 scope, receive, send
             )
             return
@@ -304,12 +326,31 @@ def _too_large(limit: int, size: int | None = None) -> JSONResponse:
     )
 
 
-def _with_headers(send: Send) -> Send:
+def _schemes(scope: Scope) -> set[str]:
+    """The schemes a browser may have reached this server by: the request's own, and
+    https too where the host says a proxy in front ends TLS (TALEKEEPER_SECURE_COOKIES)."""
+    scheme = {"ws": "http", "wss": "https"}.get(scope.get("scheme", "http"), "http")
+    from talekeeper.web.auth import secure_cookies_forced
+
+    return {scheme, "https"} if secure_cookies_forced() else {scheme}
+
+
+CACHEABLE = ("/static/", "/docs/assets/")
+
+
+def _cacheable(path: str) -> bool:
+    """Files the same for everyone; every other answer is someone's story or settings."""
+    return path.startswith(CACHEABLE) or path == "/favicon.ico"
+
+
+def _with_headers(send: Send, cacheable: bool = False) -> Send:
     async def sender(message: Message) -> None:
         if message["type"] == "http.response.start":
             headers = MutableHeaders(scope=message)
             for name, value in SECURITY_HEADERS.items():
                 headers.setdefault(name, value)
+            if not cacheable:  # private: no browser or proxy cache keeps it
+                headers.setdefault("Cache-Control", "no-store")
         await send(message)
 
     return sender

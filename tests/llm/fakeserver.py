@@ -32,6 +32,8 @@ from typing import Any
 
 import pytest
 
+from tests import waiting
+
 
 @dataclass
 class FakeReply:
@@ -321,7 +323,7 @@ class _Handler(BaseHTTPRequestHandler):
                     time.sleep(reply.delay)
                 self._event(piece(text))
                 if index == 0 and reply.gate is not None:
-                    reply.gate.wait(timeout=30)
+                    reply.gate.wait(timeout=waiting.bound(30))
             if reply.cut_after_chunks is not None:
                 self._cut()
                 return

@@ -6,6 +6,7 @@ from llmtesting import chat, collect_sync, run, text_of
 from talekeeper.llm.base import GenerationRequest
 from talekeeper.llm.errors import LLMError, StreamInterrupted
 from talekeeper.llm.scripted import ScriptedProvider
+from tests import waiting
 
 
 def test_streams_queued_replies_in_small_chunks_and_records_requests():
@@ -69,7 +70,7 @@ def test_gate_holds_the_stream_in_flight():
             await asyncio.sleep(0)
         assert not task.done() and "".join(seen) == "You "  # held after the first chunk
         gate.set()
-        await asyncio.wait_for(task, 1)
+        await asyncio.wait_for(task, waiting.bound(1))
         return "".join(seen)
 
     assert run(go()) == "You wait in the dark."

@@ -43,6 +43,7 @@ from typing import Any
 
 import httpx
 
+from tests import waiting
 from tests.reliability.fakemodel import FakeModelServer
 from tests.reliability.invariants import Snapshot, check_database
 
@@ -95,7 +96,9 @@ class ServerProcess:
         self.killed = threading.Event()  # set *before* the signal: the client's cue
         self.generation = 0  # which start this is: a late timer must not kill the next one
 
-    def start(self, timeout: float = 30.0) -> None:
+    def start(self, timeout: float = 120.0) -> None:
+        """Start it and wait until it answers (the bound, scaled by the machine's factor,
+        only stops a server that hangs: a busy machine took over 30 s to start one)."""
         port = free_port()
         self.generation += 1
         self.killed.clear()
@@ -113,20 +116,26 @@ class ServerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(command, stdout=log, stderr=log, env=env, cwd=REPO)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
+
+        def answers() -> bool:
+            if self.proc is None or self.proc.poll() is not None:
                 raise RuntimeError(
-                    f"talekeeper serve exited with {self.proc.returncode}:\n{self.tail()}"
+                    f"talekeeper serve exited with {self.proc and self.proc.returncode}:\n"
+                    f"{self.tail()}"
                 )
             try:
-                if httpx.get(f"{self.base_url}/api/health", timeout=1).status_code == 200:
-                    return
+                return (
+                    httpx.get(f"{self.base_url}/api/health", timeout=waiting.bound(5)).status_code
+                    == 200
+                )
             except httpx.HTTPError:
-                pass
-            time.sleep(0.02)
-        self.kill()
-        raise RuntimeError(f"talekeeper serve did not answer within {timeout}s:\n{self.tail()}")
+                return False
+
+        try:
+            waiting.until(answers, "talekeeper serve answering", timeout)
+        except TimeoutError as exc:
+            self.kill()
+            raise RuntimeError(f"{exc}:\n{self.tail()}") from None
 
     def store(self) -> Path | str:
         """Where this server keeps its data, as `check_database` takes it."""
@@ -146,7 +155,7 @@ class ServerProcess:
                 os.kill(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=waiting.bound(10))
 
     def tail(self, lines: int = 30) -> str:
         try:
@@ -232,12 +241,14 @@ class CrashRun:
         self.server.start()
         self.startup_seconds.append(time.monotonic() - began)
         if self.save_points_available is None:
-            paths = httpx.get(f"{self.server.base_url}/openapi.json", timeout=10).json()["paths"]
+            paths = httpx.get(
+                f"{self.server.base_url}/openapi.json", timeout=waiting.bound(60)
+            ).json()["paths"]
             self.save_points_available = SAVE_POINTS.replace("{id}", "{adventure_id}") in paths
 
     def kill_point(self, moment: str) -> KillReport:
         """From a running server: play a little, kill at `moment`, check, restart."""
-        with httpx.Client(base_url=self.server.base_url, timeout=20) as http:
+        with httpx.Client(base_url=self.server.base_url, timeout=waiting.bound(60)) as http:
             if not self.ledger.heads:
                 self.new_adventure(http)
             adventure = self.rng.choice(sorted(self.ledger.heads))
@@ -483,9 +494,15 @@ class CrashRun:
         state it shows is the head's snapshot."""
         snap = check_database(self.server.store())
         assert not snap.pending, f"turns still pending after the restart: {snap.pending}"
-        with httpx.Client(base_url=self.server.base_url, timeout=20) as http:
+        with httpx.Client(base_url=self.server.base_url, timeout=waiting.bound(60)) as http:
             for adventure, head in self.ledger.heads.items():
                 story = http.get(f"/api/adventures/{adventure}", params={"limit": 3}).json()
+                if story["head_id"] != head:  # say whether the store itself moved since
+                    now = check_database(self.server.store()).heads.get(adventure)
+                    raise AssertionError(
+                        f"adventure {adventure}: the API shows another head ({story['head_id']}; "
+                        f"the store held {head} when checked after the kill, {now} now)"
+                    )
                 assert story["head_id"] == head, (
                     f"adventure {adventure}: the API shows another head"
                 )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from tests import waiting
+
 
 class ThreadGate:
     """A gate for `ScriptedProvider(gate=...)` that another thread can open.
@@ -19,7 +21,7 @@ class ThreadGate:
 
     async def wait(self, timeout: float = 30.0) -> None:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        deadline = loop.time() + waiting.bound(timeout)
         while not self.event.is_set():
             if loop.time() > deadline:
                 raise TimeoutError("ThreadGate was never opened")

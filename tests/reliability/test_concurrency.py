@@ -25,6 +25,7 @@ import pytest
 from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.web.app import create_app
+from tests import waiting
 from tests.browser import live_server
 from tests.conftest import DEMO
 from tests.reliability.helpers import ThreadGate
@@ -80,7 +81,7 @@ def turn_in_flight(base: str, adventure: int, gate: ThreadGate) -> Iterator[dict
 
     def play() -> None:
         with (
-            httpx.Client(base_url=base, timeout=30) as http,
+            httpx.Client(base_url=base, timeout=waiting.bound(30)) as http,
             http.stream(
                 "POST",
                 f"/api/adventures/{adventure}/turns",
@@ -167,7 +168,7 @@ def writer_requests(app, ids: dict[str, int]) -> list[tuple[str, str, str, Any]]
 
 
 def send(base: str, method: str, url: str, body: Any) -> httpx.Response:
-    with httpx.Client(base_url=base, timeout=30) as http:
+    with httpx.Client(base_url=base, timeout=waiting.bound(30)) as http:
         return (
             http.request(method, url, json=body) if body is not None else http.request(method, url)
         )
@@ -176,7 +177,7 @@ def send(base: str, method: str, url: str, body: Any) -> httpx.Response:
 def story_with_a_turn(base: str, gate: ThreadGate) -> dict[str, int]:
     """An adventure with one turn and a Save Point: ids for every kind of path parameter."""
     gate.set()
-    with httpx.Client(base_url=base, timeout=30) as http:
+    with httpx.Client(base_url=base, timeout=waiting.bound(30)) as http:
         adventure = new_adventure(http)["id"]
         turn = http.post(f"/api/adventures/{adventure}/turns", json={"kind": "continue"}).json()[
             "turn"
@@ -215,7 +216,7 @@ def test_while_a_turn_streams_every_other_writer_gets_409(live, gate: ThreadGate
             assert "busy" in detail and "try again" in detail, detail
     assert first == {"status": 200, "last": "done"}
 
-    with httpx.Client(base_url=base, timeout=30) as http:
+    with httpx.Client(base_url=base, timeout=waiting.bound(30)) as http:
         after = http.get(f"/api/adventures/{adventure}").json()
     assert after["turns"] == 2 and len(after["turns_shown"]) == 3
     snap = check_database(tk.db)
@@ -239,7 +240,7 @@ def test_simultaneous_generations_on_one_adventure_exactly_one_proceeds(
 
     def fire(i: int) -> tuple[int, str]:
         url, body = requests[i % len(requests)]
-        with httpx.Client(base_url=base, timeout=30) as http:
+        with httpx.Client(base_url=base, timeout=waiting.bound(30)) as http:
             start.wait()
             response = http.post(url, json=body)
             return response.status_code, response.text
@@ -247,7 +248,7 @@ def test_simultaneous_generations_on_one_adventure_exactly_one_proceeds(
     with ThreadPoolExecutor(CLIENTS) as pool:
         futures = [pool.submit(fire, i) for i in range(CLIENTS)]
         # The winner is held at the model until everyone else has been answered.
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + waiting.bound(20)
         while sum(f.done() for f in futures) < CLIENTS - 1 and time.monotonic() < deadline:
             time.sleep(0.01)
         gate.set()
@@ -267,7 +268,7 @@ def test_simultaneous_moves_never_lose_an_update(live, gate: ThreadGate) -> None
     """Undo racing undo: each one that says 200 moved the head one step; none is lost."""
     base, tk, _app = live
     gate.set()
-    with httpx.Client(base_url=base, timeout=30) as http:
+    with httpx.Client(base_url=base, timeout=waiting.bound(30)) as http:
         adventure = new_adventure(http)["id"]
         for _ in range(6):
             assert (
@@ -279,7 +280,7 @@ def test_simultaneous_moves_never_lose_an_update(live, gate: ThreadGate) -> None
     start = threading.Barrier(CLIENTS)
 
     def move(i: int) -> int:
-        with httpx.Client(base_url=base, timeout=30) as http:
+        with httpx.Client(base_url=base, timeout=waiting.bound(30)) as http:
             start.wait()
             return http.post(
                 f"/api/adventures/{adventure}/{'undo' if i % 3 else 'redo'}"
@@ -290,7 +291,7 @@ def test_simultaneous_moves_never_lose_an_update(live, gate: ThreadGate) -> None
     assert set(statuses) <= {200, 409}, statuses
     undone = sum(1 for i, s in enumerate(statuses) if s == 200 and i % 3)
     redone = sum(1 for i, s in enumerate(statuses) if s == 200 and not i % 3)
-    with httpx.Client(base_url=base, timeout=30) as http:
+    with httpx.Client(base_url=base, timeout=waiting.bound(30)) as http:
         story = http.get(f"/api/adventures/{adventure}").json()
     assert story["turns"] == 6 - undone + redone
     check_database(tk.db)
@@ -300,13 +301,13 @@ def test_different_adventures_play_at_the_same_time(live, gate: ThreadGate) -> N
     """Every adventure's turn is accepted and held at once: none waits for another."""
     base, tk, _app = live
     count = 6
-    with httpx.Client(base_url=base, timeout=30) as http:
+    with httpx.Client(base_url=base, timeout=waiting.bound(30)) as http:
         adventures = [new_adventure(http)["id"] for _ in range(count)]
     held = threading.Semaphore(0)
 
     def play(adventure: int) -> str:
         with (
-            httpx.Client(base_url=base, timeout=30) as http,
+            httpx.Client(base_url=base, timeout=waiting.bound(30)) as http,
             http.stream(
                 "POST",
                 f"/api/adventures/{adventure}/turns",
@@ -326,12 +327,14 @@ def test_different_adventures_play_at_the_same_time(live, gate: ThreadGate) -> N
     with ThreadPoolExecutor(count) as pool:
         futures = [pool.submit(play, a) for a in adventures]
         for _ in adventures:  # all of them are mid-reply together
-            assert held.acquire(timeout=15), "an adventure's turn waited for another's"
+            assert held.acquire(timeout=waiting.bound(15)), (
+                "an adventure's turn waited for another's"
+            )
         # … and another writer on one of them is still refused, while the rest stream.
         assert send(base, "POST", f"/api/adventures/{adventures[0]}/undo", None).status_code == 409
         gate.set()
-        assert [f.result(timeout=30) for f in futures] == ["done"] * count
-    with httpx.Client(base_url=base, timeout=30) as http:
+        assert [f.result(timeout=waiting.bound(30)) for f in futures] == ["done"] * count
+    with httpx.Client(base_url=base, timeout=waiting.bound(30)) as http:
         assert all(http.get(f"/api/adventures/{a}").json()["turns"] == 1 for a in adventures)
     check_database(tk.db)
 
@@ -342,7 +345,7 @@ def test_a_player_who_hangs_up_mid_stream_leaves_the_story_as_it_was(
     """Stop, a closed tab, a dropped connection: the server cancels the generation, writes
     nothing and frees the adventure."""
     base, tk, _app = live
-    with httpx.Client(base_url=base, timeout=30) as http:
+    with httpx.Client(base_url=base, timeout=waiting.bound(30)) as http:
         adventure = new_adventure(http)["id"]
         with http.stream(
             "POST",
@@ -354,7 +357,7 @@ def test_a_player_who_hangs_up_mid_stream_leaves_the_story_as_it_was(
                 if line == "event: text":
                     break  # streaming, held at the gate: hang up here
         before = check_database(tk.db)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + waiting.bound(10)
         while True:  # the server notices the hang-up and lets go of the adventure
             answer = http.post(f"/api/adventures/{adventure}/undo")
             if answer.status_code == 409 and "Nothing to undo" in answer.json()["detail"]:

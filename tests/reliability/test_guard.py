@@ -20,6 +20,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from talekeeper.core import Talekeeper
 from talekeeper.web.app import create_app
 from talekeeper.web.security import SECURITY_HEADERS, BodyLimits, LocalOnlyMiddleware
+from tests import waiting
 from tests.browser import live_server
 from tests.conftest import DEMO
 from tests.reliability.helpers import ThreadGate
@@ -202,7 +203,10 @@ def test_sse_is_not_buffered_by_the_guard(tk: Talekeeper, scripted) -> None:
     # held once a whole first line is out: the echo guard shows a line when it is judged
     scripted.gate_after_chunks = -(-len("Rain falls.\n") // scripted.chunk_size)
     scripted.queue("Rain falls.\nThe ferry lamp gutters and the rope creaks in the dark water.")
-    with live_server(create_app(tk)) as base, httpx.Client(base_url=base, timeout=10) as http:
+    with (
+        live_server(create_app(tk)) as base,
+        httpx.Client(base_url=base, timeout=waiting.bound(10)) as http,
+    ):
         adventure = http.post("/api/adventures", json={"scenario_id": DEMO}).json()["id"]
         with http.stream(
             "POST",

@@ -162,6 +162,9 @@ def test_no_hostile_request_gets_a_server_error_a_stall_or_a_write(
             for sent in families.all(route, VARIANTS, short=None if VARIANTS else number):
                 if not any(name.lower() == b"cookie" for name, _ in sent.headers):
                     sent.headers += player.headers
+                    if sent.family.startswith(("form", "multipart")) and number % 2:
+                        # the token in the form, as a page posts it: the guard reads the body
+                        sent.headers = [h for h in sent.headers if h[0] != b"X-CSRF-Token"]
                 watch.changed()
                 answer = send(server.port, sent)
                 sent_count += 1

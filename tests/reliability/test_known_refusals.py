@@ -30,6 +30,12 @@ def test_a_nul_or_a_strange_digit_in_an_owned_address_is_not_found_with_accounts
         accounts.create_user(session, "ada", "correct horse battery")
     with TestClient(create_app(tk), base_url="http://127.0.0.1:8000") as client:
         client.post("/login", data={"name": "ada", "password": "correct horse battery"})
+        for body, kind in (  # the token looked for in a body that is no form
+            (b"--x\r\nnonsense\r\n\r\n\x00\xff--x", "multipart/form-data; boundary=x"),
+            (b"--x\r\n", "multipart/form-data"),
+        ):
+            answer = client.post("/settings", content=body, headers={"Content-Type": kind})
+            assert answer.status_code == 403 and answer.json()["error"] == "CsrfFailed"
         for path in (
             "/api/scenarios/a%00b",
             "/scenarios/%00",

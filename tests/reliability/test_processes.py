@@ -22,7 +22,7 @@ from sqlalchemy.pool import NullPool
 from talekeeper.core import Talekeeper
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.store.db import parse_database_url
-from tests import pg
+from tests import pg, waiting
 from tests.reliability.crash import DEMO, ServerProcess, is_summariser
 from tests.reliability.fakemodel import FakeModelServer
 from tests.reliability.invariants import check_database
@@ -69,7 +69,7 @@ def two_servers(
     )
     try:
         for server in servers:
-            server.start(timeout=60)
+            server.start()
         yield servers
     finally:
         for server in servers:
@@ -85,7 +85,7 @@ def new_adventure(http: httpx.Client) -> int:
 def stream_turn(base_url: str, adventure: int) -> str:
     """Play a Continue over SSE; the last event's name ("done" or "error")."""
     with (
-        httpx.Client(base_url=base_url, timeout=60) as http,
+        httpx.Client(base_url=base_url, timeout=waiting.bound(60)) as http,
         http.stream(
             "POST",
             f"/api/adventures/{adventure}/turns",
@@ -112,8 +112,8 @@ def test_two_processes_refuse_a_second_writer_and_play_different_adventures_in_p
     a, b = two_servers
     _, held = gate
     with (
-        httpx.Client(base_url=a.base_url, timeout=30) as on_a,
-        httpx.Client(base_url=b.base_url, timeout=30) as on_b,
+        httpx.Client(base_url=a.base_url, timeout=waiting.bound(30)) as on_a,
+        httpx.Client(base_url=b.base_url, timeout=waiting.bound(30)) as on_b,
     ):
         first, second = new_adventure(on_a), new_adventure(on_b)
         assert (
@@ -125,7 +125,9 @@ def test_two_processes_refuse_a_second_writer_and_play_different_adventures_in_p
 
         with ThreadPoolExecutor(2) as pool:
             turn_on_a = pool.submit(stream_turn, a.base_url, first)
-            assert held.arrived.acquire(timeout=30), "the first turn never reached the model"
+            assert held.arrived.acquire(timeout=waiting.bound(30)), (
+                "the first turn never reached the model"
+            )
             # The turn is in flight on process A: every writer on that adventure is refused,
             # on process B as on A.
             assert_busy(on_b.post(f"/api/adventures/{first}/turns", json={"kind": "continue"}))
@@ -139,12 +141,12 @@ def test_two_processes_refuse_a_second_writer_and_play_different_adventures_in_p
             # … while process B plays another adventure at the same time: its turn reaches
             # the model while A's is still held there.
             turn_on_b = pool.submit(stream_turn, b.base_url, second)
-            assert held.arrived.acquire(timeout=30), (
+            assert held.arrived.acquire(timeout=waiting.bound(30)), (
                 "a different adventure waited for another's turn"
             )
             held.open.set()
-            assert turn_on_a.result(timeout=60) == "done"
-            assert turn_on_b.result(timeout=60) == "done"
+            assert turn_on_a.result(timeout=waiting.bound(60)) == "done"
+            assert turn_on_b.result(timeout=waiting.bound(60)) == "done"
 
         # The lock is free again everywhere: the other process can write.
         assert (
@@ -163,15 +165,15 @@ def test_a_process_killed_mid_turn_takes_its_lock_with_it(
 ) -> None:
     a, b = two_servers
     _, held = gate
-    with httpx.Client(base_url=b.base_url, timeout=30) as on_b:
+    with httpx.Client(base_url=b.base_url, timeout=waiting.bound(30)) as on_b:
         adventure = new_adventure(on_b)
         held.close()
         with ThreadPoolExecutor(1) as pool:
             doomed = pool.submit(lambda: _swallow(stream_turn, a.base_url, adventure))
-            assert held.arrived.acquire(timeout=30)
+            assert held.arrived.acquire(timeout=waiting.bound(30))
             assert_busy(on_b.post(f"/api/adventures/{adventure}/undo"))
             a.kill()  # SIGKILL mid-turn: its database session ends, and its lock with it
-            doomed.result(timeout=30)
+            doomed.result(timeout=waiting.bound(30))
         held.open.set()
         # PostgreSQL ends the dead process's session as soon as it reads the closed socket:
         # until then (moments) the adventure still says busy; after, it plays.

@@ -1,0 +1,41 @@
+"""How long a test may wait for something, on a machine as busy as the one it runs on.
+
+Tests wait on readiness — a port that answers, a log line, a DOM state, an event — never
+on a guessed pause. Where a wait still needs a bound (so a hung server fails the test
+instead of hanging the suite), the bound is generous and scaled by
+TALEKEEPER_TEST_TIMEOUT_FACTOR (default 1; `make test` on a machine whose cores other
+work is using may set 2 or 3): a busy machine waits longer, a quiet one does not wait at
+all beyond the moment the thing is ready.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+FACTOR_ENV = "TALEKEEPER_TEST_TIMEOUT_FACTOR"
+
+
+def factor() -> float:
+    try:
+        return max(1.0, float(os.environ.get(FACTOR_ENV, "1")))
+    except ValueError:
+        return 1.0
+
+
+def bound(seconds: float) -> float:
+    """A wait's upper bound on this machine: `seconds` times the factor."""
+    return seconds * factor()
+
+
+def until(ready: Callable[[], bool], what: str, seconds: float, poll: float = 0.02) -> None:
+    """Return as soon as `ready()`; fail saying `what` did not happen within the bound."""
+    deadline = time.monotonic() + bound(seconds)
+    while not ready():
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"{what} did not happen within {bound(seconds):.0f} s "
+                f"(raise {FACTOR_ENV} on a busy machine)"
+            )
+        time.sleep(poll)
