@@ -20,7 +20,7 @@ def test_make_a_character_and_talk_to_an_npc(isolated_home) -> None:
         page.goto(url + "/")
         card = page.locator("#scenario-fenmouth-ledger")
         card.get_by_role("radio", name="The Deserter").check()
-        card.get_by_label("Name", exact=True).first.fill("Aldric")
+        card.get_by_label("Your character's name").fill("Aldric")
         card.get_by_label("Class").select_option("assassin")
         card.get_by_label("Wits").fill("4")
         card.get_by_label("Grace").fill("3")

@@ -61,9 +61,14 @@ def install_builtins(session: Session) -> None:
             row.title, row.description, row.data = data["title"], data.get("description", ""), data
 
 
+DEMO_SCENARIO = "greywater-lantern"
+"""The README's demo: listed first, so a newcomer following the README finds it at the top."""
+
+
 def list_scenarios(session: Session) -> list[Scenario]:
     statement = owner.where_visible(select(Scenario), Scenario)
-    return list(session.scalars(statement.order_by(Scenario.builtin.desc(), Scenario.title)))
+    order = (Scenario.builtin.desc(), (Scenario.id == DEMO_SCENARIO).desc(), Scenario.title)
+    return list(session.scalars(statement.order_by(*order)))
 
 
 def get_scenario(session: Session, scenario_id: str) -> Scenario:

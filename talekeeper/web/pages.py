@@ -4,6 +4,7 @@ services as the JSON API; refusals are shown on the page in words."""
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any, get_args
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Form, Request
@@ -23,6 +24,7 @@ from talekeeper.service.adventures import Shown
 from talekeeper.service.turns import warm_next_turn
 from talekeeper.service.views.scenarios import ScenarioListed
 from talekeeper.service.views.story import AdventureSummary
+from talekeeper.state.creation import CreationError
 from talekeeper.web import connections, turns
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render, templates  # noqa: F401 - `templates` is imported from here too
@@ -74,13 +76,39 @@ async def start(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
         adventure_id = adventures.start(
             tk, scenario_id, answers, origin_id=origin_id, persona=chosen, character=character
         )["id"]
-    except (Invalid, NotFound) as exc:  # a scenario's mistakes, an unknown scenario or origin
-        return _home(request, tk, status_code=422, start_error=str(exc), start_scenario=scenario_id)
-    except ValidationError as exc:
+    except (Invalid, NotFound, ValidationError) as exc:  # mistakes, an unknown scenario or origin
+        # Shown in the scenario's own form, beside the field, with every choice kept.
         return _home(
-            request, tk, status_code=422, start_error=_first_error(exc), start_scenario=scenario_id
+            request,
+            tk,
+            status_code=422,
+            start_error=_first_error(exc) if isinstance(exc, ValidationError) else str(exc),
+            start_scenario=scenario_id,
+            start_values={k: str(v) for k, v in form.items() if isinstance(v, str)},
+            start_field_errors=creation_field_errors(exc),
         )
     return RedirectResponse(f"/adventures/{adventure_id}", status_code=303)
+
+
+def creation_field_errors(exc: Exception) -> dict[str, str]:
+    """A refused character's mistakes by the field they belong beside: name, class, stats."""
+    cause = exc.__cause__
+    if not isinstance(cause, CreationError):
+        return {}
+    fields: dict[str, list[str]] = {}
+    for error in cause.errors:
+        where, _, said = error.partition(": ")
+        field = where.split(".")[0]
+        if field == "stats" and "." in where:
+            said = f"{where.split('.', 1)[1].capitalize()}: {said}"
+        elif field == "stats" and (spent := _OVERSPENT.match(said)):
+            over = int(spent["spent"]) - int(spent["have"])
+            said = f"You spent {spent['spent']} points and have {spent['have']}: take {over} off."
+        fields.setdefault(field if field in ("name", "class") else "stats", []).append(said)
+    return {field: " ".join(said) for field, said in fields.items()}
+
+
+_OVERSPENT = re.compile(r"(?P<spent>\d+) points spent; you have (?P<have>\d+)")
 
 
 def character_from_form(form: Any) -> dict[str, Any] | None:

@@ -97,7 +97,7 @@ async def import_save(request: Request, tk: Talekeeper = Depends(get_tk)) -> Res
             message = f"Added {saved['added']} story cards to this scenario."
         else:
             saved = imports.save(tk, document)
-            message = "Imported. Review it here, then start an adventure from the home page."
+            message = "Imported. Start an adventure with it below, or look it over first."
     except (json.JSONDecodeError, TalekeeperError) as exc:
         return _scenarios_page(request, tk, f"The reviewed scenario could not be saved: {exc}")
     return flash.redirect(f"/scenarios/{saved['id']}", message)

@@ -23,6 +23,7 @@ from talekeeper.context.cardspec import StoryCard, rules_in_words
 from talekeeper.context.triggers import MAX_CARDS
 from talekeeper.core import Talekeeper
 from talekeeper.service import json_depth, scenarios
+from talekeeper.service.views.scenarios import ScenarioListed
 from talekeeper.web import flash
 from talekeeper.web.card_form import card_from_form
 from talekeeper.web.deps import get_tk
@@ -464,7 +465,9 @@ def editor(
         context = editor_context(scenario_id, data, builtin, part, [])
     except scenarios.ScenarioNotFound as exc:
         return _list_page(request, tk, 404, message=str(exc))
-    return render(request, "scenario_editor.html", message=message, **context)
+    startable = [s for s in scenarios.summaries(tk) if s["id"] == scenario_id]
+    start = ScenarioListed.model_validate(startable[0]) if startable else None
+    return render(request, "scenario_editor.html", message=message, start=start, **context)
 
 
 @router.post("/{scenario_id}/save/{part}", response_class=HTMLResponse)

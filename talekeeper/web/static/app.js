@@ -4,6 +4,8 @@
 // - #adventure-filter: show only the adventures whose title or scenario matches.
 // - form[data-canonical]: a refused save is shown at the form's POST address; the address
 //   bar shows the editor's own instead, so a reload reads the page and never re-posts.
+// - .point-buy[data-points]: character creation's points left, counted as the player types;
+//   spending too many says so beside the stats and holds the form back (nothing is reset).
 // - with accounts on, HTMX requests carry the page's CSRF token (web/auth.py); plain forms
 //   get it as a hidden field from the server.
 (function () {
@@ -26,6 +28,20 @@
         card.hidden = !words.every((w) => text.includes(w));
       }
     });
+  }
+  for (const box of document.querySelectorAll(".point-buy[data-points]")) {
+    const inputs = [...box.querySelectorAll("input[type=number]")];
+    const left = box.querySelector(".points-left");
+    const count = () => {
+      const spent = inputs.reduce((sum, i) => sum + (Number(i.value) || 0) - Number(i.dataset.min || 0), 0);
+      const rest = Number(box.dataset.points) - spent;
+      const plural = (n) => `${n} point${Math.abs(n) === 1 ? "" : "s"}`;
+      left.textContent = rest >= 0 ? `${plural(rest)} left.` : `${plural(-rest)} too many: take some off.`;
+      left.classList.toggle("over", rest < 0);
+      for (const i of inputs) i.setCustomValidity(rest < 0 ? `You have ${plural(-rest)} too many.` : "");
+    };
+    box.addEventListener("input", count);
+    count();
   }
   document.addEventListener("submit", (e) => {
     const button = e.submitter && e.submitter.closest("[data-confirm]");

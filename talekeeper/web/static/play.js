@@ -413,6 +413,25 @@
     if (panelAnswered) panelAnswered = false;
     else refreshPanel();
   }
+  // An edit form opens whole in view: above the composer fixed at the bottom (whose height
+  // varies), not half under it — and below the sticky toolbar when it is taller than the room.
+  function showEditForm(slot) {
+    const box = slot.querySelector(".edit-turn");
+    if (!box) return;
+    const toolbar = document.querySelector(".story-tools");
+    box.style.scrollMarginBottom = `${form.offsetHeight + 8}px`;
+    box.style.scrollMarginTop = `${(toolbar ? toolbar.offsetHeight : 0) + 8}px`;
+    const room = window.innerHeight - form.offsetHeight - (toolbar ? toolbar.offsetHeight : 0) - 16;
+    const text = box.querySelector("textarea");
+    if (text && box.offsetHeight > room) {  // a short screen: the narration box gives way first
+      const least = 3.5 * (parseFloat(getComputedStyle(text).lineHeight) || 20);
+      text.style.height = `${Math.max(least, text.offsetHeight - (box.offsetHeight - room))}px`;
+    }
+    programmaticScroll = true;
+    box.scrollIntoView({ block: box.offsetHeight > room ? "start" : "nearest" });
+    requestAnimationFrame(() => { programmaticScroll = false; });
+    if (text) text.focus({ preventScroll: true });
+  }
   // A patch (undo, redo, a take, a turn): turns a retry hid come back when it wrote nothing.
   document.body.addEventListener("story-patched", () => {
     for (const el of document.querySelectorAll("#story .turn[hidden]")) el.hidden = false;
@@ -421,6 +440,8 @@
   document.body.addEventListener("htmx:afterSettle", (e) => {
     const elt = e.detail.elt;
     if (elt && elt.id === "story") storyMoved();  // the story drawn afresh (edits, panel changes)
+    const slot = e.detail.target;  // an edit form just opened in its turn's slot
+    if (slot && slot.classList && slot.classList.contains("edit-slot")) showEditForm(slot);
     if (elt && elt.id === "panel") {
       const body = panel.querySelector("[data-panel]");
       if (!body) return;
