@@ -125,6 +125,7 @@ def test_an_action_sent_during_the_pass_waits_and_plays_on_the_settled_state(hel
         await events_until(first, "done")
         await asyncio.wait_for(provider.in_pass.wait(), waiting.bound(5))
         second = play_turn(tk, aid, "do", "go inside")
+        assert (await anext(second)).kind == "status"  # it says it waits (test below)
         accepted = asyncio.ensure_future(anext(second))
         await asyncio.sleep(0.3)
         # neither refused nor begun: it waits for the pass
@@ -316,3 +317,28 @@ def test_another_process_waits_for_a_state_pass_and_refuses_a_streaming_turn(
     second.locks.release(aid)
     first.db.dispose()
     second.db.dispose()
+
+
+def test_an_action_that_waits_says_so_first(held) -> None:
+    """The stream of an action sent during the pass opens with a `status` in words, before
+    it is even accepted; a JSON client gets the settled turn all the same."""
+    tk, provider = held
+    aid = structured(tk)
+    provider.queue("The wind rises.", STORM_UP, "The rain comes.", '{"events": []}')
+
+    async def run() -> list:
+        first = play_turn(tk, aid, "do", "watch the sea")
+        await events_until(first, "done")
+        await asyncio.wait_for(provider.in_pass.wait(), 5)
+        second = play_turn(tk, aid, "do", "go inside")
+        opening = await anext(second)
+        provider.release.set()
+        await events_until(first, "settled")
+        return [opening, *await events_until(second, "settled")]
+
+    events = asyncio.run(run())
+    assert events[0].kind == "status"
+    assert events[0].data["message"] == (
+        "Updating the story's state… your action is played as soon as that is done."
+    )
+    assert [e.kind for e in events][1] == "accepted"

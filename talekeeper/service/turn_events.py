@@ -1,7 +1,8 @@
 """What a turn tells its reader while it runs: a small union, one class per event kind.
 
 The SSE stream (`event: <kind>`, `data: <payload() as JSON>`) and the terminal render the
-same events, in this order: `accepted` once, then `text` and `reasoning` pieces (and
+same events, in this order: a `status` first when the action waits for the turn
+before's state to be updated; `accepted` once, then `text` and `reasoning` pieces (and
 `status`, a word on what the turn is doing; after a `retold`, the narration told again —
 what was shown of it is cleared), then exactly one of `done` or `error`. A
 `done` whose turn is `pending` (its state pass or a companion's remark still to come, in
@@ -75,7 +76,9 @@ class Retold(_Event):
 
 @dataclass(frozen=True)
 class Status(_Event):
-    """What the turn is doing while there is no text to show."""
+    """What the turn is doing while there is no text to show: first, when it waits for the
+    turn before's state to be updated ("Updating the story's state… your action is played
+    as soon as that is done")."""
 
     message: str
     kind: Literal["status"] = "status"

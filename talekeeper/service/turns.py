@@ -58,7 +58,7 @@ from sqlalchemy.orm import Session, defer
 
 from talekeeper.context import echo, insights
 from talekeeper.context.prose_guard import ProseGuard
-from talekeeper.errors import Unavailable, Upstream
+from talekeeper.errors import TalekeeperError, Unavailable, Upstream
 from talekeeper.llm.base import Provider
 from talekeeper.llm.errors import LLMError
 from talekeeper.llm.settings import ModelSettings
@@ -68,6 +68,7 @@ from talekeeper.service import guards, roles, settling, state_engine, state_upda
 from talekeeper.service.adventures import get_turn, node_view
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.context import Call, ContextStart, PreparedContext, build, load, prompt_text
+from talekeeper.service.locks import AdventureBusy
 from talekeeper.service.turn_events import (
     Accepted,
     Done,
@@ -76,6 +77,7 @@ from talekeeper.service.turn_events import (
     Remark,
     Retold,
     Settled,
+    Status,
     Text,
     TurnEvent,
 )
@@ -102,6 +104,7 @@ INTERNAL_ERROR = (
     "Nothing was saved; the story is as it was. Try again."
 )
 NO_NARRATION = "The model returned no narration. Nothing was saved; try again."
+WAITING = "Updating the story's state… your action is played as soon as that is done."
 log = logging.getLogger(__name__)
 
 
@@ -172,7 +175,16 @@ async def play_turn(
     # while one turn waits on a round trip, the event loop goes on serving every other player.
     if owner.current() is not None:  # accounts on: not another player's story
         await asyncio.to_thread(check_owner, tk, adventure_id)
-    await tk.locks.acquire_when_settled(adventure_id)  # 1. lock
+    waiting = tk.locks.is_settling(adventure_id)  # the turn before's state is being updated
+    if waiting:  # say so: this action is played as soon as that is done
+        yield Status(WAITING)
+    try:
+        await tk.locks.acquire_when_settled(adventure_id)  # 1. lock
+    except AdventureBusy as exc:
+        if not waiting:
+            raise  # a refusal answers the request itself
+        yield Error(str(exc))  # the stream has begun: its last word
+        return
     accepted = False
     later: asyncio.Task[dict[str, Any]] | None = None  # step 7 (later): it releases the lock
     try:
@@ -246,8 +258,11 @@ async def play_turn(
                 yield Remark(remark["by"], remark["text"])
             yield Settled(result)
     except Exception as exc:
-        if not accepted:
+        if not accepted and not waiting:
             raise  # refusals before the action was taken answer the request itself
+        if not accepted and isinstance(exc, TalekeeperError):
+            yield Error(str(exc))  # a refusal, after the `status` that began the stream
+            return
         if later is not None:
             raise  # past `done` the turn is written; step 7 (later) ends it with its own word
         # Once the stream has begun, a bug must still end it with a clear word, not silence;
