@@ -267,6 +267,43 @@ def test_send_is_enabled_while_the_state_updates_and_an_early_action_waits(
     tk.db.dispose()
 
 
+def test_a_page_opened_while_the_state_updates_shows_the_chips_when_it_ends(
+    isolated_home,
+) -> None:
+    """Reloaded (or opened in another tab) while a turn's state is being updated, the page
+    says so under that turn, and shows the chips once the update ends — no stream of its
+    own to tell it, so it looks again by itself."""
+    from talekeeper.service import settings as settings_service
+
+    provider = HeldStatePass(
+        [
+            "The wind rises.",
+            json.dumps({"events": [{"type": "change_stat", "stat": "world.storm", "by": 1}]}),
+        ]
+    )
+    tk = Talekeeper(isolated_home, provider_override=provider)
+    with tk.db.session() as session:
+        settings_service.update_settings(
+            session, settings_service.SettingsUpdate(generation={"state_updates": "structured"})
+        )
+    with live_server(create_app(tk)) as url, browser_page() as page:
+        w = Web(url, page, provider, tk)
+        w.start()
+        page.get_by_label("Your action").fill("watch the sea")
+        page.keyboard.press("Enter")
+        expect(page.locator("#send")).to_be_enabled()
+        expect(page.locator("#story .turn.pending")).to_have_count(1)
+        page.reload()  # the stream that would have said `settled` is gone
+        pending = page.locator("#story .turn.pending .state-pending")
+        expect(pending).to_have_text("Updating the story's state…")
+        provider.release()
+        expect(page.locator("#story .turn").nth(1).locator(".chip-applied")).to_have_text(
+            "Storm 4 → 5"
+        )
+        expect(page.locator("#story .turn.pending")).to_have_count(0)
+    tk.db.dispose()
+
+
 def adventures_story(tk: Talekeeper) -> dict:
     """The story of the only adventure."""
     from talekeeper.service import adventures

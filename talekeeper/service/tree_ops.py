@@ -1,7 +1,8 @@
 """Moving through the story tree: undo, redo, retry, takes, edits, lines, Save Points.
 
 The one seam the JSON API, the play page and `talekeeper play` all call. Every change
-holds the adventure's writer lock (a second writer gets AdventureBusy → 409) and runs in
+holds the adventure's writer lock (a second writer gets AdventureBusy → 409; one sent while
+the last turn's state is updated waits for that: service/settling) and runs in
 one transaction, so a refused or failed change leaves the story exactly as it was. Each
 change that moves the head answers with the story as it now reads (`story_view`, which
 carries `can_undo` / `can_redo`).

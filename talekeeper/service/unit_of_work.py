@@ -4,13 +4,15 @@ Every entry point the web and the terminal call takes the application object and
 transaction, opened here: `transaction` for what concerns no one adventure (settings,
 scenarios, accounts), `reading` for an adventure's reads, and `writing` for its changes —
 one transaction under the adventure's writer lock (a second writer gets AdventureBusy →
-409), so a refusal inside changes nothing. With accounts on, an adventure is found only by
+409; one arriving while a turn's state is updated after it waits for that, service/settling),
+so a refusal inside changes nothing. With accounts on, an adventure is found only by
 its owner (`get_adventure`), checked before a writer takes its lock, so trying someone
 else's id never makes their own turn busy. Callers translate what comes back; they open no
 session and take no lock themselves (tests/test_layers.py holds the fronts to it).
 
-A turn is the one writer that spreads its work over two transactions (service/turns: step 2
-(load) reads, step 6 (commit) writes, the lock held between); it opens them here too.
+A turn is the one writer that spreads its work over several transactions (service/turns:
+step 2 (load) reads, step 6 (commit) writes, step 7 (later) settles what came after the
+narration, the lock held throughout); it opens them here too.
 """
 
 from __future__ import annotations
