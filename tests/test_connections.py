@@ -446,3 +446,28 @@ def test_the_server_settings_key_is_sealed_too_and_forgotten_on_request(
         assert client.get("/api/settings").json()["model"]["has_api_key"] is True
         client.put("/api/settings", json={"model": {"api_key": None}})
         assert "has_api_key" not in client.get("/api/settings").json()["model"]
+
+
+def test_a_key_that_can_no_longer_be_read_is_said_plainly_and_pages_still_open(
+    client: TestClient, isolated_home: Path
+) -> None:
+    with FakeOpenAIServer(["Waves."]) as local:
+        body = {"name": "Box", "service": "vllm", "endpoint": local.url, "api_key": "sk-BOXKEY"}
+        pid = client.post("/api/profiles", json=body).json()["id"]
+        client.put("/api/connection", json={"use": pid})
+        (isolated_home / "secret.key").write_bytes(b"")  # the key file lost…
+        from cryptography.fernet import Fernet
+
+        (isolated_home / "secret.key").write_bytes(Fernet.generate_key())  # …and made anew
+        client.app.state.tk.keys._fernet = None  # (as a restart would read it)
+        aid = client.post("/api/adventures", json={"scenario_id": DEMO}).json()["id"]
+        refused = client.post(f"/api/adventures/{aid}/turns", json={"kind": "do", "text": "a"})
+        assert refused.status_code == 422 and "Enter the key again" in refused.json()["detail"]
+        assert not local.generation_requests
+        for page in ("/settings", f"/adventures/{aid}", "/api/settings", "/api/connection"):
+            assert client.get(page).status_code == 200, page
+        fixed = client.put(f"/api/profiles/{pid}", json={**body, "api_key": "sk-BOXKEY2"})
+        assert fixed.status_code == 200
+        local.queue("Waves.")
+        done = client.post(f"/api/adventures/{aid}/turns", json={"kind": "do", "text": "a"})
+        assert done.status_code == 200, done.text

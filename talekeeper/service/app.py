@@ -119,7 +119,13 @@ class Talekeeper:
             return self.provider_override.description
         from talekeeper.llm.registry import describe
 
-        return describe(settings or self.model_settings())
+        return describe(settings or self.shown_settings())
+
+    def shown_settings(self, adventure_id: int | None = None) -> ModelSettings:
+        """The connection in force, as pages show it: without its key (nothing to reveal,
+        so a key that can no longer be read does not stop a page)."""
+        with self.db.session() as session:
+            return effective_model_settings(session, self.model_overrides, adventure_id)
 
     async def aclose(self) -> None:
         """Release the model (the embedded child process too) and the database."""

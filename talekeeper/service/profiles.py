@@ -30,7 +30,7 @@ from talekeeper.llm.settings import ModelSettings, operator_allows_remote
 from talekeeper.service import hosted
 from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import ConnectionProfile, Setting
-from talekeeper.store.secrets import KeyBox
+from talekeeper.store.secrets import KeyBox, SecretUnreadable
 
 if TYPE_CHECKING:
     from talekeeper.llm.policy import Resolver
@@ -434,7 +434,10 @@ def _profile_settings(tk: Talekeeper, profile_id: int) -> tuple[ModelSettings, i
     """The settings a profile talks to its server with (key revealed), and its budget."""
     with tk.db.session() as session:
         profile = get_profile(session, profile_id)
-        values = settings_of(profile, tk.keys)
+        try:
+            values = settings_of(profile, tk.keys)
+        except SecretUnreadable:  # its page must open, for the key to be entered again
+            values = settings_of(profile, None)
         budget = profile.context_budget
         allowed = hosted.allowed_hosts(session)
     settings = ModelSettings(**values, allow_remote=operator_allows_remote(), allowed_hosts=allowed)

@@ -26,6 +26,7 @@ from talekeeper.llm.backends import SAMPLERS, Backend
 from talekeeper.service.settings import GenerationSettings
 from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import Setting
+from talekeeper.store.secrets import SecretUnreadable
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper
@@ -342,7 +343,10 @@ class Offer:
 async def offered(tk: Talekeeper, adventure_id: int | None = None) -> Offer:
     """The samplers the connection in force (this adventure's, or by default) takes,
     asked of its server once (a server that does not answer: what is assumed of it)."""
-    settings = await asyncio.to_thread(tk.model_settings, adventure_id)
+    try:
+        settings = await asyncio.to_thread(tk.model_settings, adventure_id)
+    except SecretUnreadable:  # asked without the key: the page still opens
+        settings = await asyncio.to_thread(tk.shown_settings, adventure_id)
     return offer_of(await tk.provider(settings).backend())
 
 

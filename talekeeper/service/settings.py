@@ -486,7 +486,7 @@ def settings_view(tk: Talekeeper) -> dict[str, Any]:
     """The stored settings, what is in effect for this run and why, and the model in use."""
     return {
         **stored(tk),
-        "effective_model": tk.model_settings().model_dump(exclude={"api_key", "allowed_hosts"}),
+        "effective_model": tk.shown_settings().model_dump(exclude={"api_key", "allowed_hosts"}),
         "overridden": overridden_fields(tk.model_overrides),
         "generation": tk.generation().model_dump(),
         "model_description": tk.model_description(),

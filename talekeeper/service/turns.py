@@ -696,7 +696,7 @@ async def warm_next_turn(tk: Talekeeper, adventure_id: int) -> None:
     turn after a restart would otherwise wait for the whole prompt to be read (~25 s on two
     cores). Only for the embedded model: a server of the player's own is left alone.
     """
-    provider = tk.provider(tk.model_settings(adventure_id))
+    provider = tk.provider(tk.shown_settings(adventure_id))  # (the embedded model has no key)
     if provider.id != "embedded" or tk.locks.is_busy(adventure_id):
         return
     task = asyncio.current_task()

@@ -395,7 +395,7 @@ def _settings_context(
         "section": "settings",
         "may_change_model": settings_service.may_change_model(),
         "stored": stored,
-        "effective": tk.model_settings(),
+        "effective": tk.shown_settings(),
         "overridden": settings_service.overridden_fields(tk.model_overrides),
         "model": tk.model_description(),
         "model_help": {
