@@ -89,9 +89,9 @@ def test_a_reply_cut_off_mid_sentence_says_what_the_story_keeps(
 def test_a_new_adventure_asks_where_to_begin(
     tk: Talekeeper, scripted: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Choose "New: The Lantern of Greywater" (row 2, after "The Fenmouth Ledger"), then the
-    # second origin, then a name.
-    run_play(tk, ["2", "2", "Bea"], monkeypatch)
+    # Choose "New: The Lantern of Greywater" (row 1: the README's demo is listed first), then
+    # the second origin, then a name.
+    run_play(tk, ["1", "2", "Bea"], monkeypatch)
     with tk.db.session() as session:
         (adventure,) = adventures.list_adventures(session)
         view = adventures.story_view(session, adventure, limit=1)

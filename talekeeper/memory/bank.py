@@ -49,6 +49,16 @@ EXCERPT_CHARS = 8000  # the longest block excerpt handed to the summariser
 SUMMARY_MATERIAL_CHARS = 6000
 
 
+HAND = "hand"
+"""A memory the player wrote (`panel.add`): it belongs to the moment it was written at, like
+any other, and never stands in for the summary of a block of turns."""
+
+
+def bank_on(plot: dict[str, Any] | None) -> bool:
+    """Whether this adventure's memory bank is on (`panel.switch`; on unless turned off)."""
+    return (plot or {}).get("memory_bank") is not False
+
+
 def path_ids(session: Session, node_id: int) -> Sequence[int]:
     """Node ids from the root to `node_id`: index i is the node at depth i (kept between
     turns, see `story.paths`)."""
@@ -325,6 +335,7 @@ def due_blocks(
                 select(Memory.node_id).where(
                     Memory.adventure_id == adventure_id,
                     Memory.node_id.in_([path[e] for e in asked]),
+                    Memory.source != HAND,  # the player's own: no summary of a block
                 )
             )
         )
@@ -371,7 +382,11 @@ def add_memory(
     exists = session.scalar(
         select(func.count())
         .select_from(Memory)
-        .where(Memory.adventure_id == adventure_id, Memory.node_id == block.node_id)
+        .where(
+            Memory.adventure_id == adventure_id,
+            Memory.node_id == block.node_id,
+            Memory.source != HAND,
+        )
     )
     if exists:
         return None

@@ -18,11 +18,18 @@ from sqlalchemy.orm import Session
 from talekeeper.context.settings import context_settings
 from talekeeper.errors import NotFound
 from talekeeper.memory import bank
-from talekeeper.store.models import Adventure, Memory, MemoryStatus, TurnInsight
+from talekeeper.store.models import Adventure, Memory, MemoryStatus, Node, TurnInsight
 
 
 class MemoryNotFound(NotFound):
     pass
+
+
+class MemoryNew(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=2000, description="What to remember.")
+    pinned: bool = Field(False, description="Always sent, never forgotten.")
 
 
 class MemoryEdit(BaseModel):
@@ -82,7 +89,8 @@ def panel(session: Session, adventure: Adventure) -> dict[str, Any]:
         "memories": memories,
         "counts": counts,
         "summary": {"text": summary.text, "source": summary.label, "turn": summary.depth},
-        "enabled": settings.memory_enabled,
+        "enabled": settings.memory_enabled and bank.bank_on(adventure.plot),
+        "bank_on": bank.bank_on(adventure.plot),
         "retrieval": f"embeddings ({settings.embedding_model})"
         if settings.embedding_model
         else "lexical (BM25)",
@@ -124,6 +132,36 @@ def edit(
     session.flush()
     on_path = row.node_id in set(bank.path_ids(session, adventure.head_node_id))
     return bank.memory_row_view(row, used_in_last_prompt(session, adventure.head_node_id), on_path)
+
+
+def add(session: Session, adventure: Adventure, new: MemoryNew) -> dict[str, Any]:
+    """A memory the player writes, belonging to the moment being read: it can be recalled
+    on this line from here on, and never after Undo past it or on another line."""
+    text = " ".join(new.text.split())
+    if not text:
+        raise ValueError("Write what to remember.")
+    head = session.get(Node, adventure.head_node_id)
+    assert head is not None
+    row = Memory(
+        adventure_id=adventure.id,
+        node_id=head.id,
+        first_depth=head.depth,
+        depth=head.depth,
+        text=text,
+        source=bank.HAND,
+        pinned=new.pinned,
+        status="active",
+        uses=0,
+    )
+    session.add(row)
+    session.flush()
+    return bank.memory_row_view(row, set(), True)
+
+
+def switch(session: Session, adventure: Adventure, on: bool) -> None:
+    """Turn this adventure's memory bank on or off: off, no memory or summary is written and
+    none is sent; what it holds is kept for when it is on again."""
+    adventure.plot = {**(adventure.plot or {}), "memory_bank": on}
 
 
 def delete(session: Session, adventure: Adventure, memory_id: int) -> None:

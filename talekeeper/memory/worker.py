@@ -88,7 +88,12 @@ async def run_post_turn(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
         with tk.db.session() as session:
             settings = context_settings(session)
             adventure = session.get(Adventure, adventure_id)
-            if adventure is None or not settings.memory_enabled or adventure.head_node_id is None:
+            if (
+                adventure is None
+                or not settings.memory_enabled
+                or not bank.bank_on(adventure.plot)
+                or adventure.head_node_id is None
+            ):
                 return None
             plot = dict(adventure.plot or {})
             path, key, parent_key = keyed_path(session, adventure.head_node_id)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import bindparam, select, text
 from sqlalchemy.orm import Session
 
@@ -100,6 +101,52 @@ def start_adventure(
     return adventure
 
 
+MAX_TITLE = 200
+BLANK_NARRATOR = (
+    "You are the narrator of an interactive story. Write in second person, present tense, "
+    'addressing the player as "you". Continue from the story so far in two to four vivid '
+    "sentences, then stop and let the player act. Never act or speak for the player. Keep "
+    "the world consistent with what has been established."
+)
+MAX_OPENING = 4000
+
+
+class BlankStart(BaseModel):
+    """A story from nothing but its first lines: no scenario, no rules, no state."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    opening: str = Field(
+        min_length=1, max_length=MAX_OPENING, description="How the story begins, in your words."
+    )
+    title: str | None = Field(None, max_length=MAX_TITLE, description="Default: its first words.")
+
+
+def start_blank(session: Session, start: BlankStart) -> Adventure:
+    """A blank adventure: the player's opening, a plain narrator, no rules (the State panel
+    stays empty and the model is asked for no changes); plot and story cards are added later
+    as in any adventure."""
+    opening = start.opening.strip()
+    if not opening:
+        raise ScenarioError("Write how your story begins.")
+    words = " ".join(opening.split())
+    title = " ".join((start.title or "").split()) or (
+        words if len(words) <= 60 else words[:60].rsplit(" ", 1)[0] + "…"
+    )
+    adventure = Adventure(
+        scenario_id=None,
+        title=title[:MAX_TITLE],
+        plot={"narrator_instructions": BLANK_NARRATOR},
+        rules=None,
+        turn_count=0,
+        owner_id=owner.current(),
+    )
+    session.add(adventure)
+    session.flush()
+    tree.create_root(session, adventure, opening, initial_document(empty_rules()).to_json())
+    return adventure
+
+
 def get_turn(session: Session, adventure: Adventure, node_id: int) -> Node:
     node = tree.find_node(session, adventure, node_id)
     if node is None:
@@ -115,9 +162,6 @@ def list_adventures(session: Session) -> list[Adventure]:
             )
         )
     )
-
-
-MAX_TITLE = 200
 
 
 class AdventureTitleInvalid(Invalid):
@@ -433,6 +477,12 @@ def start(
             session, scenario_id, answers, title, origin_id, persona, character=character
         )
         return story_view(session, adventure)
+
+
+def start_from_blank(tk: Talekeeper, start: BlankStart) -> dict[str, Any]:
+    """A new adventure from nothing but its opening; the story as it opens."""
+    with tk.db.session() as session:
+        return story_view(session, start_blank(session, start))
 
 
 def story(

@@ -252,6 +252,8 @@ def load(
 
     setting_rows.prefetch(session, turn_setting_keys(adventure.id))  # one read, not one a key
     settings = context_settings(session)
+    if not bank.bank_on(adventure.plot):  # this adventure's memory bank is off: none is sent
+        settings = settings.model_copy(update={"memory_top_k": 0, "embedding_model": None})
     rules = state_engine.rules_of(adventure)
     before = state_engine.document_of(head.state, rules)
     role, text = role_for_turn(kind, text, before, rules, [])

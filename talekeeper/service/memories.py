@@ -9,13 +9,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from talekeeper.memory import panel
-from talekeeper.memory.panel import MemoryEdit, MemoryNotFound
+from talekeeper.memory.panel import MemoryEdit, MemoryNew, MemoryNotFound
 from talekeeper.service.unit_of_work import reading, writing
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper
 
-__all__ = ["MemoryEdit", "MemoryNotFound", "delete", "edit", "panel_of"]
+__all__ = [
+    "MemoryEdit",
+    "MemoryNew",
+    "MemoryNotFound",
+    "add",
+    "delete",
+    "edit",
+    "panel_of",
+    "switch",
+]
 
 
 def panel_of(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
@@ -28,6 +37,19 @@ def panel_of(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
 def edit(tk: Talekeeper, adventure_id: int, memory_id: int, change: MemoryEdit) -> dict[str, Any]:
     with writing(tk, adventure_id) as (session, adventure):
         return panel.edit(session, adventure, memory_id, change)
+
+
+def add(tk: Talekeeper, adventure_id: int, new: MemoryNew) -> dict[str, Any]:
+    """A memory the player writes, at the moment being read (`memory.panel.add`)."""
+    with writing(tk, adventure_id) as (session, adventure):
+        return panel.add(session, adventure, new)
+
+
+def switch(tk: Talekeeper, adventure_id: int, on: bool) -> dict[str, Any]:
+    """This adventure's memory bank on or off; the panel after."""
+    with writing(tk, adventure_id) as (session, adventure):
+        panel.switch(session, adventure, on)
+        return panel.panel(session, adventure)
 
 
 def delete(tk: Talekeeper, adventure_id: int, memory_id: int) -> None:

@@ -245,6 +245,13 @@ def switch_line(tk: Talekeeper, adventure_id: int, leaf_id: int) -> dict[str, An
         return story_view(session, adventure)
 
 
+def delete_turn(tk: Talekeeper, adventure_id: int, node_id: int, shown: Shown | None = None) -> Any:
+    """Delete one turn with nothing after it (a take, or a line's last turn); the story after."""
+    with writing(tk, adventure_id) as (session, adventure):
+        branches.delete_turn(session, adventure, get_turn(session, adventure, node_id))
+        return _answer(session, adventure, shown)
+
+
 def delete_line(tk: Talekeeper, adventure_id: int, leaf_id: int) -> dict[str, Any]:
     with writing(tk, adventure_id) as (session, adventure):
         removed = branches.delete_line(session, adventure, get_turn(session, adventure, leaf_id))

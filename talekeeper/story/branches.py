@@ -28,7 +28,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from talekeeper.store.models import Adventure, Node, SavePoint
-from talekeeper.story import tree
+from talekeeper.story import takes, tree
 from talekeeper.story.takes import STEPS, Sibling, families
 from talekeeper.story.tree import TreeError
 
@@ -292,6 +292,53 @@ def switch(session: Session, adventure: Adventure, leaf: Node) -> Node:
     _end_of_line(session, leaf)
     tree.move_head(adventure, leaf)
     return leaf
+
+
+def delete_turn(session: Session, adventure: Adventure, node: Node) -> Node:
+    """Delete one turn with nothing written after it: a take, or the last turn of a line.
+    Returns the turn now being read.
+
+    Nothing else changes: the turns before it, its other takes and every other line stay.
+    Read there, the story moves to another take of the same turn, else back one turn.
+    Refused, changing nothing, for the opening, a turn something was written after (delete
+    the line below it instead), and a turn a Save Point keeps.
+    """
+    if node.parent_id is None:
+        raise TreeError("The opening can't be deleted; start a new adventure instead.")
+    if session.scalar(select(Node.id).where(Node.parent_id == node.id).limit(1)) is not None:
+        raise TreeError(
+            "The story goes on after this turn, so it can't be deleted on its own. Delete "
+            "the line below it (Lines), or read its last turn and delete that."
+        )
+    saved = list(session.scalars(select(SavePoint.name).where(SavePoint.node_id == node.id)))
+    if saved:
+        raise TreeError(
+            f"The Save Point {_names(saved)} keeps this turn. Delete the Save Point first "
+            "(that deletes none of the story), then the turn."
+        )
+    parent = session.get(Node, node.parent_id)
+    assert parent is not None
+    siblings = takes.sibling_ids(session, node)
+    others = [s for s in siblings if s != node.id]
+    here = siblings.index(node.id)
+    stay = others[here - 1] if here > 0 else (others[0] if others else None)
+    remaining = sorted(
+        session.scalars(select(Node.id).where(Node.parent_id == parent.id, Node.id != node.id))
+    )
+    if parent.active_child_id == node.id:
+        parent.active_child_id = (
+            stay if stay is not None else (remaining[-1] if remaining else None)
+        )
+    if node.branch_name and not remaining:  # the line ends one turn sooner, with its name
+        parent.branch_name = node.branch_name
+    # a take that retold this one retells what this one retold
+    session.execute(update(Node).where(Node.take_of == node.id).values(take_of=node.take_of))
+    reading = adventure.head_node_id == node.id
+    if reading:
+        tree.move_head(adventure, session.get(Node, stay) if stay is not None else parent)
+    session.flush()
+    session.execute(delete(Node).where(Node.id == node.id))
+    return tree.head(session, adventure)
 
 
 def _names(names: list[str]) -> str:

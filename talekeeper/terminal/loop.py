@@ -26,6 +26,7 @@ from talekeeper.story.actions import ActionError
 from talekeeper.terminal import character as terminal_character
 from talekeeper.terminal import connection as terminal_connection
 from talekeeper.terminal import hand as terminal_hand
+from talekeeper.terminal import memory as terminal_memory
 from talekeeper.terminal import tree as terminal_tree
 from talekeeper.terminal.background import Background
 from talekeeper.terminal.fix import events_from_words
@@ -111,6 +112,8 @@ def _choose_adventure(tk: Talekeeper, scenario_id: str | None, adventure_id: int
         for s in scenarios.summaries(tk):
             options.append(("scenario", s["id"]))
             table.add_row(str(len(options)), f"New: {s['title']}", "")
+        options.append(("blank", ""))
+        table.add_row(str(len(options)), "New: a blank page (you write how it begins)", "")
         console.print(table)
         choice = IntPrompt.ask("Choose", default=1, console=console)
         if not 1 <= choice <= len(options):
@@ -118,6 +121,11 @@ def _choose_adventure(tk: Talekeeper, scenario_id: str | None, adventure_id: int
         kind, value = options[choice - 1]
         if kind == "adventure":
             return int(value)
+        if kind == "blank":
+            opening = ""
+            while not opening.strip():
+                opening = Prompt.ask("How does your story begin?", console=console)
+            return adventures.start_from_blank(tk, adventures.BlankStart(opening=opening))["id"]
         scenario_id = str(value)
     data = scenarios.read(tk, scenario_id)["data"]
     origin_id = _ask_origin(data)
@@ -344,6 +352,9 @@ def _loop(tk: Talekeeper, adventure_id: int, background: Background) -> None:
             continue
         if line == "/fix" or line.startswith("/fix "):
             _fix(tk, adventure_id, line)
+            continue
+        if terminal_memory.handles(line):
+            terminal_memory.run(tk, adventure_id, line, console)
             continue
         if terminal_connection.handles(line):
             terminal_connection.run(tk, adventure_id, line, console)

@@ -14,11 +14,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from talekeeper.service import tree_ops
+from talekeeper.service import adventures, tree_ops
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import TurnEvent
 from talekeeper.story.tree import TreeError
-from talekeeper.terminal import connection, hand
+from talekeeper.terminal import connection, hand, memory
 
 KINDS = ("do", "say", "story", "continue")
 
@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "/line N": "read line N (from /lines)",
     "/name-line N NAME": "name line N (no NAME clears it)",
     "/delete-line N": "delete the turns only line N has",
+    "/delete-turn": "delete the turn you are reading, when nothing comes after it (asks first)",
     "/save NAME": "make a Save Point at this moment",
     "/saves": "list Save Points, newest first",
     "/restore N": "go back to Save Point N (from /saves); nothing is deleted",
@@ -92,6 +93,7 @@ LOOP_COMMANDS: dict[str, str] = {
     "milestone <id> · give <item> to <holder> · move <who> to <place> · status <who> <status> · or events as JSON",
     **connection.COMMANDS,
     **hand.COMMANDS,
+    **memory.COMMANDS,
     "/accept [N]": "the story is right: update the state to match the last turn's warning N (Undo takes it back)",
 }
 LAST_COMMANDS: dict[str, str] = {
@@ -257,6 +259,21 @@ def _deleted_save(tk: Talekeeper, aid: int, sp: dict, rest: str) -> str:
     return f"Forgot the Save Point “{sp['name']}”; none of the story was deleted."
 
 
+def _delete_turn(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
+    """The turn being read, when nothing follows it: asked first (it cannot be undone)."""
+    head = adventures.story(tk, aid, limit=1)["turns_shown"][-1]
+    sure = arg.strip().lower() == "yes" or console.input(
+        f"Delete turn {head['depth']} ({_preview(head['narration'], 50)})? Only this take of it "
+        "goes; this cannot be undone. [y/N] "
+    ).strip().lower() in ("y", "yes")
+    if not sure:
+        console.print("Nothing was deleted.")
+        return Outcome()
+    tree_ops.delete_turn(tk, aid, head["id"])
+    console.print(f"Deleted turn {head['depth']}.")
+    return Outcome(show_story=True)
+
+
 _HANDLERS: dict[str, Callable[[Talekeeper, int, str, Console], Outcome]] = {
     "/help": _help,
     "/undo": _undo,
@@ -270,6 +287,7 @@ _HANDLERS: dict[str, Callable[[Talekeeper, int, str, Console], Outcome]] = {
     "/line": _line_command(_switched, show_story=True),
     "/name-line": _line_command(_named_line, show_story=False),
     "/delete-line": _line_command(_deleted_line, show_story=False),
+    "/delete-turn": _delete_turn,
     "/save": _save,
     "/saves": _saves,
     "/restore": _save_command(_restored, show_story=True),

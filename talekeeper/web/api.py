@@ -81,6 +81,12 @@ def start_adventure(body: NewAdventure, tk: Talekeeper = Depends(get_tk)) -> dic
     )
 
 
+@router.post("/adventures/blank", status_code=201, response_model=views.Story)
+def start_blank(body: adventures.BlankStart, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+    """A story from nothing but its first lines (`opening`): no scenario, rules or state."""
+    return adventures.start_from_blank(tk, body)
+
+
 @router.get("/adventures/{adventure_id}", response_model=views.Story)
 def get_adventure(
     adventure_id: int,

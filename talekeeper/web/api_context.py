@@ -13,6 +13,8 @@ DELETE /api/adventures/{id}/story-cards/{index}        delete one
 GET    /api/adventures/{id}/memories                   the memory panel
 PATCH  /api/adventures/{id}/memories/{memory_id}       edit text, pin, forget / restore
 DELETE /api/adventures/{id}/memories/{memory_id}       delete
+POST   /api/adventures/{id}/memories                   write a memory by hand
+PUT    /api/adventures/{id}/memory-bank                this adventure's memory bank on or off
 GET    /api/context/settings, PUT /api/context/settings
 """
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from talekeeper.context.settings import ContextSettings
 from talekeeper.core import Talekeeper
@@ -130,6 +132,29 @@ def get_memories(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[st
     """The memories on the path to the head (used / idle / forgotten), the summary in force,
     and the last background run's error, if any."""
     return memories.panel_of(tk, adventure_id)
+
+
+@router.post("/adventures/{adventure_id}/memories", response_model=views.Memory, status_code=201)
+def add_memory(
+    adventure_id: int, body: memories.MemoryNew, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
+    """Write a memory by hand. It belongs to the moment being read: it can be recalled on
+    this line from here on, never after Undo past it or on another line."""
+    return memories.add(tk, adventure_id, body)
+
+
+class BankSwitch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(description="On: memories are written and sent. Off: neither.")
+
+
+@router.put("/adventures/{adventure_id}/memory-bank", response_model=views.MemoryPanel)
+def switch_memory_bank(
+    adventure_id: int, body: BankSwitch, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
+    """Turn this adventure's memory bank on or off (what it holds is kept either way)."""
+    return memories.switch(tk, adventure_id, body.enabled)
 
 
 @router.patch("/adventures/{adventure_id}/memories/{memory_id}", response_model=views.Memory)

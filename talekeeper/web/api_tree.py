@@ -168,6 +168,16 @@ def switch_line(
     return tree_ops.switch_line(tk, adventure_id, leaf_id)
 
 
+@router.delete("/turns/{node_id}", response_model=views.Story)
+def delete_turn(
+    adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)
+) -> dict[str, Any]:
+    """Delete one turn that nothing follows: a take, or the last turn of a line. Read there,
+    the story moves to another take of it, else back one turn. Refused (409) for the
+    opening, a turn the story goes on after, and a turn a Save Point keeps."""
+    return tree_ops.delete_turn(tk, adventure_id, node_id)
+
+
 @router.delete("/lines/{leaf_id}", response_model=views.LineDeleted)
 def delete_line(
     adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)

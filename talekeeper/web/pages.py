@@ -111,6 +111,24 @@ def creation_field_errors(exc: Exception) -> dict[str, str]:
 _OVERSPENT = re.compile(r"(?P<spent>\d+) points spent; you have (?P<have>\d+)")
 
 
+@router.post("/adventures/blank")
+async def start_blank(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
+    """A blank adventure from the home page: the player's own first lines."""
+    form = await request.form()
+    values = {k: str(form.get(k, "")) for k in ("opening", "title")}
+    try:
+        start = adventures.BlankStart(opening=values["opening"], title=values["title"] or None)
+        adventure_id = adventures.start_from_blank(tk, start)["id"]
+    except (Invalid, ValidationError) as exc:
+        message = (
+            "Write how your story begins (at most 4,000 characters)."
+            if isinstance(exc, ValidationError)
+            else str(exc)
+        )
+        return _home(request, tk, status_code=422, blank_error=message, blank_values=values)
+    return RedirectResponse(f"/adventures/{adventure_id}", status_code=303)
+
+
 def character_from_form(form: Any) -> dict[str, Any] | None:
     if not form.get("character"):
         return None

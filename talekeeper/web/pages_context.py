@@ -109,6 +109,35 @@ def memory_page(
     )
 
 
+@router.post("/adventures/{adventure_id}/memory/new")
+async def memory_new(
+    request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
+) -> Response:
+    """A memory the player writes, at the moment being read."""
+    form = await request.form()
+    back = f"/adventures/{adventure_id}/memory"
+    try:
+        new = memories.MemoryNew(text=str(form.get("text", "")), pinned=bool(form.get("pinned")))
+        memories.add(tk, adventure_id, new)
+    except (ValidationError, ValueError, Conflict):
+        return _back(back, "Nothing was saved: write what to remember (at most 2,000 characters).")
+    return _back(back, "Remembered. It belongs to this moment of the story.")
+
+
+@router.post("/adventures/{adventure_id}/memory/switch")
+async def memory_switch(
+    request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
+) -> Response:
+    """This adventure's memory bank on or off."""
+    on = str((await request.form()).get("on", "")) == "1"
+    try:
+        memories.switch(tk, adventure_id, on)
+    except Conflict as exc:
+        return _back(f"/adventures/{adventure_id}/memory", str(exc).splitlines()[0])
+    said = "on: memories are written and sent" if on else "off: nothing is written or sent"
+    return _back(f"/adventures/{adventure_id}/memory", f"This adventure's memory bank is {said}.")
+
+
 @router.post("/adventures/{adventure_id}/memory/{memory_id}")
 async def memory_action(
     request: Request, adventure_id: int, memory_id: int, tk: Talekeeper = Depends(get_tk)

@@ -87,6 +87,15 @@ def choose_take(
     return _story(request, tk, adventure_id, change, Shown(shown_head, shown_first))
 
 
+@router.post("/turns/{node_id}/delete", response_class=HTMLResponse)
+def delete_turn(
+    request: Request, adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
+    """Delete the turn being read when nothing follows it; the story drawn afresh."""
+    change = partial(tree_ops.delete_turn, tk, adventure_id, node_id)
+    return _story(request, tk, adventure_id, change, Shown())
+
+
 @router.get("/turns/{node_id}/edit", response_class=HTMLResponse)
 def edit_form(
     request: Request, adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)

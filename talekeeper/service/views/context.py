@@ -164,7 +164,9 @@ class Memory(View):
     pinned: bool
     uses: int
     last_used_turn: int | None
-    source: str = Field(description="Who wrote it: the summariser or the player.")
+    source: str = Field(
+        description="Who wrote it: `auto` (the summariser), `player` (edited) or `hand` (written by the player)."
+    )
     embedded: bool
     embedding_model: str | None
     on_path: bool
@@ -194,7 +196,10 @@ class MemoryPanel(View):
     memories: list[Memory]
     counts: MemoryCounts
     summary: SummaryInForce
-    enabled: bool
+    enabled: bool = Field(
+        description="Memories are written and sent (settings and this adventure)."
+    )
+    bank_on: bool = Field(description="This adventure's own switch (off: nothing written or sent).")
     retrieval: str = Field(description="embeddings (which model) or lexical (BM25).")
     top_k: int
     capacity: int
