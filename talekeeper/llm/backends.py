@@ -170,8 +170,3 @@ async def detect(probe: Probe) -> Backend:
     if isinstance(lmstudio, dict) and isinstance(lmstudio.get("data"), list):
         return LMSTUDIO
     return GENERIC_LOCAL
-
-
-def unsupported(backend: Backend, chosen: dict[str, object]) -> list[str]:
-    """Which of the samplers set the backend does not take (said, never silently dropped)."""
-    return [name for name in SAMPLERS if name in chosen and not backend.takes(name)]

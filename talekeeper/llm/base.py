@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from talekeeper.llm.backends import SAMPLERS, Backend
+from talekeeper.llm.backends import Backend
 from talekeeper.llm.catalog import ModelInfo
 
 
@@ -103,14 +103,9 @@ class Provider(ABC):
     """A model that streams text. Subclasses set `id` and their capabilities."""
 
     id: str = "base"
-    # The optional samplers this provider passes to its model; others are ignored, and the
-    # settings page says so (`unsupported_samplers`).
+    # The optional samplers this provider passes to its model without asking its server
+    # (`backend()` asks, where a server can say); others are ignored, and pages say so.
     samplers: frozenset[str] = frozenset()
-
-    def unsupported_samplers(self, chosen: dict[str, object]) -> list[str]:
-        """Which of the samplers set (`GenerationSettings.samplers()`) this provider ignores,
-        by what it takes without asking its server (`backend()` asks)."""
-        return [name for name in SAMPLERS if name in chosen and name not in self.samplers]
 
     async def backend(self) -> Backend:
         """What this provider's server is and which samplers it takes (llm/backends.py)."""

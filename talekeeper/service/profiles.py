@@ -399,11 +399,6 @@ def use_for_adventure(tk: Talekeeper, adventure_id: int, choice: Choice | None) 
         choose_for_adventure(session, adventure_id, choice)
 
 
-def in_force(tk: Talekeeper, adventure_id: int | None = None) -> Resolved:
-    with tk.db.session() as session:
-        return resolve(session, adventure_id, None)
-
-
 def sent_to(settings: ModelSettings) -> str | None:
     """The hosted service these settings send the story to (None: a local server)."""
     if settings.resolved_provider() == "embedded":
