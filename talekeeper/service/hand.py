@@ -8,7 +8,8 @@ turn reads (service/context: the canon, the story so far, the state), so it know
 the narrator knows and no more. Its answer passes the guards every generated text passes
 (service/guards: no echo of the prompt's notes, no protocol, no loop), and the call — its
 prompt and what it answered — is kept for Insights ("Your hand" on the next turn's page).
-Nothing of the story changes: no turn is written, no lock is taken.
+Nothing of the story changes: no turn is written, no lock is taken; while a turn is being
+told the hand is refused (409), and it waits out a turn's background step.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ async def _call(
     the guarded text)."""
     from talekeeper.service.turns import load_turn, unicode_safe
 
+    await tk.locks.wait_until_told(adventure_id)  # never beside a turn being told
     start = await asyncio.to_thread(load_turn, tk, adventure_id, "continue", "", None)
     provider = tk.provider(start.model)
     # "off": the state as it is, without the vocabulary a narrator would write changes in

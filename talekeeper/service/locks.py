@@ -87,6 +87,22 @@ class AdventureLocks:
                     raise
             await asyncio.sleep(self.poll)
 
+    async def wait_until_told(self, adventure_id: int, timeout: float = SETTLE_WAIT) -> None:
+        """For a reader that calls the model without writing (the player's hand): refused
+        (`AdventureBusy`) while a turn is being told — the model is busy with it and the
+        story is about to change — and waits out a turn's background step, so it reads the
+        settled story. Takes nothing."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._guard:
+                if adventure_id not in self._held:
+                    return
+                if adventure_id not in self._settling:
+                    raise AdventureBusy(adventure_id)
+            if time.monotonic() > deadline:
+                raise StillSettling(adventure_id)
+            await asyncio.sleep(self.poll)
+
     def lend_to_settle(self, adventure_id: int) -> None:
         """The holder's turn is written; its background step now holds the lock until it
         releases it. A writer arriving meanwhile waits instead of being refused."""

@@ -44,6 +44,8 @@ BODIES: dict[tuple[str, str], Any] = {
 MAY_PROCEED_WHILE_BUSY = {
     ("PATCH", "/api/adventures/{adventure_id}/memories/{memory_id}"),
     ("DELETE", "/api/adventures/{adventure_id}/memories/{memory_id}"),
+    # Which connection tells the adventure: read by the next turn, never by the one in flight.
+    ("PUT", "/api/adventures/{adventure_id}/connection"),
 }
 
 
