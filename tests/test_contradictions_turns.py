@@ -235,3 +235,20 @@ def test_a_clash_the_state_pass_resolves_is_gone_once_the_turn_is_settled(
     assert settled["turn"]["contradictions"] == []  # the model's state pass brought Tobin in
     assert story(client, adventure_id)["turns_shown"][-1]["contradictions"] == []
     assert "Tobin is at Keeper" not in client.get(f"/adventures/{adventure_id}").text
+
+
+def test_the_terminal_shows_the_warning_and_accept_updates_the_state(
+    tk: Talekeeper, scripted: ScriptedProvider, monkeypatch
+) -> None:
+    from tests.test_terminal_ux import run_play, start
+
+    aid = start(tk)
+    scripted.queue(ABSENT)
+    out = run_play(
+        tk, ["wait for the keeper", "/accept 2", "/accept"], monkeypatch, adventure_id=aid
+    )
+    assert "⚠ Tobin is at Keeper's cottage, not here" in out
+    assert "/retry tells it again" in out
+    assert "This turn has no warning 2 to accept." in out
+    assert "The state now agrees with the story" in out
+    assert "tobin" in state(tk, aid)["scene"]["present"]
