@@ -22,6 +22,20 @@ def state(tk: Talekeeper, adventure_id: int) -> dict:
     return tree_ops.current_state(tk, adventure_id)
 
 
+def streamed(client: TestClient, adventure_id: int, text: str = "wait") -> list[tuple[str, dict]]:
+    """A turn played over SSE: its (event, data) pairs, in order."""
+    with client.stream(
+        "POST",
+        f"/api/adventures/{adventure_id}/turns",
+        json={"kind": "do", "text": text},
+        headers={"Accept": "text/event-stream"},
+    ) as response:
+        lines = [line for line in response.iter_lines() if line.startswith(("event:", "data:"))]
+    kinds = [line[6:].strip() for line in lines if line.startswith("event:")]
+    data = [json.loads(line[5:]) for line in lines if line.startswith("data:")]
+    return list(zip(kinds, data, strict=True))
+
+
 def test_a_clash_is_flagged_on_the_turn_as_played_and_as_stored(
     client: TestClient, adventure_id: int, scripted: ScriptedProvider
 ) -> None:
@@ -166,14 +180,7 @@ def test_the_setting_retry_tells_a_clashing_narration_again_once(
     )
     scripted.queue(ABSENT)
     scripted.queue("Maren hands you a coil of wet rope.")
-    with client.stream(
-        "POST",
-        f"/api/adventures/{adventure_id}/turns",
-        json={"kind": "do", "text": "wait"},
-        headers={"Accept": "text/event-stream"},
-    ) as response:
-        body = "".join(response.iter_text())
-    assert "event: retold" in body
+    assert "retold" in [kind for kind, _data in streamed(client, adventure_id)]
     kept = story(client, adventure_id)["turns_shown"][-1]
     assert kept["narration"] == "Maren hands you a coil of wet rope."
     assert kept["contradictions"] == []
@@ -223,14 +230,8 @@ def test_a_clash_the_state_pass_resolves_is_gone_once_the_turn_is_settled(
             }
         )
     )
-    with client.stream(
-        "POST",
-        f"/api/adventures/{adventure_id}/turns",
-        json={"kind": "do", "text": "wait"},
-        headers={"Accept": "text/event-stream"},
-    ) as response:
-        events = [line for line in response.iter_lines() if line.startswith("data:")]
-    done, settled = json.loads(events[-2][5:]), json.loads(events[-1][5:])
+    events = dict(streamed(client, adventure_id))
+    done, settled = events["done"], events["settled"]
     assert [c["kind"] for c in done["turn"]["contradictions"]] == ["presence"]  # as written
     assert settled["turn"]["contradictions"] == []  # the model's state pass brought Tobin in
     assert story(client, adventure_id)["turns_shown"][-1]["contradictions"] == []
