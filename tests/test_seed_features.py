@@ -169,7 +169,7 @@ def test_a_blank_adventure_starts_from_nothing_but_its_first_lines(
     assert page.status_code == 200 and "Snow on the lighthouse." in page.text
     import talekeeper.terminal.loop as loop
 
-    last = len(loop.adventures.summaries(tk)) + len(loop.scenarios.summaries(tk)) + 1
+    last = len(loop.adventures.summaries(tk)) + len(loop.scenarios.summaries(tk)) + 2
     monkeypatch.setattr(loop.IntPrompt, "ask", lambda *a, **k: last)  # the blank page is last
     typed = iter(["", "A door in the sea."])
     monkeypatch.setattr(loop.Prompt, "ask", lambda *a, **k: next(typed))

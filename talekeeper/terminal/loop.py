@@ -13,6 +13,7 @@ from rich.prompt import IntPrompt, Prompt
 from rich.table import Table
 
 from talekeeper.errors import Conflict, Invalid, NotFound
+from talekeeper.interop import starter
 from talekeeper.llm.errors import LLMError
 from talekeeper.service import adventures, corrections, scenarios, state_updates
 from talekeeper.service.app import Talekeeper
@@ -112,6 +113,8 @@ def _choose_adventure(tk: Talekeeper, scenario_id: str | None, adventure_id: int
         for s in scenarios.summaries(tk):
             options.append(("scenario", s["id"]))
             table.add_row(str(len(options)), f"New: {s['title']}", "")
+        options.append(("starter", ""))
+        table.add_row(str(len(options)), "Open the starter story (seven turns in)", "7")
         options.append(("blank", ""))
         table.add_row(str(len(options)), "New: a blank page (you write how it begins)", "")
         console.print(table)
@@ -121,6 +124,8 @@ def _choose_adventure(tk: Talekeeper, scenario_id: str | None, adventure_id: int
         kind, value = options[choice - 1]
         if kind == "adventure":
             return int(value)
+        if kind == "starter":
+            return starter.open_starter(tk).adventure_id
         if kind == "blank":
             opening = ""
             while not opening.strip():

@@ -2,6 +2,7 @@
 
     GET  /api/adventures/{id}/export     the whole adventure as a bundle (gzip JSON Lines, streamed)
     POST /api/adventures/import          a bundle (the request body); checked whole, then written (201)
+    POST /api/adventures/starter         a new copy of the starter adventure (201)
     GET  /api/schemas/bundle             the JSON Schema of a bundle's line
     POST /api/interop/import?filename=…  a card, lorebook or other app's file (the body):
                                          what it would become and the import report; saves nothing
@@ -26,7 +27,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from talekeeper.core import Talekeeper
-from talekeeper.interop import bundles, imports
+from talekeeper.interop import bundles, imports, starter
 from talekeeper.interop.bundle_format import MEDIA_TYPE, bundle_schema
 from talekeeper.service.views.scenarios import CharacterCard, ImportPreview, ScenarioSaved
 from talekeeper.service.views.state import JsonSchemaDocument
@@ -100,6 +101,20 @@ async def import_adventure(request: Request, tk: Talekeeper = Depends(get_tk)) -
         result = await run_in_threadpool(import_spooled, tk, spooled)
     finally:
         spooled.close()
+    return {
+        "id": result.adventure_id,
+        "title": result.title,
+        "turns": result.turns,
+        "nodes": result.nodes,
+        "notes": result.notes,
+    }
+
+
+@router.post("/adventures/starter", status_code=201, response_model=AdventureImported)
+async def open_starter(tk: Talekeeper = Depends(get_tk)) -> Any:
+    """A new copy of the starter adventure: a short story already under way (takes, a
+    second line, a Save Point, chips, Insights), to read and continue."""
+    result = await run_in_threadpool(starter.open_starter, tk)
     return {
         "id": result.adventure_id,
         "title": result.title,

@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from talekeeper.core import Talekeeper
 from talekeeper.errors import TalekeeperError
-from talekeeper.interop import bundles, imports
+from talekeeper.interop import bundles, imports, starter
 from talekeeper.interop.bundle_format import MEDIA_TYPE
 from talekeeper.service import json_depth
 from talekeeper.web import flash, pages
@@ -66,6 +66,13 @@ async def import_adventure(request: Request, tk: Talekeeper = Depends(get_tk)) -
         result = await run_in_threadpool(bundles.import_file, tk, _Reopen(upload.file), size)
     except bundles.BundleInvalid as exc:
         return pages._home(request, tk, 422, bundle_error=str(exc))
+    return RedirectResponse(f"/adventures/{result.adventure_id}", status_code=303)
+
+
+@router.post("/adventures/starter")
+async def open_starter(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
+    """A new copy of the starter adventure, opened at the moment it was left."""
+    result = await run_in_threadpool(starter.open_starter, tk)
     return RedirectResponse(f"/adventures/{result.adventure_id}", status_code=303)
 
 
