@@ -1,10 +1,14 @@
 """The long fuzz run: the suite's fuzzing properties with a budget measured in hours, not seconds.
 
-    .venv/bin/python scripts/fuzz_long.py [--examples 5000] [--atheris-seconds 600]
+    .venv/bin/python scripts/fuzz_long.py [--examples 5000] [--variants 40] [--atheris-seconds 600]
 
 1. tests/reliability/test_fuzz.py — every API route (no 500; a refusal changes nothing),
    rules declarations (loaded or refused by path), hostile model replies through a whole
-   turn (the protocol never reaches screen or disk; a failed turn writes nothing);
+   turn (the protocol never reaches screen or disk; a failed turn writes nothing); and
+   tests/reliability/test_hostile_http.py — every route, JSON and page, accounts on and
+   off, every family of hostile request and `--variants` random mutations a route, over a
+   real socket (no 5xx, no answer over 2 s, bounded error bodies, no write from a refusal);
+   on PostgreSQL too when $TALEKEEPER_DATABASE_URL names one;
 2. tests/state/test_properties.py — the state engine's own properties (apply accounts for
    every event and a rejected one changes nothing; extraction and streaming never show the
    protocol; normalise repairs anything);
@@ -57,7 +61,7 @@ def atheris_child(seconds: int) -> None:  # pragma: no cover - runs under libFuz
     import atheris
 
     with atheris.instrument_imports():
-        from talekeeper.state import FENCE_INFO, extract_reply, visible_prefix
+        from talekeeper.state import FENCE_INFO, VisibleStream, extract_reply, visible_prefix
 
     fence = re.compile(
         r"`{3,}[ \t]*" + FENCE_INFO + r"(?![\w-])", re.IGNORECASE
@@ -71,6 +75,10 @@ def atheris_child(seconds: int) -> None:  # pragma: no cover - runs under libFuz
         assert again.raw_block is None, ("protocol left in the prose", text, result.prose)
         shown = visible_prefix(text)
         assert not fence.search(shown), (text, shown)
+        stream, streamed = VisibleStream(), ""  # the same text in pieces, each read once
+        for at in range(0, len(text), 7):
+            streamed += stream.feed(text[at : at + 7])
+        assert shown.startswith(streamed) and not fence.search(streamed), (text, streamed)
 
     corpus = tempfile.mkdtemp(prefix="talekeeper-atheris-")
     for i, seed in enumerate(SEEDS):
@@ -102,6 +110,12 @@ def main() -> int:
         help="HTTP examples per API route (default examples/10)",
     )
     parser.add_argument(
+        "--variants",
+        type=int,
+        default=40,
+        help="random mutations a route in the hostile HTTP run (default 40)",
+    )
+    parser.add_argument(
         "--atheris-seconds", type=int, default=600, help="atheris time budget; 0 skips it"
     )
     parser.add_argument("--atheris-child", type=int, help=argparse.SUPPRESS)
@@ -118,12 +132,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         counts = Path(scratch) / "counts.json"
         passed, _ = pytest_part(
-            "tests/reliability/test_fuzz.py",
-            ["tests/reliability/test_fuzz.py"],
+            "tests/reliability/test_fuzz.py, test_hostile_http.py",
+            ["tests/reliability/test_fuzz.py", "tests/reliability/test_hostile_http.py", "-s"],
             {
                 "TALEKEEPER_FUZZ_EXAMPLES": str(args.examples),
                 "TALEKEEPER_FUZZ_PER_ROUTE": str(args.per_route or max(10, args.examples // 10)),
                 "TALEKEEPER_FUZZ_COUNTS": str(counts),
+                "TALEKEEPER_HOSTILE_VARIANTS": str(max(1, args.variants)),
             },
         )
         ok &= passed

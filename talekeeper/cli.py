@@ -105,7 +105,9 @@ def serve(
         typer.Option(
             min=1,
             max=64,
-            help="App processes to start on this port (more than one needs PostgreSQL).",
+            help="App processes to start on this port (more than one needs PostgreSQL): each "
+            "listens for itself (SO_REUSEPORT), the kernel spreads connections among them, "
+            "and one that dies is started again.",
         ),
     ] = 1,
 ) -> None:
@@ -116,6 +118,7 @@ def serve(
 
     from talekeeper import terminal
     from talekeeper.accounts import has_any_user
+    from talekeeper.web import processes
     from talekeeper.web.app import ALLOWED_HOSTS_ENV, create_app
 
     tk = _open(data_dir, endpoint, model, provider, database_url, accounts=accounts or None)
@@ -160,15 +163,8 @@ def serve(
     }
     os.environ.update(env)
     tk.db.dispose()
-    uvicorn.run(
-        "talekeeper.web.app:from_environment",
-        factory=True,
-        workers=workers,
-        host=host,
-        port=port,
-        log_level="warning",
-        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-    )
+    terminal.console.print(processes.describe(workers, host, port))
+    raise typer.Exit(processes.serve(workers, host, port, grace=SHUTDOWN_GRACE_S))
 
 
 SHUTDOWN_GRACE_S = 3

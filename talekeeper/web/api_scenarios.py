@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Body, Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 
 from talekeeper.core import Talekeeper
@@ -56,7 +57,8 @@ def check(data: Any = Body(..., description="A scenario document to check.")) ->
 async def import_file(request: Request, tk: Talekeeper = Depends(get_tk)) -> Any:
     """The body is the file's bytes: an export, or a bare scenario document (at most 1 MB).
     An id already taken gets a fresh one (see `notes`)."""
-    return scenarios.import_file(tk, await request.body())
+    raw = await request.body()  # checking a file of thousands of cards takes a while:
+    return await run_in_threadpool(scenarios.import_file, tk, raw)  # off the event loop
 
 
 @router.get("/{scenario_id}", response_model=views.Scenario)

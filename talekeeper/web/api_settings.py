@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from fastapi import APIRouter, Depends
@@ -18,7 +19,12 @@ router = APIRouter(prefix="/api", responses=ERRORS)
 
 @router.get("/health", response_model=views.Health)
 def health(tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
-    return {"status": "ok", "version": __version__, "model": tk.model_description()}
+    return {
+        "status": "ok",
+        "version": __version__,
+        "model": tk.model_description(),
+        "process": os.getpid(),
+    }
 
 
 @router.get("/settings", response_model=views.SettingsView)

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
@@ -441,7 +442,7 @@ async def import_file(request: Request, tk: Talekeeper = Depends(get_tk)) -> Res
         )
     raw = await upload.read(scenarios.MAX_SCENARIO_BYTES + 1)
     try:
-        imported = scenarios.import_file(tk, raw)
+        imported = await run_in_threadpool(scenarios.import_file, tk, raw)  # off the loop
         scenario_id, notes = imported["id"], imported["notes"]
     except scenarios.ScenarioInvalid as exc:
         return _list_page(request, tk, 422, import_error=exc.intro, import_errors=exc.errors)

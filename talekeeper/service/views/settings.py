@@ -39,6 +39,9 @@ class Health(View):
     status: str = Field(description="`ok` while the server answers.")
     version: str
     model: str = Field(description="The model in use, in words.")
+    process: int = Field(
+        description="The answering app process's id (with several, which one answered)."
+    )
 
 
 class Check(View):
