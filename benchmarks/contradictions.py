@@ -1,10 +1,11 @@
 """The narration reader on a labelled corpus: the contradiction guard and the change reader.
 
-    .venv/bin/python benchmarks/contradictions.py [--set dev|held|all] [--misses]
+    .venv/bin/python benchmarks/contradictions.py [--set dev|held|model|all] [--batch N] [--misses]
 
 Each case of `narration_corpus.json` — narrations over both built-in scenarios in several
 states: `dev` (written while the reader was tuned), `held` (written after, to test it) and
-`model` (what SmolLM2 wrote in a run of `narration.py`, labelled by hand) — is read
+`model` (what SmolLM2 wrote in a run of `narration.py`, labelled by hand); `--batch 2` keeps
+only the held-out cases written by a second hand — is read
 against its state as a turn reads it
 (`state.telling.read_telling`): the clashes the guard reports and the changes the change
 reader proposes are compared with the labels. Printed per kind: true and false
@@ -211,9 +212,14 @@ def report(result: Result, title: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--set", choices=("dev", "held", "model", "all"), default="all")
+    parser.add_argument(
+        "--batch", type=int, help="only the cases of this batch (2: the second hand's)"
+    )
     parser.add_argument("--misses", action="store_true", help="print every case read wrong")
     args = parser.parse_args()
     cases = load_corpus()
+    if args.batch is not None:
+        cases = [c for c in cases if c.get("batch", 1) == args.batch]
     evaluate(cases[:5])  # warm the gazetteer caches, as a running server has them
     sets = ["dev", "held", "model"] if args.set == "all" else [args.set]
     for name in sets:
