@@ -117,6 +117,12 @@ def main() -> int:
     print(
         f"kills that landed while the memory bank was summarising: {sum(r.summariser_kills for r in runs)}"
     )
+    if server is not None:
+        late = sum(r.late_commits for r in reports)
+        print(
+            f"turns PostgreSQL committed after the kill (a read at once would have missed them, "
+            f"then the restarted server shown them: issue 30's 'another head'): {late}"
+        )
     nodes = sum(len(r.ledger.nodes) for r in runs)
     adventures = sum(len(r.ledger.heads) for r in runs)
     points = sum(len(r.ledger.save_points) for r in runs)
