@@ -38,7 +38,6 @@ from .events import EVENTS, MAX_PROPOSAL_CHARS
 
 FENCE_INFO = "state"
 
-_STATE_OPEN = re.compile(r"(`{3,})[ \t]*state(?![\w-])", re.IGNORECASE)
 _FENCE_OPEN = re.compile(r"^[ \t]{0,3}(`{3,})[ \t]*([^\n`]*)", re.MULTILINE)
 # Any whitespace but a newline may lead (what str.strip() takes off must not hide a block).
 _LINE_OBJECT = re.compile(r"^[^\S\n]*\{", re.MULTILINE)
@@ -103,7 +102,9 @@ _STATE_PATTERNS = (_STATE_RUN, _STATE_AT)
 
 
 def search_state_open(text: str, pos: int = 0, end: int | None = None) -> re.Match[str] | None:
-    """`_STATE_OPEN.search(text, pos, end)` in linear time.
+    """The first state fence opening at or after `pos` (before `end`): three backticks or
+    more, blanks, `state` as a word — what ``(`{3,})[ \\t]*state(?![\\w-])`` finds, in
+    linear time.
 
     That pattern, tried at every backtick of a run and backtracking over the rest of it,
     read a run of n backticks about n²/2 times (a reply of backticks stalled a turn). A
