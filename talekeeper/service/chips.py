@@ -12,7 +12,7 @@ happened, an edit's word on its changes) are no change: muted, under the chips.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -197,6 +197,18 @@ def turn_chips(changes: list[Any] | None) -> TurnChips:
         else:
             chips.append(chip)
     return TurnChips(chips, notes, refused)
+
+
+def said_of(state: Mapping[str, Any] | None) -> Callable[[Any], str]:
+    """How a change reads in the story's recent events (the canon log, the State panel's
+    Recently): the chip's words, without the marks made for the page."""
+    names = Names(state)
+
+    def said(outcome: Any) -> str:
+        text = describe(outcome.model_dump(), names).text
+        return text.removeprefix("✓ ").removesuffix(" (limited)")
+
+    return said
 
 
 def correction_text(changes: list[dict[str, Any]]) -> str:

@@ -10,6 +10,7 @@ must resolve, and a bad origin fails loudly before play starts.
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from talekeeper.errors import Invalid, NotFound
@@ -48,10 +49,26 @@ def origin_summaries(data: dict[str, Any]) -> list[dict[str, str]]:
         {
             "id": str(o["id"]),
             "title": str(o.get("title") or o["id"]),
-            "description": str(o.get("description") or ""),
+            "description": before_answers(str(o.get("description") or ""), data),
         }
         for o in origins_of(data)
     ]
+
+
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def before_answers(text: str, data: dict[str, Any]) -> str:
+    """A scenario's text shown before its questions are answered: a `${name}` reads as the
+    question's default answer, else as "‹your name›" — never as the placeholder itself."""
+    defaults = {
+        str(p.get("key")): str(p.get("default") or "")
+        for p in data.get("placeholders") or []
+        if isinstance(p, dict)
+    }
+    return _PLACEHOLDER.sub(
+        lambda m: defaults.get(m.group(1)) or f"‹your {m.group(1).replace('_', ' ')}›", text
+    )
 
 
 def with_origin(data: dict[str, Any], origin_id: str | None) -> dict[str, Any]:

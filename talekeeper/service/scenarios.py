@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from talekeeper.errors import Invalid, NotFound
 from talekeeper.service import json_depth
-from talekeeper.service.origins import origin_summaries
+from talekeeper.service.origins import before_answers, origin_summaries
 from talekeeper.store import owner
 from talekeeper.store.models import Scenario
 
@@ -82,7 +82,7 @@ def scenario_summary(row: Scenario) -> dict[str, Any]:
     return {
         "id": row.id,
         "title": row.title,
-        "description": row.description,
+        "description": before_answers(row.description, row.data),
         "builtin": row.builtin,
         "placeholders": row.data.get("placeholders", []),
         "tags": row.data.get("tags", []),

@@ -246,7 +246,8 @@ def settle_reply(
     proposal, dropped = without_noise(extraction.proposal, extraction.prose, before)
     record.dropped = dropped or None
     after, report = apply_proposal(before, proposal, rules, turn)
-    after = record_event(after, event_line(report, extraction.prose), turn)
+    said = chips.said_of(after.to_json())  # the recent event in the chips' words
+    after = record_event(after, event_line(report, extraction.prose, said=said), turn)
     record.report = report.to_json()
     state = after.to_json()
     return Settled(extraction.prose, state, record.to_json(), outcome_views(report, state), after)

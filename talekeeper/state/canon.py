@@ -16,10 +16,11 @@ rules from the seed are code here:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from .document import PLAYER_ID, Document
-from .report import Report
+from .report import Outcome, Report
 from .resolve import document_name
 from .rules import Rules
 from .sentences import plain_line, same_line
@@ -55,10 +56,17 @@ def banter_moment(document: Document, turn: int) -> Any | None:
     return max(scored, key=lambda sm: (sm[0], sm[1].turn))[1] if scored else None
 
 
-def event_line(report: Report | None, prose: str, action_line: str = "") -> str:
+def event_line(
+    report: Report | None,
+    prose: str,
+    action_line: str = "",
+    said: Callable[[Outcome], str] | None = None,
+) -> str:
     """The terse recent-event line code writes for a turn: what was accepted, else the
     turn's first sentence (of the guarded prose: never an echo), as one short plain line
-    (`sentences.plain_line`). The model's own `note_event` line, when it sent one, wins."""
+    (`sentences.plain_line`). The model's own `note_event` line, when it sent one, wins.
+    `said` words a change as the player reads it (the service's chips, names and all); by
+    default its reason, less ids and paths (`in_words`)."""
     if report is not None:
         noted = [
             o.after
@@ -68,7 +76,7 @@ def event_line(report: Report | None, prose: str, action_line: str = "") -> str:
         if noted:
             return ""  # the model wrote the line itself; don't write a second
         changes = [
-            o.reason
+            said(o) if said is not None else in_words(o.reason)
             for o in report.outcomes
             if o.status in ("applied", "limited")
             and not o.hidden
@@ -76,7 +84,7 @@ def event_line(report: Report | None, prose: str, action_line: str = "") -> str:
             and o.type not in ("record_moment", "note_event")
         ]
         if changes:
-            return plain_line("; ".join(in_words(c) for c in changes), EVENT_LINE_CHARS)
+            return plain_line("; ".join(changes), EVENT_LINE_CHARS)
     sentence = _first_sentence(plain_line(prose, 10 * EVENT_LINE_CHARS))
     return plain_line(sentence or action_line.lstrip("> ").strip(), EVENT_LINE_CHARS)
 
