@@ -117,25 +117,31 @@ def test_an_edited_narration_reads_its_changes_from_the_edited_text(
     )
     one = play(client, adventure_id, scripted, reply, "ask Maren")["turn"]
     url = f"/api/adventures/{adventure_id}/turns/{one['id']}/edit"
-    # the edited text tells a move: that is its change, read from it (the old take's flag
-    # and note described the old text and are not carried over)
+    # the edited text tells a move: that is its change, read from it; the old take's flag
+    # (no words tell it) is kept, checked again, and its note (it told the old text) is not
     shown = client.post(
         url, json={"narration": "Maren rows you across to the lighthouse, cursing the tide."}
     ).json()["turns_shown"][-1]
-    assert {c["type"] for c in shown["changes"]} == {"set_location", "set_scene"}
-    assert all(c["by"] == "narration" for c in shown["changes"])
-    assert "Read from the narration" in shown["changes"][0]["chip"]["detail"]
+    chips = [c for c in shown["changes"] if c["status"] != "note"]
+    assert {c["type"] for c in chips} == {"set_location", "set_scene", "set_flag"}
+    read = [c for c in chips if c["type"] != "set_flag"]
+    assert all(c["by"] == "narration" for c in read)
+    assert all("Read from the narration" in c["chip"]["detail"] for c in read)
+    (kept,) = [c for c in chips if c["type"] == "set_flag"]
+    assert kept["chip"]["detail"] == state_engine.KEPT_FROM
+    assert [c["type"] for c in shown["changes"] if c["status"] == "note"] == ["kept_changes"]
     state = client.get(f"/api/adventures/{adventure_id}/state").json()
     assert state["document"]["entities"]["player"]["location"] == "lighthouse"
-    assert state["document"]["flags"]["ferry_hired"] is False
+    assert state["document"]["flags"]["ferry_hired"] is True
     # the page shows the same chips under the take it shows
     page = client.get(f"/adventures/{adventure_id}").text
     article = page[page.index(f'id="turn-{shown["id"]}"') :]
     article = article[: article.index("</article>")]
-    assert article.count('class="chip chip-applied"') == len(shown["changes"])
-    # an edit that tells nothing changes nothing: no chips, no note about kept changes
+    assert article.count('class="chip chip-applied"') == len(chips)
+    assert state_engine.KEPT_FROM in article
+    # an edit that tells nothing keeps only what no words tell
     shown = client.post(url, json={"narration": "Maren nods, once."}).json()["turns_shown"][-1]
-    assert shown["changes"] == []
+    assert [c["type"] for c in shown["changes"]] == ["set_flag", "kept_changes"]
     # an edit with its own state block: the block's changes, and what the text tells
     block_off = block({"type": "set_flag", "flag": "ferry_hired", "value": False})
     shown = client.post(url, json={"narration": "Maren refuses." + block_off}).json()[

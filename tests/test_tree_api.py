@@ -241,16 +241,16 @@ def test_edit_narration_rederives_the_state_from_the_parent(
         client, adventure_id, scripted, "Maren agrees to take you.\n\n" + hired, "ask Maren"
     )["turn"]
     assert tree_ops.current_state(tk, adventure_id)["flags"]["ferry_hired"] is True
-    # The edited text is read again: what it tells is its change, and the original take's
-    # changes (which described the old text) are not carried over…
+    # The edited text is read again: what it tells is its change (the move), and what no
+    # words can tell (the switch) is kept from the original take…
     client.post(
         f"/api/adventures/{adventure_id}/turns/{one['id']}/edit",
         json={"narration": "Maren nods and rows you across to the lighthouse."},
     )
     state = tree_ops.current_state(tk, adventure_id)
-    assert state["flags"]["ferry_hired"] is False
+    assert state["flags"]["ferry_hired"] is True
     assert state["entities"]["player"]["location"] == "lighthouse"
-    # …and a state block written into the edit is what the edited text implies too.
+    # …and a state block written into the edit is what the edited text implies instead.
     refused = (
         '```state\n{"events": [{"type": "set_flag", "flag": "ferry_hired", "value": false}]}\n```'
     )

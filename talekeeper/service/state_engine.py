@@ -40,6 +40,7 @@ from talekeeper.state.events import EVENTS
 from talekeeper.state.report import Outcome
 from talekeeper.state.sentences import plain_line, same_line
 from talekeeper.state.telling import Telling, read_telling
+from talekeeper.state.told import beyond_reading
 from talekeeper.store.models import Adventure, Node
 
 TEXT_CHARS = 300
@@ -385,21 +386,55 @@ def rederive_for_edit(
 ) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """An edited narration's take: the parent's state plus what the edited text implies.
 
-    A state block written into the edited text is what it implies; with or without one,
-    the edited text is read again like a narration (`read_into`): the changes it tells
-    outright are its changes — never the original take's, which described the old text —
-    and its clashes with the state are its warnings.
+    The edited text is read again like a narration (`read_into`): where people are, who
+    holds what, who is here and who sleeps or dies are what the edited words tell —
+    never the earlier take's, which described the old text. What the words cannot tell
+    (a stat, a switch, a goal, a fact, a moment: `told.beyond_reading`) is kept from the
+    earlier take, checked again by the validator, so mending a typo loses none of it. A
+    state block written into the edited text replaces all of that: it is what the edit
+    implies, with what the text tells.
     """
     before = document_of(parent.state, rules)
     extraction = extract_reply(narration)
     if extraction.proposal is not None:
         settled = settle_reply(narration, before, rules, original.depth)
     else:
-        after = record_event(before, event_line(None, extraction.prose), original.depth)
-        settled = Settled(extraction.prose, after.to_json(), ProposalRecord().to_json(), [], after)
+        settled = _keep_unread(original, extraction.prose, before, rules)
     settled.proposal.update(source="player_edit", edited_from=original.id)
     read_into(settled, settled.prose, before, rules, original.depth, guard)
     return settled.prose, settled.state, settled.proposal
+
+
+def kept_events(proposal: dict[str, Any] | None, rules: Rules) -> list[Any]:
+    """The changes of a take that an edit of its narration keeps: those the validator did
+    not refuse, of kinds the narration reader cannot tell (`told.beyond_reading`), without
+    the model's note of what happened (it described the old text; code writes the edited
+    take's line)."""
+    report = last_report(proposal)
+    if report is None:
+        return []
+    kept = []
+    for outcome in report.outcomes:
+        if outcome.index is None or outcome.status == "rejected" or outcome.type == "note_event":
+            continue
+        part = beyond_reading(outcome.event, rules)
+        if part is not None:
+            kept.append(part)
+    return kept
+
+
+def _keep_unread(original: Node, prose: str, before: Document, rules: Rules) -> Settled:
+    """An edit without a state block: the earlier take's unreadable changes, checked again."""
+    turn = original.depth
+    kept = kept_events(original.proposal, rules)
+    if not kept:
+        after = record_event(before, event_line(None, prose), turn)
+        return Settled(prose, after.to_json(), ProposalRecord().to_json(), [], after)
+    after, report = apply_proposal(before, {"events": kept}, rules, turn)
+    after = record_event(after, event_line(report, prose), turn)
+    record = ProposalRecord(events=kept, report=report.to_json(), kept_changes_of=original.id)
+    state = after.to_json()
+    return Settled(prose, state, record.to_json(), outcome_views(report, state), after)
 
 
 def remark_of(node: Node) -> dict[str, str] | None:
@@ -438,23 +473,33 @@ def outcome_view(outcome: Outcome, names: Names, by: str) -> dict[str, Any]:
 
 
 KEPT_CHANGES = (
-    "You edited this text: these changes are the earlier take's, checked again — "
-    "the edited text was not read for new ones (write a state block in it to say what changed)."
+    "You edited this text: where people are, what they hold and who is here were read from "
+    "it again; its other changes were kept from the original take, checked again "
+    "(write a state block in the text to say otherwise)."
 )
+KEPT_FROM = "Kept from the original take"
 
 
 def changes_of(node: Node) -> list[dict[str, Any]]:
     report = last_report(node.proposal)
-    views = outcome_views(report, node.state) if report else []
-    views += read_changes_of(node)
     record = ProposalRecord.of(node.proposal)
-    if views and record.kept_changes_of:
+    views = outcome_views(report, node.state) if report else []
+    if record.kept_changes_of:
+        views = [{**v, "chip": _kept_chip(v["chip"])} for v in views]
+    views += read_changes_of(node)
+    if record.kept_changes_of and report is not None and report.outcomes:
         views.append(_note("kept_changes", KEPT_CHANGES, "player"))
     if record.interrupted:
         views.append(_note("not_updated", record.interrupted, "model"))
     if record.cut_off:
         views.append(_note("cut_off", record.cut_off, "model"))
     return views
+
+
+def _kept_chip(chip: dict[str, str]) -> dict[str, str]:
+    """A kept change's chip, its tooltip saying where it came from (then why it was limited)."""
+    detail = chip.get("detail") or ""
+    return {**chip, "detail": f"{KEPT_FROM}. {detail}" if detail else KEPT_FROM}
 
 
 CUT_IN_BLOCK = (

@@ -105,9 +105,10 @@ def edit_narration(
     """A new take of turn `node_id` carrying the player's text; the original is kept.
 
     No model is called. The state is re-derived from the parent's snapshot plus what the
-    edited text implies — its state block if it has one, and the changes it tells outright,
-    read again by the narration reader (`state_engine.rederive_for_edit`) — never taken from
-    the edited take.
+    edited text implies (`state_engine.rederive_for_edit`): the changes it tells outright,
+    read again by the narration reader, and either its own state block or, without one,
+    the edited take's changes that no words can tell (stats, switches, goals, moments),
+    checked again.
     The opening is the exception: it has no parent to hold takes, so until the first turn
     is played its text is replaced (`tree.rewrite_opening`); after that it is refused.
     """

@@ -55,6 +55,35 @@ def event_targets(event: dict[str, Any]) -> set[str]:
     return set()
 
 
+READ_TYPES = frozenset({"set_location", "set_possession", "clear_possession"})
+"""Events whose every kind of change the reader can tell from the words: where someone or
+something is, who holds what."""
+READ_SCENE_FIELDS = ("location", "present")
+READ_STATUSES = frozenset({"asleep", "dead"})
+"""Statuses the reader tells ("falls asleep", "dies"), besides waking (the normal one)."""
+
+
+def beyond_reading(event: Any, rules: Rules) -> Any | None:
+    """What of a proposed event the reader could never have read from a narration (None:
+    all of it is the reader's to tell): a stat, a switch, a goal, a fact, a moment, a
+    status it has no words for — what an edited narration keeps from its earlier take,
+    while where people are, who holds what, who is here and who sleeps or dies are read
+    again from the edited words."""
+    if not isinstance(event, dict):
+        return event
+    kind = event.get("type")
+    if kind in READ_TYPES:
+        return None
+    if kind == "set_scene":
+        rest = {k: v for k, v in event.items() if k not in READ_SCENE_FIELDS}
+        return rest if set(rest) - {"type"} else None
+    if kind == "set_status":
+        status = str(event.get("status") or "").casefold()
+        if status in READ_STATUSES or status == rules.normal_status().casefold():
+            return None
+    return event
+
+
 def touched_targets(report: Report | None) -> set[str]:
     """The targets the model's own accepted events changed (or tried to)."""
     if report is None:
