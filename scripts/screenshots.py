@@ -5,13 +5,16 @@
 Plays a short scripted story (no model needed) against a live server in a throwaway
 data directory, then photographs: home, play with change chips, the state panel, the
 story map, Save Points, Insights, settings (with adding a connection, and an adventure's
-samplers), the scenario editor, the phone layout and the dark theme.
+samplers), the scenario editor, character creation, an imported card's start, the starter
+story, the edit form on a laptop screen, the phone layout and the dark theme.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import re
 import tempfile
 from pathlib import Path
 
@@ -21,6 +24,7 @@ from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.web.app import create_app
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, live_server
+from tests.test_interop_cards import make_png, v2_card
 
 
 def block(*events: dict) -> str:
@@ -40,7 +44,8 @@ REPLIES = [
     + block(
         {"type": "reach_milestone", "milestone": "reached_headland"},
         {"type": "set_location", "entity": "player", "location": "lighthouse"},
-        {"type": "change_stat", "stat": "world.night", "by": -1},
+        {"type": "set_scene", "location": "lighthouse", "present": ["maren"]},
+        {"type": "change_stat", "stat": "world.night", "by": -1},  # a counter: refused
         {"type": "change_stat", "stat": "player.health", "by": 2},
     ),
     "The ferry spins in a rip of current; for a moment the headland swings away and back again.",
@@ -125,6 +130,44 @@ def main() -> None:
         page.screenshot(path=out / "samplers.png")
         page.goto(url + "/")
         page.screenshot(path=out / "home.png", full_page=True)
+        # Character creation: the points counted as they are spent, too many said beside them.
+        card = page.locator("#scenario-fenmouth-ledger")
+        card.get_by_label("Your character's name").fill("Aldric")
+        card.get_by_label(re.compile("^Might")).fill("5")
+        card.get_by_label(re.compile("^Wits")).fill("4")
+        expect(card.locator(".points-left")).to_contain_text("too many")
+        card.locator("fieldset.character").screenshot(path=out / "start-form.png")
+        # An imported card, started from its own page.
+        with tempfile.TemporaryDirectory() as folder:
+            card_file = Path(folder) / "mira.png"
+            mira = v2_card(
+                first_mes="*{{char}} lowers her lantern.* Who sent you out in this, {{user}}?"
+            )
+            card_file.write_bytes(
+                make_png([("chara", base64.b64encode(json.dumps(mira).encode()).decode())])
+            )
+            page.goto(url + "/scenarios")
+            page.locator("#import-card input[type=file]").set_input_files(str(card_file))
+            page.get_by_role("button", name="Read the file").click()
+            page.get_by_role("button", name="Save “Mira” as a scenario").click()
+            expect(page.locator(".start-here")).to_be_visible()
+            page.screenshot(path=out / "card-start.png")
+        # The starter story, opened from the home page.
+        page.goto(url + "/")
+        page.get_by_role("button", name="Open the starter story").click()
+        expect(page.locator("#story")).to_contain_text("masthead light")
+        page.get_by_role("button", name="Lines").click()
+        expect(page.locator("#panel [data-line]")).to_have_count(2)
+        page.screenshot(path=out / "starter.png")
+        # The edit form on a laptop screen: whole, above the composer.
+        laptop = browser.new_page(viewport={"width": 1280, "height": 757})
+        laptop.goto(adventure_url)
+        laptop.locator("#story .turn").last.get_by_role(
+            "button", name=re.compile("^Edit turn")
+        ).click()
+        expect(laptop.locator(".edit-turn textarea").first).to_be_focused()
+        laptop.wait_for_timeout(300)  # the scroll into view settles
+        laptop.screenshot(path=out / "edit-turn.png")
         page.goto(url + "/scenarios/greywater-lantern")
         page.get_by_role("button", name="Duplicate to edit").click()
         page.get_by_role("link", name="Stats and rules").click()
