@@ -2,10 +2,10 @@
 
 Tests wait on readiness — a port that answers, a log line, a DOM state, an event — never
 on a guessed pause. Where a wait still needs a bound (so a hung server fails the test
-instead of hanging the suite), the bound is generous and scaled by
-TALEKEEPER_TEST_TIMEOUT_FACTOR (default 1; `make test` on a machine whose cores other
-work is using may set 2 or 3): a busy machine waits longer, a quiet one does not wait at
-all beyond the moment the thing is ready.
+instead of hanging the suite), the bound is generous and scaled by `factor()`:
+TALEKEEPER_TEST_TIMEOUT_FACTOR where it is set, else how loaded the machine is (its load
+average over its cores, at least 1). A busy machine waits longer by itself; a quiet one
+waits no longer than the moment the thing is ready.
 """
 
 from __future__ import annotations
@@ -18,9 +18,17 @@ FACTOR_ENV = "TALEKEEPER_TEST_TIMEOUT_FACTOR"
 
 
 def factor() -> float:
+    """TALEKEEPER_TEST_TIMEOUT_FACTOR, or (unset) how many times over its cores the machine
+    is loaded right now (1 on a quiet one): a busy machine gets longer waits by itself."""
+    given = os.environ.get(FACTOR_ENV)
+    if given:
+        try:
+            return max(1.0, float(given))
+        except ValueError:
+            return 1.0
     try:
-        return max(1.0, float(os.environ.get(FACTOR_ENV, "1")))
-    except ValueError:
+        return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    except OSError:  # no load average on this platform
         return 1.0
 
 

@@ -10,9 +10,9 @@ garbage; path parameters and queries that are huge, negative, past 64 bits, NUL,
 and encoded surrogates; two Host headers — and a long run adds seeded random mutations.
 
 Each answer is judged (`judge`): never 5xx, never slower than `SLOW` seconds (times
-TALEKEEPER_TEST_TIMEOUT_FACTOR), an error answer bounded in size (`ERROR_BOUND`, JSON; a
-page that shows an error is bounded by what the page itself is), and a refused request
-writes nothing (`tests/reliability/test_fuzz.CommitWatch`). Requests are raw bytes on a
+tests/waiting.py's factor: 1 on a quiet machine), an error answer bounded in size
+(`ERROR_BOUND`, JSON; a page that shows an error is bounded by what the page itself is),
+and a refused request writes nothing (`tests/reliability/test_fuzz.CommitWatch`). Requests are raw bytes on a
 socket (so nothing a client library would tidy away — a NUL in a path, two Host headers —
 is lost), each on its own connection.
 """
@@ -34,20 +34,13 @@ from urllib.parse import quote
 
 import uvicorn
 
+from tests import waiting
 from tests.reliability.test_concurrency import minimal
 
 SLOW = 2.0  # seconds: no answer may take longer (times the environment's factor)
 ERROR_BOUND = 4096  # bytes of a JSON error answer, whatever the request held
 PAGE_BOUND = 256 * 1024  # bytes of a page showing an error (it shows the form again)
 TEMPLATES = Path(__file__).parents[2] / "talekeeper" / "web" / "templates"
-
-
-def timeout_factor() -> float:
-    """How much longer than usual a machine may take (TALEKEEPER_TEST_TIMEOUT_FACTOR)."""
-    try:
-        return max(1.0, float(os.environ.get("TALEKEEPER_TEST_TIMEOUT_FACTOR", "1")))
-    except ValueError:
-        return 1.0
 
 
 @dataclass
@@ -96,7 +89,7 @@ class Server:
 
     def __exit__(self, *exc: Any) -> None:
         self.server.should_exit = True
-        self.thread.join(timeout=30 * timeout_factor())
+        self.thread.join(timeout=30 * waiting.factor())
         self.sock.close()
 
 
@@ -165,7 +158,7 @@ def _unchunk(data: bytes) -> bytes:
 
 def judge(sent: Sent, answer: Answer, wrote: bool) -> str | None:
     """What is wrong with an answer (None: nothing)."""
-    limit = SLOW * timeout_factor()
+    limit = SLOW * waiting.factor()
     if answer.status == 0 or answer.status >= 500:
         return f"answered {answer.status}: {answer.body[:300]!r}"
     if answer.seconds > limit:
