@@ -215,6 +215,8 @@ def _state_pending(text: _Text, after: int) -> bool:
 
 
 def _fence_resume(text: _Text) -> int:
+    """Where a fence could still open: the last line's start, while that line is still
+    nothing but a few blanks and backticks."""
     n = len(text.value)
     start = text.line_start(n)
     if n - start <= 5 and _FENCE_PREFIX.fullmatch(text.value, start, n):
@@ -223,16 +225,19 @@ def _fence_resume(text: _Text) -> int:
 
 
 def _fence_pending(text: _Text, after: int) -> bool:
+    """Never: searching again from where a fence could open reads a handful of characters."""
     return False
 
 
 def _object_resume(text: _Text) -> int:
+    """Where a line-start `{` could still come: the last line's start while it is blank."""
     n = len(text.value)
     start = text.line_start(n)
     return start if text.ink <= start else n  # a blank last line may yet open an object
 
 
 def _object_pending(text: _Text, after: int) -> bool:
+    """The last line is still blank (however long): no `{` yet to find."""
     return text.line_start(len(text.value)) == after and text.ink <= after
 
 
