@@ -12,7 +12,9 @@ every step it checks:
 - Redo follows the model's active child, so Redo after Undo returns to the same node
   with the same state;
 - a Save Point always restores the exact node it named;
-- refused operations change nothing.
+- refused operations change nothing;
+- every node carries its redo chain's label (`story/chains`): a node its parent's Redo
+  follows has its parent's label, any other starts a chain with a label of its own.
 """
 
 from __future__ import annotations
@@ -196,7 +198,12 @@ class TreeMachine(RuleBasedStateMachine):
             adventure = unit_of_work.get_adventure(session, self.aid)
             rows = session.execute(
                 select(
-                    Node.id, Node.parent_id, Node.active_child_id, Node.branch_name, Node.narration
+                    Node.id,
+                    Node.parent_id,
+                    Node.active_child_id,
+                    Node.branch_name,
+                    Node.narration,
+                    Node.chain,
                 )
                 .where(Node.adventure_id == self.aid)
                 .order_by(Node.id)
@@ -430,9 +437,9 @@ class TreeMachine(RuleBasedStateMachine):
             # The state read is the head node's own snapshot.
             assert head.state == m.state[m.head]
             rows = session.execute(
-                select(Node.id, Node.parent_id, Node.active_child_id, Node.branch_name).where(
-                    Node.adventure_id == self.aid
-                )
+                select(
+                    Node.id, Node.parent_id, Node.active_child_id, Node.branch_name, Node.chain
+                ).where(Node.adventure_id == self.aid)
             ).all()
             saves = dict(
                 session.execute(
@@ -452,6 +459,15 @@ class TreeMachine(RuleBasedStateMachine):
             assert r.branch_name == m.name[r.id]
         # Every Save Point still names the node it was made at.
         assert saves == m.saves
+        # Redo chains: a node Redo reaches from its parent shares its parent's label; every
+        # other node starts a chain, each with a label no other chain has.
+        chain = {r.id: r.chain for r in rows}
+        tops = [r.id for r in rows if r.parent_id is None or m.active[r.parent_id] != r.id]
+        assert None not in chain.values()
+        assert len({chain[t] for t in tops}) == len(tops)
+        for r in rows:
+            if r.id not in tops:
+                assert r.chain == chain[r.parent_id]
 
     @invariant()
     def lines_and_save_points_list_as_the_model_says(self) -> None:

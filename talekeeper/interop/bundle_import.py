@@ -582,6 +582,9 @@ class _Writer:
         session.flush()  # the first write: from here on, SQLite's only writer is this one
         self.aid = self.adventure.id
         self.nodes = _Ids(session, Node.__table__, header.counts.nodes)
+        # Each node's redo chain (story/chains.labels), as its record goes by: a record's
+        # parent came before it, so its label is known; by local id, from 1.
+        self.chain, self.active, self.chains = array("i", [0]), array("i", [0]), 0
         self.memories = _Ids(session, Memory.__table__, header.counts.memories)
         self.batches = _Batches(session)
         self.stage = "header"
@@ -599,6 +602,15 @@ class _Writer:
     def _text(self, record: Any) -> None:
         row = {"digest": record.digest, "text": zlib.compress(record.text.encode(), 6)}
         self.batches.add(_ADD_TEXT, {**row, "adventure_id": self.aid})
+
+    def _chain(self, record: Any) -> int:
+        self.active.append(record.active_child or 0)
+        if record.parent and self.active[record.parent] == record.id:
+            self.chain.append(self.chain[record.parent])
+        else:
+            self.chains += 1
+            self.chain.append(self.chains)
+        return self.chain[record.id]
 
     def _node(self, record: Any, raw: bytes) -> None:
         nodes = self.nodes
@@ -620,6 +632,7 @@ class _Writer:
             ),
             "branch_name": record.branch_name,
             "take_of": nodes[record.take_of] if record.take_of else None,
+            "chain": self._chain(record),
             "model": record.model,
             "created_at": _naive(record.created_at),
         }

@@ -240,10 +240,14 @@ def rename_line(
         return {"id": leaf.id, "name": leaf.branch_name}
 
 
-def switch_line(tk: Talekeeper, adventure_id: int, leaf_id: int) -> dict[str, Any]:
+def switch_line(
+    tk: Talekeeper, adventure_id: int, leaf_id: int, answer: bool = True
+) -> dict[str, Any] | None:
+    """Read line `leaf_id`; answers with the story as it now reads (unless `answer` is
+    False: the play page's panel draws the story again by itself)."""
     with writing(tk, adventure_id) as (session, adventure):
         branches.switch(session, adventure, get_turn(session, adventure, leaf_id))
-        return story_view(session, adventure)
+        return story_view(session, adventure) if answer else None
 
 
 def delete_turn(tk: Talekeeper, adventure_id: int, node_id: int, shown: Shown | None = None) -> Any:
@@ -331,7 +335,10 @@ def delete_save_point(tk: Talekeeper, adventure_id: int, save_point_id: int) -> 
         savepoints.delete(session, _save_point(session, adventure, save_point_id))
 
 
-def restore_save_point(tk: Talekeeper, adventure_id: int, save_point_id: int) -> dict[str, Any]:
+def restore_save_point(
+    tk: Talekeeper, adventure_id: int, save_point_id: int, answer: bool = True
+) -> dict[str, Any] | None:
+    """Go back to a Save Point; answers as `switch_line` does."""
     with writing(tk, adventure_id) as (session, adventure):
         savepoints.restore(session, adventure, _save_point(session, adventure, save_point_id))
-        return story_view(session, adventure)
+        return story_view(session, adventure) if answer else None

@@ -102,13 +102,16 @@ class Adventure(Base):
 class Node(Base):
     """One turn: the player's action and the narration that answered it.
 
-    Immutable once written; only `active_child_id` and `branch_name` change — and, once,
+    Immutable once written; only `active_child_id`, `chain` and `branch_name` change — and, once,
     a turn written while its adventure's `pending_turn_id` names it: its background step
     settles its state, proposal and narration (`tree.settle`) before anything follows it.
     """
 
     __tablename__ = "nodes"
-    __table_args__ = (Index("ix_nodes_adventure_parent", "adventure_id", "parent_id"),)
+    __table_args__ = (
+        Index("ix_nodes_adventure_parent", "adventure_id", "parent_id"),
+        Index("ix_nodes_chain", "adventure_id", "chain", "depth"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     adventure_id: Mapped[int] = mapped_column(
@@ -130,6 +133,9 @@ class Node(Base):
     # The sibling this turn tells again (a retry or an edit: a take of it; migration 0007);
     # null for a turn written as a new action, which begins a line (story/takes.families).
     take_of: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # The redo chain it is on: the run of turns Redo walks through it (story/chains.py,
+    # migration 0010). Kept by every change of an active child; never null once written.
+    chain: Mapped[int | None] = mapped_column(Integer, nullable=True)
     model: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

@@ -28,7 +28,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from talekeeper.store.models import Adventure, Node, SavePoint
-from talekeeper.story import takes, tree
+from talekeeper.story import chains, takes, tree
 from talekeeper.story.takes import STEPS, Sibling, families
 from talekeeper.story.tree import TreeError
 
@@ -325,10 +325,8 @@ def delete_turn(session: Session, adventure: Adventure, node: Node) -> Node:
     remaining = sorted(
         session.scalars(select(Node.id).where(Node.parent_id == parent.id, Node.id != node.id))
     )
-    if parent.active_child_id == node.id:
-        parent.active_child_id = (
-            stay if stay is not None else (remaining[-1] if remaining else None)
-        )
+    redo = stay if stay is not None else (remaining[-1] if remaining else None)
+    follows = parent.active_child_id == node.id
     if node.branch_name and not remaining:  # the line ends one turn sooner, with its name
         parent.branch_name = node.branch_name
     # a take that retold this one retells what this one retold
@@ -338,6 +336,11 @@ def delete_turn(session: Session, adventure: Adventure, node: Node) -> Node:
         tree.move_head(adventure, session.get(Node, stay) if stay is not None else parent)
     session.flush()
     session.execute(delete(Node).where(Node.id == node.id))
+    if follows:  # Redo followed it: now its other take, else the newest turn left, else none
+        if redo is None:
+            parent.active_child_id = None  # (its redo chain now ends at the parent)
+        else:
+            chains.link(session, parent, session.get(Node, redo))
     return tree.head(session, adventure)
 
 
@@ -384,12 +387,11 @@ def delete_line(session: Session, adventure: Adventure, leaf: Node) -> int:
     fork = session.get(Node, sk.parent[top])
     assert fork is not None
     remaining = [c for c in sk.children[fork.id] if c not in own_set]
-    if fork.active_child_id not in remaining:
-        fork.active_child_id = max(remaining)
-    session.flush()
     # Unlink first so no cascade runs down a long line, then delete in bounded batches.
     for i in range(0, len(own), _CHUNK):
         batch = own[i : i + _CHUNK]
         session.execute(update(Node).where(Node.id.in_(batch)).values(parent_id=None))
         session.execute(delete(Node).where(Node.id.in_(batch)))
+    if fork.active_child_id not in remaining:  # Redo followed the deleted line: the newest left
+        chains.link(session, fork, session.get(Node, max(remaining)))
     return len(own)

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from talekeeper.store.models import Adventure, Node, SavePoint
-from talekeeper.story import tree
+from talekeeper.story import chains, tree
 from talekeeper.story.tree import TreeError
 
 MAX_NAME = 120
@@ -69,7 +69,8 @@ def create(session: Session, adventure: Adventure, name: str, note: str = "") ->
 
 
 def list_save_points(session: Session, adventure: Adventure) -> list[SavePointInfo]:
-    """Newest first. Reads the line only as far as the Save Points reach, never further."""
+    """Newest first. Whether each is on the line being read is read from the redo chains
+    (`chains`): a few rows however long the story, never a walk along the line."""
     rows = session.execute(
         select(
             SavePoint.id,
@@ -78,6 +79,7 @@ def list_save_points(session: Session, adventure: Adventure) -> list[SavePointIn
             SavePoint.node_id,
             SavePoint.created_at,
             Node.depth,
+            Node.chain,
             Node.action_kind,
             Node.action_text,
             Node.narration,
@@ -89,12 +91,7 @@ def list_save_points(session: Session, adventure: Adventure) -> list[SavePointIn
     if not rows:
         return []
     head = tree.head(session, adventure)
-    depths = [r.depth for r in rows]
-    on_line: set[int] = set()
-    if min(depths) <= head.depth:
-        on_line.update(tree.path_ids(session, head, limit=head.depth - min(depths) + 1))
-    if max(depths) > head.depth:
-        on_line.update(tree.redo_ids(session, head, limit=max(depths) - head.depth))
+    path = chains.segments(session, head)
     return [
         SavePointInfo(
             id=r.id,
@@ -102,7 +99,7 @@ def list_save_points(session: Session, adventure: Adventure) -> list[SavePointIn
             note=r.note,
             node_id=r.node_id,
             turn=r.depth,
-            on_line=r.node_id in on_line,
+            on_line=chains.on_path(path, r.chain, r.depth) or chains.ahead(head, r.chain, r.depth),
             at_head=r.node_id == head.id,
             action_kind=r.action_kind,
             action_text=r.action_text,

@@ -23,7 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from talekeeper.store.models import Adventure, Node
-from talekeeper.story import tree
+from talekeeper.story import chains, tree
 from talekeeper.story.tree import TreeError
 
 CORRECTION = "correction"
@@ -187,7 +187,7 @@ def choose(session: Session, adventure: Adventure, take: Node) -> Node:
     if take.parent_id is not None:
         parent = session.get(Node, take.parent_id)
         assert parent is not None
-        parent.active_child_id = take.id
+        chains.link(session, parent, take)
     tree.move_head(adventure, take)
     return take
 

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, defer
 
 from talekeeper.errors import Conflict
 from talekeeper.store.models import Adventure, Node, utcnow
-from talekeeper.story import canon_versions
+from talekeeper.story import canon_versions, chains
 
 
 class TreeError(Conflict):
@@ -56,6 +56,7 @@ def create_root(
         model="",
     )
     session.add(root)
+    chains.start(session, root)
     session.flush()
     adventure.root_node_id = root.id
     adventure.head_node_id = root.id
@@ -113,9 +114,14 @@ def append_child(session: Session, adventure: Adventure, parent: Node, turn: New
     )
     if extends_line and parent.branch_name:
         node.branch_name, parent.branch_name = parent.branch_name, None
+    if extends_line:
+        node.chain = parent.chain  # it goes on with its parent's redo chain (story/chains)
     session.add(node)
     session.flush()
-    parent.active_child_id = node.id
+    if extends_line:
+        parent.active_child_id = node.id
+    else:
+        chains.link(session, parent, node)  # a fork or a take: Redo now follows it
     move_head(adventure, node)
     return node
 
@@ -197,25 +203,6 @@ def ancestor_at(session: Session, node: Node, depth: int) -> Node | None:
     return session.get(Node, ids[0])
 
 
-_REDO_SQL = text(
-    """
-    WITH RECURSIVE ahead(id, next_id, n) AS (
-        SELECT id, active_child_id, 0 FROM nodes WHERE id = :start
-        UNION ALL
-        SELECT nodes.id, nodes.active_child_id, ahead.n + 1
-        FROM nodes JOIN ahead ON nodes.id = ahead.next_id
-        WHERE ahead.n + 1 < :limit
-    )
-    SELECT id FROM ahead WHERE n > 0 ORDER BY n
-    """
-)
-
-
-def redo_ids(session: Session, node: Node, limit: int) -> list[int]:
-    """The next `limit` turns Redo would walk through from `node`, in story order."""
-    return [row[0] for row in session.execute(_REDO_SQL, {"start": node.id, "limit": limit + 1})]
-
-
 def find_node(session: Session, adventure: Adventure, node_id: int) -> Node | None:
     node = session.get(Node, node_id)
     return node if node is not None and node.adventure_id == adventure.id else None
@@ -247,7 +234,7 @@ def undo(session: Session, adventure: Adventure) -> Node:
         raise TreeError("Nothing to undo: this is the opening of the story.")
     parent = session.get(Node, current.parent_id)
     assert parent is not None
-    parent.active_child_id = current.id  # so Redo returns exactly here
+    chains.link(session, parent, current)  # so Redo returns exactly here
     move_head(adventure, parent)
     return parent
 

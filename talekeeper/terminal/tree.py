@@ -233,7 +233,7 @@ def _save_command(act: Callable[[Talekeeper, int, dict, str], object], show_stor
 
 
 def _switched(tk: Talekeeper, aid: int, line: dict, rest: str) -> None:
-    tree_ops.switch_line(tk, aid, line["id"])
+    tree_ops.switch_line(tk, aid, line["id"], answer=False)
 
 
 def _named_line(tk: Talekeeper, aid: int, line: dict, rest: str) -> str:
@@ -247,7 +247,7 @@ def _deleted_line(tk: Talekeeper, aid: int, line: dict, rest: str) -> str:
 
 
 def _restored(tk: Talekeeper, aid: int, sp: dict, rest: str) -> None:
-    tree_ops.restore_save_point(tk, aid, sp["id"])
+    tree_ops.restore_save_point(tk, aid, sp["id"], answer=False)
 
 
 def _renamed_save(tk: Talekeeper, aid: int, sp: dict, rest: str) -> str:

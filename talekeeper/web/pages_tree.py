@@ -129,7 +129,7 @@ def lines(request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk))
 def switch_line(
     request: Request, adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)
 ) -> HTMLResponse:
-    change = partial(tree_ops.switch_line, tk, adventure_id, leaf_id)
+    change = partial(tree_ops.switch_line, tk, adventure_id, leaf_id, answer=False)
     return _panel(request, tk, adventure_id, "_lines.html", change, moves_story=True)
 
 
@@ -179,7 +179,7 @@ def create_save_point(
 def restore_save_point(
     request: Request, adventure_id: int, save_point_id: int, tk: Talekeeper = Depends(get_tk)
 ) -> HTMLResponse:
-    change = partial(tree_ops.restore_save_point, tk, adventure_id, save_point_id)
+    change = partial(tree_ops.restore_save_point, tk, adventure_id, save_point_id, answer=False)
     return _panel(request, tk, adventure_id, "_save_points.html", change, moves_story=True)
 
 
