@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     DateTime,
     ForeignKey,
     Index,
@@ -23,6 +24,7 @@ from sqlalchemy import (
     String,
     Text,
     TypeDecorator,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -136,6 +138,8 @@ class Node(Base):
     # The redo chain it is on: the run of turns Redo walks through it (story/chains.py,
     # migration 0010). Kept by every change of an active child; never null once written.
     chain: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # (SQLite) Entered in the text index search reads (store/text_index.py, migration 0011).
+    in_index: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     model: Mapped[str] = mapped_column(String(200), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
