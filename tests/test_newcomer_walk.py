@@ -20,6 +20,7 @@ from playwright.sync_api import Page, expect
 from tests.browser import needs_chromium
 from tests.jargon import jargon_in, story_ids
 from tests.test_interop_cards import make_png, v2_card
+from tests.test_ux_browser import move_by_hand
 from tests.test_web_browser import Web, block, web
 
 pytestmark = [pytest.mark.browser, needs_chromium]
@@ -105,13 +106,7 @@ def test_a_newcomers_first_session_shows_no_protocol(isolated_home, tmp_path: Pa
         w.act("ask Maren for passage", "says nothing for a long while")
         expect(story.locator(".chips-refused")).to_contain_text("2 of the model's changes")
         page.get_by_role("button", name="State", exact=True).click()
-        panel = page.locator("#panel")
-        panel.get_by_text("Who holds what, who is where").click()
-        move = panel.locator("form").filter(has=page.locator("input[value=set_location]"))
-        move.get_by_label("Who or what").select_option(label="Ilse")
-        move.get_by_label("Is at").select_option(label="Keeper's cottage")
-        move.get_by_role("button", name="Move").click()
-        expect(panel.get_by_role("status")).to_contain_text("Corrected")
+        move_by_hand(page, "Ilse", "Keeper's cottage")
         page.get_by_role("button", name="Close the panel").click()
         # 2. A new line after going back (the correction, then the turn, undone).
         w.act("help her push the ferry off", "pushes off into the black water")

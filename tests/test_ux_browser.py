@@ -14,6 +14,17 @@ from tests.test_web_browser import block, web
 pytestmark = [pytest.mark.browser, needs_chromium]
 
 
+def move_by_hand(page, who: str, where: str) -> None:  # type: ignore[no-untyped-def]
+    """With the State panel open: move `who` to `where` with its correction form."""
+    panel = page.locator("#panel")
+    panel.get_by_text("Who holds what, who is where").click()
+    move = panel.locator("form").filter(has=page.locator("input[value=set_location]"))
+    move.get_by_label("Who or what").select_option(label=who)
+    move.get_by_label("Is at").select_option(label=where)
+    move.get_by_role("button", name="Move").click()
+    expect(panel.get_by_role("status")).to_contain_text("Corrected")
+
+
 def test_the_scene_follows_a_manual_move_and_luck_is_a_word(isolated_home) -> None:
     reply = "Maren squints at you." + block(
         {"type": "change_stat", "stat": "npc.maren.trust", "by": 5},
@@ -40,12 +51,7 @@ def test_the_scene_follows_a_manual_move_and_luck_is_a_word(isolated_home) -> No
         assert not re.search(r"\d", luck.inner_text()), luck.inner_text()
         assert luck.locator("meter").count() == 0
 
-        panel.get_by_text("Who holds what, who is where").click()
-        move = panel.locator("form").filter(has=page.locator("input[value=set_location]"))
-        move.get_by_label("Who or what").select_option(label="Ilse")
-        move.get_by_label("Is at").select_option(label="Keeper's cottage")
-        move.get_by_role("button", name="Move").click()
-        expect(panel.get_by_role("status")).to_contain_text("Corrected")
+        move_by_hand(page, "Ilse", "Keeper's cottage")
         scene = panel.locator("h3:has-text('Scene') + p")
         expect(scene).to_contain_text("Keeper's cottage")
         expect(panel).to_contain_text("Here: Tobin")
