@@ -49,7 +49,9 @@ ENTER = frozenset("enter reach board".split())
 """Verbs whose direct object is the place arrived at."""
 ARRIVE = frozenset("arrive appear join".split())
 LEAVE = frozenset("leave depart exit disappear vanish withdraw".split())
-GIVE = frozenset("hand give pass toss throw slide press return lend entrust deliver".split())
+GIVE = frozenset(
+    "hand give pass toss throw slide press return lend entrust deliver shove thrust".split()
+)
 OFFER = frozenset("offer hold show".split())
 """Verbs that handle an item without handing it over ("offers you the key")."""
 TAKE = frozenset(
@@ -72,6 +74,12 @@ SPEECH = frozenset(
     "beg demand announce declare exclaim bellow roar scream shriek wail sob stammer stutter "
     "drawl quip joke tease mock chide scold grunt hail chatter gossip confess".split()
 )
+BODY_PARTS = frozenset("hand hands fingers fist fists knuckles arm arms shoulders".split())
+"""What of someone acts only where they are ("the keeper's gnarled hands fumble with a
+rope"): a voice or a laugh may carry from afar, a face may be a memory, boots may stand
+without their owner, but hands are where their owner is."""
+PASS_OUT = frozenset({("pass", "out"), ("black", "out"), ("keel", "over")})
+"""Verb and particle that knock someone out ("passes out on the quay")."""
 REST = frozenset("sleep snore doze slumber rest slump dream stir breathe".split())
 """What the asleep, unconscious and dead may be said to do without contradiction."""
 DIE = frozenset("die perish".split())
@@ -83,6 +91,11 @@ PERCEIVE = frozenset(
     "see watch look stare glance gaze peer eye study notice spot observe listen hear smell "
     "feel sense".split()
 )
+
+SIGNAL = frozenset("wave signal point gesture beckon".split())
+"""Verbs one does toward someone from where one is ("you wave from the docks")."""
+AWAY = frozenset("away far back home apart".split())
+"""Before "from", these say the place is left or distant ("away from the lighthouse")."""
 
 THOUGHT_CUES = frozenset(
     "think wonder imagine picture dream wish hope fear worry suspect believe guess doubt "
@@ -222,9 +235,16 @@ AT_PREPS = ("at", "in", "inside", "within", "on", "atop", "upon", "aboard", "on 
 """After a verb of being or posture, these say where the subject is."""
 PART_OF = frozenset(
     "top foot door doorway gate entrance threshold base bottom edge steps step stair "
-    "stairs end heart middle centre center back front roof floor".split()
+    "stairs end heart middle centre center back front roof floor gallery balcony landing "
+    "stairwell staircase cellar attic loft kitchen hearth parlour parlor porch yard "
+    "courtyard garden nave altar deck bow stern rail railing platform summit interior "
+    "lantern-room".split()
 )
 """\"at the top of the lighthouse\": the place claimed is the one after `of`."""
+NOT_THERE = frozenset(
+    "shadow shadows light lights beam glow direction sight view silhouette outline lee".split()
+)
+"""What a place casts or shows afar: "in the lighthouse's shadow" is not in the lighthouse."""
 
 HERE_WORDS = (
     "here",
@@ -245,6 +265,10 @@ ELSEWHERE_MARKERS = frozenset(
 ELSEWHERE_PHRASES = (
     "up at",
     "down at",
+    "up on",
+    "down on",
+    "out on",
+    "over on",
     "over at",
     "out at",
     "back at",
@@ -432,7 +456,7 @@ KNOWN_VERBS = (
         "squint tut frown listen begin start seem find fall rise bring catch feel hide "
         "keep lead meet pay see send shake slide think tear write know sleep strike "
         "bind seek bear freeze dig fling hang cling sling weep spin drive become do "
-        "help pull haul drag carry lift".split()
+        "help pull haul drag carry lift knock lose".split()
     )
 )
 

@@ -233,10 +233,13 @@ def _tokens(sentence: str, gaz: Gazetteer) -> list[Tok]:
             det = (m.group("det") or "").casefold()
             if low in gaz.proper and not name[0].isupper():
                 continue
-            if low in gaz.heads and det not in ("the", "your", "this", "that"):
-                continue
             ids = gaz.forms.get(low, ())
             start = m.start() if det not in ("a", "an") else m.start("name")
+            if low in gaz.heads and det not in ("the", "your", "this", "that"):
+                described = _described(sentence[at : m.start()])
+                if described is None or det or gaz.kinds.get(ids[0]) != "place":
+                    continue
+                det, start = described[0], at + described[1]  # "the fog-slick quay"
             out += _words(sentence[at:start])
             eid = ids[0] if len(ids) == 1 else None
             out.append(
@@ -253,6 +256,35 @@ def _tokens(sentence: str, gaz: Gazetteer) -> list[Tok]:
             at = m.end()
     out += _words(sentence[at:])
     return out
+
+
+_DESCRIBED = re.compile(r"(?<![\w'-])(the|your|this|that)\s+((?:[a-z][a-z-]*\s+){1,2})$")
+_ADJECTIVE_ENDS = ("y", "ed", "en", "ing", "ful", "less", "ous", "ish", "ic", "al", "ive", "ble")
+_COMMON_ADJECTIVES = frozenset(
+    "old little small great big dark wet damp cold empty quiet long low tall black grey gray "
+    "white narrow wide broad bare dim bleak crooked ancient shabby cramped rotten slick "
+    "sodden stone wooden timber lonely silent deserted crowded busy familiar same whole main "
+    "windswept drab grim cheerless cosy cozy warm".split()
+)
+_OTHER_ONE = frozenset(
+    "other another next far farther further distant opposite second third nearby "
+    "neighbouring neighboring each every any no some new former rival".split()
+)
+
+
+def _described(before: str) -> tuple[str, int] | None:
+    """ "the fog-slick quay": a determiner and one or two words that describe, right before
+    a place's head word — (the determiner, where it starts in `before`). Never a word that
+    makes it another place ("the other quay", "the fisherman's cottage")."""
+    m = _DESCRIBED.search(before)
+    if m is None:
+        return None
+    for word in m.group(2).split():
+        if word in _OTHER_ONE or word in lx.LOCATIVE_PREPS or word in lx.NEGATIONS:
+            return None
+        if not ("-" in word or word.endswith(_ADJECTIVE_ENDS) or word in _COMMON_ADJECTIVES):
+            return None
+    return m.group(1).casefold(), m.start()
 
 
 # --- quotes and sentences -------------------------------------------------------------
@@ -371,6 +403,21 @@ def _adverb(word: str) -> bool:
     return word in lx.ADVERBS or (word.endswith("ly") and lx.lemma(word) is None)
 
 
+def _is_subject(tok: Tok | None) -> bool:
+    """A token that can be one of a list of subjects: a person's name, "you", he or she."""
+    if tok is None or tok.poss:
+        return False
+    return tok.kind in ("you", "pron") or (tok.kind == "ent" and tok.ekind in ("person", "player"))
+
+
+def _only_subjects(toks: list[Tok]) -> bool:
+    """ "Maren, Tobin": names so far, and commas between them — a list of subjects."""
+    return bool(toks) and all(
+        _is_subject(t) if k % 2 == 0 else (t.kind == "punct" and t.low == ",")
+        for k, t in enumerate(toks)
+    )
+
+
 def clauses(toks: list[Tok]) -> list[Clause]:
     out: list[Clause] = []
     current: list[Tok] = []
@@ -381,6 +428,18 @@ def clauses(toks: list[Tok]) -> list[Clause]:
         if tok.kind == "punct" and tok.low in _HARD:
             out.append(Clause(current, joiner))
             current, joiner = [], tok.low
+            i += 1
+            continue
+        after = toks[i + 2] if i + 2 < len(toks) else None
+        if (  # "Maren and Tobin haul …", "Maren, Tobin, and you …": one list of subjects
+            _only_subjects(current)
+            and ((tok.kind == "word" and tok.low == "and") or tok.low == ",")
+            and (
+                _is_subject(toks[i + 1] if i + 1 < len(toks) else None)
+                or (tok.low == "," and _word_at(toks, i + 1) == "and" and _is_subject(after))
+            )
+        ):
+            current.append(tok)
             i += 1
             continue
         if tok.kind == "punct" and tok.low == ",":
@@ -437,11 +496,18 @@ _INVERTING = frozenset(
 
 
 def verb_group(
-    toks: list[Tok], i: int, you: bool, plural: bool = False, inverted: str = ""
+    toks: list[Tok],
+    i: int,
+    you: bool,
+    plural: bool = False,
+    inverted: str = "",
+    bare: bool = False,
 ) -> VerbGroup | None:
     """The verb group after a subject ending at `i`: auxiliaries, negation, modals and
     the main verb (whose form must agree with a singular name, or with "you").
-    `inverted`: the auxiliary before the subject of a question ("Does Tobin laugh?")."""
+    `inverted`: the auxiliary before the subject of a question ("Does Tobin laugh?").
+    `bare`: the subject opens its clause, so after "you" or a list an unknown plain word
+    followed by an object may be its verb (`_bare_verb`)."""
     moods: list[str] = [lx.MODALS[inverted]] if inverted in lx.MODALS else []
     tense_aux = "past" if inverted in ("did", "was", "were", "had") else ""
     be_aux = inverted in _BE_FORMS
@@ -449,9 +515,10 @@ def verb_group(
         tense_aux = "present" if inverted in ("does", "do") else "perfect"
     j = i
     n = len(toks)
+    be_now = False
     while j < n and toks[j].kind == "word":
         w = toks[j].low
-        if _adverb(w) and w not in ("here", "there", "back"):
+        if _adverb(w) and w not in ("here", "there", "back") and w not in lx.NEGATIONS:
             j += 1
             continue
         if w in lx.NEGATIONS or w.endswith("n't"):
@@ -495,6 +562,7 @@ def verb_group(
                 elif w in _HAVE_FORMS:
                     tense_aux = tense_aux or "perfect"
                 be_aux = be_aux or w in _BE_FORMS
+                be_now = be_now or w in ("is", "are", "am", "'s", "'re")
                 j += 1
                 continue
             # the main verb is be or have itself
@@ -514,6 +582,9 @@ def verb_group(
         return None
     word = toks[j].low
     found = lx.lemma(word)
+    if found is None and (you or plural) and bare and not (moods or tense_aux or be_aux):
+        if _bare_verb(toks, j):
+            found = (word, "present")  # "you wring the seawater": a verb it does not know
     if found is None:
         if you or plural or moods or tense_aux or be_aux or not lx.third_person(word):
             return None
@@ -549,8 +620,8 @@ def verb_group(
         tense = "past"
     elif tense_aux == "perfect":
         tense = "perfect"
-    elif be_aux and tense == "ing":
-        tense = "present"
+    elif be_aux and (tense == "ing" or be_now):
+        tense = "present"  # "is hauling", "is knocked out": now
     # "tries to open", "begins to laugh": the verb after "to"
     if _word_at(toks, end) == "to" and base in lx.PLAN_CUES | {
         "begin",
@@ -585,6 +656,59 @@ def _index_of(toks: list[Tok], tok: Tok) -> int:
 
 def _word_at(toks: list[Tok], i: int) -> str:
     return toks[i].low if 0 <= i < len(toks) and toks[i].kind == "word" else ""
+
+
+def _skind(tok: Tok, who: str) -> str:
+    return "you" if tok.kind == "you" else ("player" if who == PLAYER_ID else "person")
+
+
+def _subject_list(toks: list[Tok], i: int) -> tuple[list[int], int]:
+    """The subjects listed from `i` ("Maren, Tobin and you") and the index after them."""
+    members = [i]
+    j = i + 1
+    while j < len(toks):
+        if _word_at(toks, j) == "and" and _is_subject(toks[j + 1] if j + 1 < len(toks) else None):
+            return [*members, j + 1], j + 2
+        if toks[j].kind == "punct" and toks[j].low == ",":
+            if _word_at(toks, j + 1) == "and" and j + 2 < len(toks) and _is_subject(toks[j + 2]):
+                return [*members, j + 2], j + 3
+            if j + 1 < len(toks) and _is_subject(toks[j + 1]):
+                members.append(j + 1)
+                j += 2
+                continue
+        break
+    return [i], i + 1
+
+
+_OPENERS = frozenset({"and", "then", "so", "but", "as", "while", "now", "yet"})
+_OBJECT_START = frozenset(
+    "the a an your his her their its it them him this that these those some".split()
+)
+
+
+def _opens(toks: list[Tok], i: int) -> bool:
+    """Whether the subject at `i` opens its clause (not "Maren watches you …")."""
+    return i == 0 or toks[i - 1].kind == "punct" or toks[i - 1].low in _OPENERS
+
+
+def _bare_verb(toks: list[Tok], j: int) -> bool:
+    """An unknown word read as the verb after "you" or a list of subjects that open their
+    clause ("you wring the seawater", "Oda and the clerk pore over a ledger"): a plain
+    lowercase word, then an object or a preposition."""
+    word = toks[j].low
+    if not (word.isalpha() and word.islower() and len(word) >= 3) or word.endswith("ly"):
+        return False
+    if word.endswith("s") and not word.endswith("ss"):
+        return False
+    closed = lx.NOT_VERBS | lx.LOCATIVE_PREPS | lx.PARTICLES | lx.NEGATIONS | lx.ADVERBS
+    if word in closed | _OBJECT_START | _JOINERS | set(lx.MODALS) | lx.PLAN_WORDS | lx.PAST_CUES:
+        return False
+    nxt = toks[j + 1] if j + 1 < len(toks) else None
+    if nxt is None:
+        return False
+    if nxt.kind == "you":
+        return nxt.low == "your"
+    return nxt.kind == "word" and nxt.low in _OBJECT_START | lx.LOCATIVE_PREPS | lx.PARTICLES
 
 
 # --- the reading ----------------------------------------------------------------------
@@ -650,9 +774,13 @@ class _Reader:
             if clause.joiner in (";", ":", "—", "–", "--", ",and", ",but", ",then", "then"):
                 frame = sentence_frame
             pending = None
+            participle: list[Tok] = []
             if carry:  # "Up at the cottage, Tobin lights a lamp": the phrase leads the clause
                 clause = Clause(clause.toks, clause.joiner, carry)
                 pending = self._fragment_subject(carry)
+                participle = carry if _participle(carry) else []
+                if participle:  # its places are its verb's ("Gazing at the lighthouse, …")
+                    clause = Clause(clause.toks, clause.joiner)
                 carry = []
             inherit = pending or last_subject
             if clause.joiner.lstrip(",") in ("who", "that", "which", "whose", "where"):
@@ -673,7 +801,7 @@ class _Reader:
                 and clause.toks[0].kind == "word"
                 and clause.toks[0].low in lx.SUBORDINATE_CONDITIONAL
             )
-            pos_frames = [(-2, m) for _k, m in self._frames(Clause(clause.front, ""))]
+            pos_frames = [(-2, m) for _k, m in self._frames(Clause(clause.front or participle, ""))]
             pos_frames += self._frames(clause)
             for sv in svs:
                 f = clause_frame
@@ -685,6 +813,11 @@ class _Reader:
                 if conditional:
                     f = f or "conditional"
                 sv.frame = f
+                if participle and sv is svs[0]:
+                    # "Gripping the brass key, you head for the tower": the clause's subject
+                    # grips the key, as told as the clause is
+                    self._participle_claims(participle, sv, asked)
+                    participle = []
                 later = [x.at for x in svs if x.at > sv.at]
                 self._claims(clause, sv, self.sentence, asked, min(later, default=len(clause.toks)))
                 if not sv.inherited or last_subject is None:
@@ -718,6 +851,14 @@ class _Reader:
                     c = self.claims[k]
                     if c.subject != sv.subject or c.verb != sv.group.text:
                         self.claims[k] = _with_mood(c, mood)
+
+    def _participle_claims(self, phrase: list[Tok], sv: _SV, asked: bool) -> None:
+        verb = lx.lemma(phrase[0].low)
+        if verb is None:
+            return
+        group = VerbGroup(0, 1, verb[0], sv.group.tense, list(sv.group.moods), text=phrase[0].text)
+        done = _SV(sv.subject, sv.skind, -1, group, inherited=True, frame=sv.frame)
+        self._claims(Clause(phrase, ""), done, self.sentence, asked, len(phrase))
 
     def _antecedent(self, toks: list[Tok]) -> _SV | None:
         if not toks or toks[-1].kind != "ent" or toks[-1].poss or toks[-1].ekind != "person":
@@ -769,6 +910,14 @@ class _Reader:
                 out.append((k, _cue_mood(verb[0])))  # "the boatmen say …"
                 continue
             mood = lx.NOMINAL_CUES.get(tok.low)
+            if (
+                mood in ("remembered", "thought")
+                and k >= 2
+                and toks[k - 1].low in ("your", "his", "her", "their", "my")
+                and _word_at(toks, k - 2) == "in"
+            ):
+                out.append((-3, mood))  # "Tobin laughs in your memory": the whole clause
+                continue
             if mood:
                 if tok.low == "word" and _word_at(toks, k + 1) not in ("is", "has"):
                     continue
@@ -847,37 +996,91 @@ class _Reader:
                     and not prev.poss
                 ):
                     subject, skind = prev.eid, "person"
-            if subject is None:  # an unresolved pronoun, a place, a thing: no subject
-                i += 1
+            if subject is None:
+                part = self._body_part(toks, i)  # "the keeper's gnarled hands fumble …"
+                if part is not None:
+                    out.append(part)
+                    i = part.group.end
+                    continue
+                i += 1  # an unresolved pronoun, a place, a thing: no subject
                 continue
-            # "Maren and Tobin argue", "you and Maren climb"
-            if (
-                _word_at(toks, i + 1) == "and"
-                and i + 2 < len(toks)
-                and toks[i + 2].kind in ("ent", "you")
-                and not toks[i + 2].poss
-            ):
-                other = self._resolve(toks[i + 2])
-                group = verb_group(toks, i + 3, you=False, plural=True)
-                if other is not None and group is not None:
-                    okind = (
-                        "you"
-                        if toks[i + 2].kind == "you"
-                        else ("player" if other == PLAYER_ID else "person")
-                    )
-                    out.append(_SV(subject, skind, i, group))
-                    out.append(_SV(other, okind, i + 2, group))
+            # "Maren and Tobin argue", "you and Maren climb", "Maren, Tobin and you huddle"
+            members, after = _subject_list(toks, i)
+            if len(members) > 1:
+                group = verb_group(toks, after, you=False, plural=True, bare=_opens(toks, i))
+                if group is not None:
+                    for k in members:
+                        who = self._resolve(toks[k])
+                        if who is not None:
+                            out.append(_SV(who, _skind(toks[k], who), k, group))
                     i = group.end
                     continue
             before = toks[i - 1].low if i > 0 and toks[i - 1].kind == "word" else ""
             inverted = before if before in _INVERTING and i == 1 else ""
-            group = verb_group(toks, i + 1, you=skind == "you", inverted=inverted)
+            group = verb_group(
+                toks, i + 1, you=skind == "you", inverted=inverted, bare=_opens(toks, i)
+            )
             if group is None:
                 i += 1
                 continue
             out.append(_SV(subject, skind, i, group))
             i = group.end
+        if not out:
+            inverted_sv = self._inversion(clause)
+            if inverted_sv is not None:
+                out.append(inverted_sv)
         return out
+
+    def _body_part(self, toks: list[Tok], i: int) -> _SV | None:
+        """ "The keeper's gnarled hands fumble with a rope", "your fingers close on the key":
+        a person's hands act where that person is (`lexicon.BODY_PARTS`)."""
+        tok = toks[i]
+        if not tok.poss or (tok.kind == "you" and tok.low != "your"):
+            return None
+        if tok.kind == "ent" and tok.ekind != "person" or tok.kind not in ("ent", "you"):
+            return None
+        who = self._resolve(tok)
+        for j in range(i + 1, min(i + 4, len(toks))):
+            if toks[j].kind != "word":
+                return None
+            if toks[j].low in lx.BODY_PARTS:
+                if who is None:
+                    return None
+                group = verb_group(toks, j + 1, you=False, plural=toks[j].low.endswith("s"))
+                if group is None or group.lemma in ("be", "have"):
+                    return None
+                return _SV(who, _skind(tok, who), j, group)
+        return None
+
+    def _inversion(self, clause: Clause) -> _SV | None:
+        """ "Beside the lobster pots stands Tobin", "Down the pier comes the keeper": a
+        place phrase, a verb of standing or coming, then the one who does it. The clause
+        is put back in plain order ("Tobin stands beside the lobster pots") and read so."""
+        toks = clause.toks
+        if not toks or toks[0].kind != "word":
+            return None
+        if toks[0].low not in lx.LOCATIVE_PREPS | lx.PARTICLES:
+            return None
+        for k in range(1, len(toks) - 1):
+            verb, who = toks[k], toks[k + 1]
+            if verb.kind != "word":
+                continue
+            found = lx.lemma(verb.low)
+            if found is None or found[0] not in lx.POSTURE | lx.STEP_IN | {"come"}:
+                continue
+            if found[1] not in ("present", "past") or not lx.third_person(verb.low):
+                return None
+            if not _is_subject(who) or who.kind != "ent":
+                return None
+            if k + 2 < len(toks) and toks[k + 2].kind != "punct":
+                return None
+            subject = self._resolve(who)
+            if subject is None:
+                return None
+            toks[:] = [who, verb, *toks[:k], *toks[k + 2 :]]
+            group = VerbGroup(1, 2, found[0], found[1], text=verb.text)
+            return _SV(subject, _skind(who, subject), 0, group)
+        return None
 
     # --- from a subject and its verb to claims ---------------------------------------
 
@@ -905,6 +1108,8 @@ class _Reader:
         if g.passive:
             if base in lx.KILL:
                 add("status", object="dead")
+            elif base == "knock" and _word_at(rest, 0) in ("out", "unconscious", "senseless"):
+                add("status", object="unconscious")
             return
         act = _act_category(base, rest)
         # where the clause puts its subject
@@ -931,6 +1136,9 @@ class _Reader:
             return
         if _falls_asleep(base, rest):
             add("status", object="asleep")
+            return
+        if _passes_out(base, rest):
+            add("status", object="unconscious")
             return
         if base in lx.WAKE:
             add("status", object="awake")
@@ -979,6 +1187,13 @@ class _Reader:
         if player:  # "Inside the lighthouse, you shake the rain from your coat."
             if not distant and _place_after(front, lx.AT_PREPS, self.gaz):
                 add("at", object=place)
+            elif base in lx.PERCEIVE | lx.SPEECH | lx.SIGNAL:
+                # "From the gallery of the lighthouse you look down": you are where you look from
+                seen_from = _place_after(front, ("from",), self.gaz) or _place_after(
+                    _leading(rest), ("from",), self.gaz
+                )
+                if seen_from is not None and not _away_from(front + rest):
+                    add("at", object=seen_from)
             add("acts", act=act, where=None)
             return
         add("acts", act=act, where=place or (None if distant else "here"))
@@ -1110,13 +1325,25 @@ class _Reader:
             add("uses", object=item)
             return
         if base in lx.LEAVE and item is not None:
-            add("drops", object=item)
+            keeper = _person_after(rest, ("with",), self)
+            if keeper is not None:  # "you leave the key with Tobin": his to keep
+                add("gives", object=item, other=keeper)
+            else:
+                add("drops", object=item)
             return
         if (base in lx.USE or base in lx.OFFER or base in lx.GIVE) and item is not None:
             add("uses", object=item)
             return
         if with_item is not None:
             add("uses", object=with_item)
+
+
+def _participle(toks: list[Tok]) -> bool:
+    """A phrase that opens with a verb in -ing ("Gripping the brass key, …")."""
+    if not toks or toks[0].kind != "word":
+        return False
+    found = lx.lemma(toks[0].low)
+    return found is not None and found[1] == "ing"
 
 
 def _cue_mood(base: str) -> str:
@@ -1186,6 +1413,15 @@ def _falls_asleep(base: str, rest: list[Tok]) -> bool:
     return False
 
 
+def _passes_out(base: str, rest: list[Tok]) -> bool:
+    first = _word_at(rest, 0)
+    return (
+        (base, first) in lx.PASS_OUT
+        or (base == "fall" and first == "unconscious")
+        or (base == "lose" and first == "consciousness")
+    )
+
+
 def _place_at(toks: list[Tok], k: int, gaz: Gazetteer) -> tuple[str, int] | None:
     """The place named at `k`, allowing "the top of", "the door of" before it."""
     if (
@@ -1202,8 +1438,9 @@ def _place_at(toks: list[Tok], k: int, gaz: Gazetteer) -> tuple[str, int] | None
         and toks[k].ekind == "place"
         and toks[k].eid
         and toks[k].poss
+        and _word_at(toks, k + 1) not in lx.NOT_THERE
     ):
-        # "the lighthouse's lantern room": still the lighthouse
+        # "the lighthouse's lantern room": still the lighthouse (its shadow is not)
         return toks[k].eid, k
     j = k
     if j < len(toks) and toks[j].kind == "word" and toks[j].low in ("the", "a", "its"):
@@ -1271,6 +1508,14 @@ def _leading(rest: list[Tok]) -> list[Tok]:
         if tok.kind != "word" or not (tok.low in lx.PARTICLES or _adverb(tok.low)):
             return []
     return []
+
+
+def _away_from(toks: list[Tok]) -> bool:
+    """ "away from", "far from": the place after "from" is where one is not."""
+    return any(
+        t.kind == "word" and t.low == "from" and _word_at(toks, k - 1) in lx.AWAY
+        for k, t in enumerate(toks)
+    )
 
 
 def _has_place(toks: list[Tok], but: str | None = None) -> bool:
