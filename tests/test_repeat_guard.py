@@ -173,3 +173,113 @@ def test_the_stream_keeps_what_the_guard_keeps_piece_by_piece(parts, gaps, cuts)
         assert kept == reference and loops == GUARD.loops(reply[:pos]), reply[:pos]
         if loops:
             break
+
+
+# --- runs: a loop inside one sentence ---------------------------------------------------
+
+RUN = "You see Grimbold, Grimbold, Grimbold, Grimbold, Grimbold, Grimbold"
+
+
+def test_a_word_said_over_and_over_inside_a_sentence_ends_the_reply() -> None:
+    kept, removed = GUARD.clean(f"Rain drums on the planks. {RUN}, Grimbold and the sea.")
+    assert kept == "Rain drums on the planks. You see Grimbold"
+    assert [(r.kind, r.line) for r in removed] == [("run", "Grimbold")]
+    assert "over and over" in summary(removed)
+    kept, removed = GUARD.clean("The sea, the sea, the sea, the sea calls you home.")
+    assert kept == "The sea" and removed[0].kind == "run"
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "No, no, no! You will not cross tonight.",
+        "Again and again and again the waves strike the rocks.",
+        "Far, far away, a bell tolls.",
+        "Knock, knock, knock, knock. The door stays shut.",  # four: prose may say it so
+        "He counts the coins: 1, 2, 3, 4, 5, 6, 7.",
+        "Tick tock, tick tock, tick tock goes the clock.",
+        "No. No. No. No. No. No.",  # short sentences, each its own
+        "Maren rows and rows and rows until the shore is close.",
+    ],
+)
+def test_prose_that_repeats_a_little_is_not_a_run(prose: str) -> None:
+    assert GUARD.clean(prose) == (prose, [])
+
+
+RUN_PARTS = [
+    "Grimbold, ",
+    "Grimbold ",
+    "the sea, ",
+    "the sea ",
+    "no ",
+    "Maren nods ",
+    "and ",
+    "Gri",
+    "mbold",
+    ". ",
+    "\n",
+    "You see ",
+]
+
+
+def _runs_in(text: str) -> list[str]:
+    from talekeeper.context.repeats import _runs_of, _sentences
+
+    return [s.text for s in _sentences(text, True) if _runs_of(s.text, True).cut is not None]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.sampled_from(RUN_PARTS), min_size=1, max_size=24),
+    st.lists(st.integers(1, 9), min_size=1, max_size=60),
+)
+def test_runs_are_never_shown_or_stored_and_the_stream_only_grows(parts, cuts) -> None:
+    """Streamed in pieces, a reply's shown text only grows, is always a prefix of what is
+    stored, equals what the whole-text guard shows, and neither ever holds a run."""
+    from talekeeper.context.repeats import RepeatStream
+
+    reply = "".join(parts)
+    final, _ = GUARD.clean(reply)
+    assert not _runs_in(final), final
+    stream, shown, pos = RepeatStream(), "", 0
+    for step in [*cuts, len(reply)]:
+        if pos >= len(reply):
+            break
+        piece, pos = reply[pos : pos + step], min(len(reply), pos + step)
+        new, loops = stream.feed(piece)
+        shown += new
+        reference, looped = GUARD.streamed(reply[:pos])
+        assert shown == reference and loops == looped, reply[:pos]
+        assert final.startswith(shown.rstrip()) or looped, (shown, final)
+        if loops:  # the turn stops here: it stores what the guard keeps of what came
+            assert GUARD.clean(reply[:pos])[0] == shown.rstrip()
+            break
+
+
+class RunningProvider(ScriptedProvider):
+    """SmolLM2's word loop: one name, forever, inside one sentence."""
+
+    def __init__(self) -> None:
+        super().__init__(["unused"])
+        self.chunks_sent = 0
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[StreamEvent]:
+        self.requests.append(request)
+        yield StreamEvent("text", text="Rain drums on the planks. You see Grim")
+        while self.chunks_sent < 10_000:
+            self.chunks_sent += 1
+            yield StreamEvent("text", text="bold, Grim")
+
+
+def test_a_model_in_a_word_loop_is_stopped_and_the_run_never_shown_or_stored(
+    tk, client: TestClient, adventure_id: int
+) -> None:
+    running = RunningProvider()
+    tk.provider_override = running
+    client.put("/api/settings", json={"generation": {"state_updates": "off"}})
+    shown, turn = streamed_turn(client, adventure_id, "look at the sea")
+    assert turn["narration"] == "Rain drums on the planks. You see Grimbold"
+    assert shown.rstrip() == turn["narration"]
+    assert running.chunks_sent < 10  # stopped at once, not at a limit
+    insights = client.get(f"/api/adventures/{adventure_id}/turns/{turn['id']}/insights").json()
+    assert any("over and over" in note for note in insights["notes"])

@@ -38,7 +38,9 @@ SHAPES = {
     "newlines": lambda n: "\n" * n,
     "a label, then blanks": lambda n: "State" + " " * n,
     "one long word": lambda n: "x" * n,
-    "one long sentence": lambda n: "and the rain " * (n // 13),
+    "one long sentence": lambda n: "and the rain falls softly " * (n // 26),
+    "runs one short of a loop": lambda n: "no no no no yes, " * (n // 17),
+    "phrases said thrice": lambda n: "the sea the sea the sea calls " * (n // 30),
     "marks": lambda n: "Rain" + "." * n,
     "sentences": lambda n: "The rain falls on the old roof again. " * (n // 38),
     "a loop's first words": lambda n: (

@@ -142,7 +142,7 @@ class Removed:
     """One removed line: what it said, how it echoed, and which section it echoed."""
 
     line: str
-    kind: str  # verbatim · partial · paraphrase · protocol (· loop: context/repeats)
+    kind: str  # verbatim · partial · paraphrase · protocol (· loop, run: context/repeats)
     section: str
 
     def describe(self) -> str:
@@ -502,7 +502,7 @@ def has_protocol(text: str, ids: Iterable[str] = ()) -> bool:
     )
 
 
-REPEAT_KINDS = ("loop",)
+REPEAT_KINDS = ("loop", "run")
 """Removals made by the repeat guard (context/repeats), described apart from echoes."""
 
 
@@ -510,6 +510,7 @@ def summary(removed: Sequence[Removed]) -> str:
     """The Insights note for a turn's removed lines (and repeated sentences)."""
     echoes = [r for r in removed if r.kind not in REPEAT_KINDS]
     loops = [r for r in removed if r.kind == "loop"]
+    runs = [r for r in removed if r.kind == "run"]
     notes = []
     if echoes:
         lines = "line" if len(echoes) == 1 else "lines"
@@ -521,6 +522,11 @@ def summary(removed: Sequence[Removed]) -> str:
         notes.append(
             f"The reply began to say “{shorten(loops[0].line)}” a second time, so it ended "
             "there (the model was stopped; the rest would only have repeated it)."
+        )
+    if runs:
+        notes.append(
+            f"The reply began to say “{shorten(runs[0].line)}” over and over inside a sentence, "
+            "so it ended after the first (the model was stopped)."
         )
     return " ".join(notes)
 

@@ -11,9 +11,15 @@ write after that is new.
 recur. A sentence of earlier turns is not judged: a reply may well say again what the story
 said (and a scripted or deterministic model says the same thing every turn).
 
+A loop can also stay inside one sentence ("You see Grimbold, Grimbold, Grimbold,
+Grimbold, Grimbold…"): a **run** — one word said `RUN_ONE` times in a row, or a phrase of
+two to `RUN_PHRASE` words said `RUN_MANY` times — ends the reply after its first saying.
+"No, no, no!" and "again and again" are prose, not runs.
+
 Streaming-safe like the echo guard: an unfinished sentence is held only while its words so
 far could still turn out to repeat, and released as soon as they cannot, so the shown text
-only ever grows. Pure: text in, text out.
+only ever grows; likewise the words that could be a run's repetitions, from the end of its
+first saying (`_Runs`, which reads each character once). Pure: text in, text out.
 """
 
 from __future__ import annotations
@@ -25,6 +31,11 @@ from talekeeper.context.echo import Removed, _tokens
 
 MIN_WORDS = 5
 PREFIX_WORDS = 8
+RUN_ONE = 5
+"""One word said this many times in a row, inside a sentence, is a run."""
+RUN_PHRASE = 4
+RUN_MANY = 4
+"""A phrase of 2 to `RUN_PHRASE` words said `RUN_MANY` times in a row is a run."""
 
 _SENTENCE = re.compile(r"[^.!?…\n]*(?:[.!?…]+[\"'”’)\]*_]*|\n|$)")
 """A sentence: up to its end marks (and any closing quotes or emphasis) or a line's end."""
@@ -60,6 +71,80 @@ def _key(tokens: list[str]) -> tuple[str, ...]:
     return tuple(tokens[:PREFIX_WORDS])
 
 
+def _needed(n: int) -> int:
+    """Words after a run's first saying that make it one: (sayings − 1) × its length."""
+    return (RUN_ONE - 1) if n == 1 else (RUN_MANY - 1) * n
+
+
+class _Runs:
+    """The runs inside one sentence, read a character at a time (each once): for every
+    phrase length n, how many words in a row so far repeat the word n before them, and
+    where that stretch began. Offsets are from the sentence's start."""
+
+    def __init__(self) -> None:
+        self.pos = 0  # characters read
+        self.recent: list[tuple[str, int, int]] = []  # the last words: (word, start, end)
+        self.matched = [0] * (RUN_PHRASE + 1)
+        self.since = [0] * (RUN_PHRASE + 1)  # where each stretch's first saying ends
+        self.begins = [0] * (RUN_PHRASE + 1)  # …and where it begins
+        self.partial = ""
+        self.partial_start = 0
+        self.closed = False
+        self.cut: int | None = None  # the first saying of a run ends here
+        self.said = 0  # …and begins here
+
+    def read(self, text: str, stop: int, offset: int = 0) -> None:
+        """Read `text[offset + self.pos : offset + stop]` (the sentence's body so far)."""
+        for i in range(offset + self.pos, offset + stop):
+            c = text[i]
+            if c.isalnum() or (self.partial and c in "'’"):
+                if not self.partial:
+                    self.partial_start = i - offset
+                self.partial += c.casefold()
+            elif self.partial:
+                self._word(i - offset)
+            if self.cut is not None:
+                self.pos = stop
+                return
+        self.pos = stop
+
+    def close(self) -> None:
+        """The sentence's body has ended: its last word is whole."""
+        if self.partial:
+            self._word(self.pos)
+        self.closed = True
+
+    def _word(self, end: int) -> None:
+        word, start = self.partial.rstrip("'’"), self.partial_start
+        self.partial = ""
+        last = self.recent[-1][2] if self.recent else 0
+        for n in range(1, RUN_PHRASE + 1):
+            if len(self.recent) >= n and self.recent[-n][0] == word:
+                if not self.matched[n]:
+                    self.since[n], self.begins[n] = last, self.recent[-n][1]
+                self.matched[n] += 1
+                if self.matched[n] >= _needed(n) and self.cut is None:
+                    self.cut, self.said = self.since[n], self.begins[n]
+            else:
+                self.matched[n] = 0
+        self.recent = [*self.recent[-RUN_PHRASE + 1 :], (word, start, end)]
+
+    def hold(self) -> int | None:
+        """Where the shown text must stop for now: before words that may yet be a run's
+        repetitions (None: nothing to hold). A closed sentence holds only a run's cut."""
+        if self.cut is not None or self.closed or not self.recent:
+            return self.cut
+        last = self.recent[-1][2]
+        stops = []
+        for n in range(1, RUN_PHRASE + 1):
+            if len(self.recent) < n:
+                break
+            if self.partial and not self.recent[-n][0].startswith(self.partial):
+                continue  # the word being written cannot go on with this one
+            stops.append(self.since[n] if self.matched[n] else last)
+        return min(stops, default=None)
+
+
 class RepeatGuard:
     """Judges a reply's sentences against the ones it said before them."""
 
@@ -71,6 +156,10 @@ class RepeatGuard:
         kept: list[str] = []
         sentences = _sentences(text, final)
         for sentence in sentences:
+            runs = _runs_of(sentence.text, sentence.complete)
+            if runs.cut is not None:
+                line = sentence.text[runs.said : runs.cut].strip()
+                return "".join(kept) + sentence.text[: runs.cut], Removed(line, "run", "")
             words = _tokens(sentence.text)
             if not sentence.complete:  # only ever the last one, while streaming
                 if words and not sentence.text[-1:].isspace():
@@ -78,7 +167,8 @@ class RepeatGuard:
                 if len(words) >= PREFIX_WORDS and _key(words) in said:
                     return "".join(kept), Removed(sentence.text.strip(), "loop", "")
                 if len(words) >= PREFIX_WORDS or not _could_become(words, said):
-                    kept.append(sentence.text)
+                    hold = runs.hold()
+                    kept.append(sentence.text if hold is None else sentence.text[:hold])
                 break
             key = _key(words)
             # begun again, and cut short by the token limit — if the reply ends here
@@ -117,6 +207,16 @@ class RepeatGuard:
         return kept, loop is not None
 
 
+def _runs_of(sentence: str, complete: bool) -> _Runs:
+    """The runs of a sentence read whole (its body: up to its end marks)."""
+    runs = _Runs()
+    ended = _TERMINATOR.search(sentence)
+    runs.read(sentence, ended.start() if ended else len(sentence))
+    if ended or complete:
+        runs.close()
+    return runs
+
+
 def _could_become(words: list[str], keys: set[tuple[str, ...]]) -> bool:
     """Whether a sentence begun with `words` may still turn out to repeat one of `keys`."""
     start = tuple(words)
@@ -153,6 +253,7 @@ class RepeatStream:
         self._words: list[str] = []  # …which are these
         self._end = 0  # the sentence (with its end marks and closers) ends here…
         self._phase = "marks"  # …read so far through its marks, closers, then the gap
+        self._runs = _Runs()  # the runs inside it, read as its words come
 
     def feed(self, piece: str) -> tuple[str, bool]:
         """What the guard newly keeps, and whether the reply has begun to loop."""
@@ -174,9 +275,12 @@ class RepeatStream:
                 found = _TERMINATOR.search(text, self._scan)
                 if found is None:
                     self._scan = size
-                    self._unfinished(start, size)
+                    if not self._run_cut(start, size):
+                        self._unfinished(start, size)
                     return
                 self._body_end = self._end = found.start()
+                if self._run_cut(start, self._body_end, close=True):
+                    return
                 self._words = _tokens(text[start : self._body_end])
                 self._phase = "newline" if found.group() == "\n" else "marks"
             gap_end = self._read_end(text, size)
@@ -193,6 +297,7 @@ class RepeatStream:
                     self._prefixes.update(key[:i] for i in range(len(key) + 1))
                 self.kept = self._start = self._scan = gap_end
                 self._body_end = None
+                self._runs = _Runs()
                 continue
             # complete, and the last: its gap may grow, or the reply end here
             ended = text[self._body_end] in _MARKS
@@ -228,12 +333,29 @@ class RepeatStream:
         self._end = i
         return i
 
+    def _run_cut(self, start: int, stop: int, close: bool = False) -> bool:
+        """Read the current sentence's body on to `stop`; True once it holds a run (the
+        reply then ends after the run's first saying)."""
+        self._runs.read(self.text, stop - start, start)
+        if close:
+            self._runs.close()
+        if self._runs.cut is None:
+            return False
+        self.kept, self.looped = start + self._runs.cut, True
+        return True
+
+    def _shown_to(self, start: int, size: int) -> int:
+        """How far the unfinished sentence may be shown: to the end, but for a run's
+        possible repetitions."""
+        hold = self._runs.hold()
+        return size if hold is None else start + hold
+
     def _unfinished(self, start: int, size: int, words: list[str] | None = None) -> None:
         """The last sentence, not yet ended: kept once it cannot turn out to repeat."""
         if words is None:
             if size - start > LONG:
                 if self.kept > start:
-                    self.kept = size  # shown before: it goes on being shown
+                    self.kept = self._shown_to(start, size)  # shown before: it goes on being shown
                 return
             words = _tokens(self.text[start:size])
         if words and not self.text[size - 1].isspace():
@@ -241,4 +363,4 @@ class RepeatStream:
         if len(words) >= PREFIX_WORDS and _key(words) in self._said:
             self.looped = True
         elif len(words) >= PREFIX_WORDS or tuple(words) not in self._prefixes:
-            self.kept = size
+            self.kept = self._shown_to(start, size)
