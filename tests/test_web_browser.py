@@ -206,13 +206,23 @@ class HeldStatePass(ScriptedProvider):
         self.loop.call_soon_threadsafe(self.releases[-1].set)
 
 
+def structured_app(isolated_home, provider: ScriptedProvider) -> Talekeeper:
+    """An app on `provider` in structured mode: the state pass after the narration."""
+    from talekeeper.service import settings as settings_service
+
+    tk = Talekeeper(isolated_home, provider_override=provider)
+    with tk.db.session() as session:
+        settings_service.update_settings(
+            session, settings_service.SettingsUpdate(generation={"state_updates": "structured"})
+        )
+    return tk
+
+
 def test_send_is_enabled_while_the_state_updates_and_an_early_action_waits(
     isolated_home,
 ) -> None:
     """After the last word Send works at once; the turn shows that its state is being
     updated; an action sent then says it waits, and is played on the settled state."""
-    from talekeeper.service import settings as settings_service
-
     provider = HeldStatePass(
         [
             "The wind rises.",
@@ -221,11 +231,7 @@ def test_send_is_enabled_while_the_state_updates_and_an_early_action_waits(
             json.dumps({"events": []}),
         ]
     )
-    tk = Talekeeper(isolated_home, provider_override=provider)
-    with tk.db.session() as session:
-        settings_service.update_settings(
-            session, settings_service.SettingsUpdate(generation={"state_updates": "structured"})
-        )
+    tk = structured_app(isolated_home, provider)
     with live_server(create_app(tk)) as url, browser_page() as page:
         problems: list[str] = []
         page.on("pageerror", lambda e: problems.append(str(e)))
@@ -273,19 +279,13 @@ def test_a_page_opened_while_the_state_updates_shows_the_chips_when_it_ends(
     """Reloaded (or opened in another tab) while a turn's state is being updated, the page
     says so under that turn, and shows the chips once the update ends — no stream of its
     own to tell it, so it looks again by itself."""
-    from talekeeper.service import settings as settings_service
-
     provider = HeldStatePass(
         [
             "The wind rises.",
             json.dumps({"events": [{"type": "change_stat", "stat": "world.storm", "by": 1}]}),
         ]
     )
-    tk = Talekeeper(isolated_home, provider_override=provider)
-    with tk.db.session() as session:
-        settings_service.update_settings(
-            session, settings_service.SettingsUpdate(generation={"state_updates": "structured"})
-        )
+    tk = structured_app(isolated_home, provider)
     with live_server(create_app(tk)) as url, browser_page() as page:
         w = Web(url, page, provider, tk)
         w.start()
