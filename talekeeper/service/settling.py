@@ -41,9 +41,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 INTERRUPTED = (
-    "The story's state was not updated after this turn: talekeeper stopped before the update "
-    "finished. The state is as the narration left it; correct it in the State panel if "
-    "something changed."
+    "The story's state was not updated after this turn: the update did not finish "
+    "(talekeeper stopped, or the update failed). The state is as it was when the narration "
+    "was written; correct it in the State panel if something changed."
 )
 
 
