@@ -19,8 +19,11 @@ reports per model:
 - `first_word_s` / `send_enabled_s`: medians from the action to the first narration
   token, and to `done` (the turn written: Send enabled again);
 - `send_after_last_word_s` ("Send enabled after the last word"): median (and max) from
-  the last narration token to `done` — target ≤ 0.5 s; `settled_after_last_word_s`: to
-  `settled`, when the background state pass (and a companion's remark) has ended;
+  the last narration token to `done` — target ≤ 0.5 s — split into `model_after_last_word_s`
+  (the model still writing what is never shown: a held line dropped as an echo, a loop, its
+  end) and `engine_after_stream_s` (from the model's last byte to `done`: the prose kept,
+  the narration read, the turn committed); `settled_after_last_word_s`: to `settled`, when
+  the background state pass (and a companion's remark) has ended;
 - `flagged_turns`: turns the contradiction guard put a warning under (each row lists its
   lines, with the narration, to judge them by);
 - `change_situations`: the situations labelled as ones whose narration is expected to
@@ -288,6 +291,23 @@ def made(change: tuple[str, ...] | None, document: Document) -> bool:
     return change[1] not in document.possessions  # dropped
 
 
+STREAM_END: dict[str, float] = {}  # when the narration's stream ended (its model's last byte)
+
+
+def time_the_end(provider) -> None:
+    """Note when each turn's first stream (the narration's) ends, to split the time after
+    the last word into the model's and the engine's."""
+    stream = provider.stream
+
+    async def timed(request):
+        async for event in stream(request):
+            if event.kind == "done":
+                STREAM_END.setdefault("narration", time.perf_counter())
+            yield event
+
+    provider.stream = timed
+
+
 async def play_situation(tk: Talekeeper, situation: Situation) -> dict:
     scenario, origin, lead_in, action, setup, change = situation
     with tk.db.session() as session:
@@ -307,6 +327,7 @@ async def play_situation(tk: Talekeeper, situation: Situation) -> dict:
             )
         adventure_id = adventure.id
     kind, text = _split_action(action)
+    STREAM_END.clear()
     start = time.perf_counter()
     first = last_word = sent = None
     changes: list[dict] = []
@@ -367,6 +388,8 @@ async def play_situation(tk: Talekeeper, situation: Situation) -> dict:
         "first_word_s": first,
         "send_enabled_s": sent - start,
         "send_after_last_word_s": sent - last_word,
+        "model_after_last_word_s": max(0.0, STREAM_END.get("narration", last_word) - last_word),
+        "engine_after_stream_s": sent - max(last_word, STREAM_END.get("narration", last_word)),
         "settled_after_last_word_s": ended - last_word,
     }
 
@@ -390,6 +413,7 @@ async def run_model(name: str, situations: int) -> dict:
     provider = tk.provider()
     if hasattr(provider, "start"):
         await provider.start()
+    time_the_end(provider)
     rows = []
     try:
         for i, situation in enumerate(SITUATIONS[:situations]):
@@ -451,6 +475,12 @@ def after_last_word(played: list[dict]) -> dict:
     return {
         "send_after_last_word_s": round(statistics.median(sends), 3),
         "send_after_last_word_max_s": round(max(sends), 3),
+        "model_after_last_word_s": round(
+            statistics.median(r["model_after_last_word_s"] for r in played), 3
+        ),
+        "engine_after_stream_s": round(
+            statistics.median(r["engine_after_stream_s"] for r in played), 3
+        ),
         "settled_after_last_word_s": round(statistics.median(settles), 2),
     }
 
