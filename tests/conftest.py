@@ -121,3 +121,28 @@ def adventure_id(client: TestClient) -> int:
     )
     assert response.status_code == 201, response.text
     return response.json()["id"]
+
+
+@pytest.fixture
+def served_by_cli(monkeypatch: pytest.MonkeyPatch) -> dict:
+    """What `talekeeper serve` would listen with, instead of listening: its uvicorn config
+    (app, host, port) and the addresses it would announce. The CLI runs a uvicorn.Server of its own (it announces the address once
+    listening), so patching uvicorn.run would let a test serve on port 8000 until killed."""
+    import uvicorn
+
+    from talekeeper import terminal
+
+    served: dict = {}
+
+    def record(server: uvicorn.Server, *args, **kwargs) -> None:
+        served.update(app=server.config.app, host=server.config.host, port=server.config.port)
+
+    def ready_lines(version: str, urls: list[str], *args, **kwargs) -> list[str]:
+        served["urls"] = urls  # the addresses it would announce once listening
+        return real_ready_lines(version, urls, *args, **kwargs)
+
+    real_ready_lines = terminal.ready_lines
+    monkeypatch.setattr(uvicorn.Server, "run", record)
+    monkeypatch.setattr(terminal, "ready_lines", ready_lines)
+    monkeypatch.setattr(terminal, "warm_up", lambda tk: None)
+    return served

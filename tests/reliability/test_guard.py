@@ -244,16 +244,15 @@ def test_websockets_get_the_same_checks() -> None:
         assert refused.value.code == 1008
 
 
-def test_the_server_listens_on_loopback_unless_told_otherwise(isolated_home, monkeypatch) -> None:
-    import uvicorn
+def test_the_server_listens_on_loopback_unless_told_otherwise(
+    isolated_home, served_by_cli: dict
+) -> None:
     from typer.testing import CliRunner
 
     from talekeeper.cli import app as cli
 
-    calls: list[dict] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: calls.append(kwargs))
     result = CliRunner().invoke(
         cli, ["serve", "--data-dir", str(isolated_home), "--endpoint", "http://127.0.0.1:9/v1"]
     )
     assert result.exit_code == 0, result.output
-    assert calls[0]["host"] == "127.0.0.1"
+    assert served_by_cli["host"] == "127.0.0.1"
