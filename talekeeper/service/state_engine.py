@@ -39,7 +39,7 @@ from talekeeper.state.canon import event_line, record_event
 from talekeeper.state.events import EVENTS
 from talekeeper.state.report import Outcome
 from talekeeper.state.sentences import plain_line, same_line
-from talekeeper.state.telling import Telling, read_telling
+from talekeeper.state.telling import Telling, heard, read_telling
 from talekeeper.state.told import beyond_reading
 from talekeeper.store.models import Adventure, Node
 
@@ -246,7 +246,10 @@ def settle_reply(
         return Settled(extraction.prose, after.to_json(), record.to_json(), [], after)
     proposal, dropped = without_noise(extraction.proposal, extraction.prose, before)
     record.dropped = dropped or None
-    after, report = apply_proposal(before, proposal, rules, turn)
+    prose = extraction.prose  # a status it contradicts is refused (state/checks._unsaid)
+    after, report = apply_proposal(
+        before, proposal, rules, turn, heard=lambda: heard(prose, before, rules)
+    )
     said = chips.said_of(after.to_json())  # the recent event in the chips' words
     after = record_event(after, event_line(report, extraction.prose, said=said), turn)
     record.report = report.to_json()
@@ -430,7 +433,9 @@ def _keep_unread(original: Node, prose: str, before: Document, rules: Rules) -> 
     if not kept:
         after = record_event(before, event_line(None, prose), turn)
         return Settled(prose, after.to_json(), ProposalRecord().to_json(), [], after)
-    after, report = apply_proposal(before, {"events": kept}, rules, turn)
+    after, report = apply_proposal(
+        before, {"events": kept}, rules, turn, heard=lambda: heard(prose, before, rules)
+    )
     after = record_event(after, event_line(report, prose), turn)
     record = ProposalRecord(events=kept, report=report.to_json(), kept_changes_of=original.id)
     state = after.to_json()

@@ -8,6 +8,7 @@ on a deep copy, which is what the caller stores as the next node's snapshot.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from .document import (
@@ -24,7 +25,7 @@ from .document import (
 from .report import Outcome, Report
 from .rules import Rules
 from .validate import open_envelope, validate_event
-from .verdict import Context, Verdict
+from .verdict import Context, Heard, Verdict
 
 
 def apply_proposal(
@@ -33,6 +34,7 @@ def apply_proposal(
     rules: Rules,
     turn: int,
     authority: Literal["story", "player"] = "story",
+    heard: Callable[[], Heard] | None = None,
 ) -> tuple[Document, Report]:
     """Validate and apply `proposal` (parsed JSON, any shape) at `turn`.
 
@@ -42,14 +44,15 @@ def apply_proposal(
     corrections: a player's events pass the same validator, are recorded as the
     player's, outrank the story's facts, and are not paced by per-turn caps or
     cooldowns (see `stats.py`). Apply a turn's story proposal in one call: the per-turn
-    cap adds up the moves within a call.
+    cap adds up the moves within a call. `heard`: reads what the turn's narration has
+    people do (`telling.heard`), so a status the narration contradicts is refused.
     """
     if authority not in ("story", "player"):
         raise ValueError(f"authority must be 'story' or 'player', not {authority!r}")
     work = document.model_copy(deep=True)
     if proposal is None:  # no state block: nothing changed, nothing to report
         return work, Report(turn=turn, authority=authority)
-    ctx = Context(rules=rules, turn=turn, authority=authority)
+    ctx = Context(rules=rules, turn=turn, authority=authority, hear=heard)
     envelope = open_envelope(proposal)
     outcomes = [_outcome(None, None, note) for note in envelope.notes]
     for index, event in enumerate(envelope.events):

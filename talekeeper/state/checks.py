@@ -97,6 +97,9 @@ def _set_status(doc: Document, e: dict[str, Any], ctx: Context) -> Verdict:
     target = f"{eid}.status"
     if entity.status == e["status"]:
         return noop(f"{entity.name} is already {e['status']}", target, entity.status)
+    unsaid = _unsaid(entity.name, eid, [e["status"]], ctx, target, status=True)
+    if unsaid is not None:
+        return unsaid
     for rule in ctx.rules.canon.forbidden_status_changes:
         if entity.status and rule.forbids(entity.status, e["status"]):
             return reject(
@@ -157,6 +160,11 @@ def _set_conditions(doc: Document, e: dict[str, Any], ctx: Context) -> Verdict:
         if norm(label) not in {norm(c) for c in after}:
             after.append(label)
     target = f"{eid}.conditions"
+    unsaid = _unsaid(
+        entity.name, eid, [c for c in after if c not in entity.conditions], ctx, target
+    )
+    if unsaid is not None:
+        return unsaid
     if after == entity.conditions:
         return noop(f"{entity.name}'s conditions already match", target, list(after))
     if len(after) > MAX_CONDITIONS:
@@ -174,6 +182,48 @@ def _set_conditions(doc: Document, e: dict[str, Any], ctx: Context) -> Verdict:
         after,
         change={"op": "set_conditions", "id": eid, "conditions": after},
     )
+
+
+DOING = {"speak": "speaking", "move": "going somewhere", "use": "handling things"}
+
+
+def _unsaid(
+    name: str, eid: str, labels: list[str], ctx: Context, target: str, status: bool = False
+) -> Verdict | None:
+    """A story's status or condition the turn's narration contradicts (`ctx.heard`):
+    it has `eid` do what the label forbids and never tells the label ("Brannoc laughs",
+    the model says he is dead), or — for a status — it tells another one outright
+    ("Brannoc falls asleep", the model says he died). Refused, so a small model's babble
+    never kills or fells anyone the story shows otherwise; what the narration tells is
+    then read from it (`telling`)."""
+    heard = ctx.heard
+    if heard is None or ctx.authority != "story":
+        return None
+    does = heard.does.get(eid, {})
+    tells = heard.tells.get(eid, frozenset())
+    for label in labels:
+        if norm(label) in tells:
+            continue
+        if status and tells:
+            other = sorted(tells)[0]
+            return reject(
+                "rules",
+                f"the narration tells that {name} is {other}, not {label}",
+                f"Set the status the narration tells: {name} is {other}.",
+                target,
+            )
+        rule = ctx.rules.status_rule(label)
+        for capacity in rule.forbids if rule is not None else ():
+            if capacity in does:
+                doing = DOING.get(capacity, capacity)
+                return reject(
+                    "rules",
+                    f"the narration has {name} {doing} (“{does[capacity]}”) and never tells "
+                    f"that {name} is {label}",
+                    f"Set a status only when the narration tells it: {name} is still {doing}.",
+                    target,
+                )
+    return None
 
 
 def _chain(start: str | None, links: dict[str, str | None], stop: str) -> bool:

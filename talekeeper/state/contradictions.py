@@ -104,7 +104,9 @@ def _has(subject: str) -> str:
     return "have" if subject == "You" else "has"
 
 
-def _short(sentence: str) -> str:
+def short(sentence: str) -> str:
+    """A sentence as a warning or a refusal quotes it: one line, at most `MAX_SAYS`."""
+    sentence = " ".join(sentence.split())
     return sentence if len(sentence) <= MAX_SAYS else sentence[: MAX_SAYS - 1] + "…"
 
 
@@ -137,6 +139,18 @@ def find_contradictions(
     return out
 
 
+def capacity(claim: Claim) -> str:
+    """What a claim has its subject do, as statuses forbid it: speak, move, use, act, or
+    rest (what the asleep and the dead may do); "" when it is no deed."""
+    if claim.kind == "acts":
+        return claim.act or ""
+    if claim.kind in ("moves", "arrives", "leaves"):
+        return "move"
+    if claim.kind in ("uses", "gives", "takes", "drops"):
+        return "use"
+    return ""
+
+
 def _check(
     claim: Claim, views: tuple[Situation, Situation, Situation], rules: Rules, names: _Names
 ) -> Contradiction | None:
@@ -144,12 +158,10 @@ def _check(
     at its sentence, the state after the turn — or None when any of them allows it."""
     first, now, after = views
     s = claim.subject
-    capacity = {"acts": claim.act, "moves": "move", "arrives": "move", "leaves": "move"}.get(
-        claim.kind, "use" if claim.kind in ("uses", "gives", "takes", "drops") else ""
-    )
-    if capacity and capacity != "rest":
-        label = now.forbidden(s, capacity, rules)
-        if label is not None and all(v.forbidden(s, capacity, rules) for v in (first, after)):
+    can = capacity(claim)
+    if can and can != "rest":
+        label = now.forbidden(s, can, rules)
+        if label is not None and all(v.forbidden(s, can, rules) for v in (first, after)):
             who = names(s, start=True)
             state = f"{who} {_is(who)} {label}"
             fix = (
@@ -160,10 +172,10 @@ def _check(
             return Contradiction(
                 "status",
                 names(s, start=True),
-                _short(claim.sentence),
+                short(claim.sentence),
                 state,
-                f"{state} and {CAN_NOT[capacity]}",
-                f"status: '{label}' forbids {capacity} ({claim.verb})",
+                f"{state} and {CAN_NOT[can]}",
+                f"status: '{label}' forbids {can} ({claim.verb})",
                 tuple(fix),
                 s,
             )
@@ -215,7 +227,7 @@ def _presence(
     else:
         fix = [{"type": "set_location", "entity": s, "location": where}]
         rule = f"presence: at {place or 'an unknown place'}, yet said to be at {where}"
-    return Contradiction("presence", who, _short(claim.sentence), state, line, rule, tuple(fix), s)
+    return Contradiction("presence", who, short(claim.sentence), state, line, rule, tuple(fix), s)
 
 
 def _place(
@@ -231,7 +243,7 @@ def _place(
     return Contradiction(
         "place",
         "You",
-        _short(claim.sentence),
+        short(claim.sentence),
         state,
         line,
         f"place: at {here or 'no known place'}, yet said to be at {where} with no move",
@@ -268,7 +280,7 @@ def _item(claim: Claim, views: tuple[Situation, ...], names: _Names) -> Contradi
     return Contradiction(
         "item",
         names(item),
-        _short(claim.sentence),
+        short(claim.sentence),
         state,
         f"{state}, not {names(s)}",
         f"item: held by {holder}, yet {claim.kind} by {s} ({claim.verb})",

@@ -80,6 +80,17 @@ rope"): a voice or a laugh may carry from afar, a face may be a memory, boots ma
 without their owner, but hands are where their owner is."""
 PASS_OUT = frozenset({("pass", "out"), ("black", "out"), ("keel", "over")})
 """Verb and particle that knock someone out ("passes out on the quay")."""
+STATE_WORDS = {
+    "dead": "dead",
+    "asleep": "asleep",
+    "unconscious": "unconscious",
+    "senseless": "unconscious",
+    "awake": "awake",
+}
+"""A state said outright after "is" or a posture ("is asleep", "lies dead"): the status it
+means (`awake`: back to the normal one)."""
+STATE_INTENSIFIERS = frozenset("fast sound stone quite now already still".split())
+"""Words that may come between: "fast asleep", "stone dead", "still asleep"."""
 REST = frozenset("sleep snore doze slumber rest slump dream stir breathe".split())
 """What the asleep, unconscious and dead may be said to do without contradiction."""
 DIE = frozenset("die perish".split())

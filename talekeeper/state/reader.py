@@ -1110,6 +1110,8 @@ class _Reader:
                 add("status", object="dead")
             elif base == "knock" and _word_at(rest, 0) in ("out", "unconscious", "senseless"):
                 add("status", object="unconscious")
+            elif base == "dead" and g.tense == "present" and _said_plainly(rest, self.gaz):
+                add("status", object="dead")  # "Brannoc is dead."
             return
         act = _act_category(base, rest)
         # where the clause puts its subject
@@ -1163,6 +1165,15 @@ class _Reader:
             add(kind, object=target)
             add("acts", act="move", where=None)
             return
+        # "Maren is fast asleep", "Brannoc lies dead on the quay": a state said outright
+        if (base == "be" or base in lx.POSTURE) and g.tense == "present":
+            k = 0
+            while _word_at(rest, k) in lx.STATE_INTENSIFIERS:
+                k += 1
+            said = lx.STATE_WORDS.get(_word_at(rest, k))
+            if said is not None and _said_plainly(rest[k + 1 :], self.gaz):
+                add("status", object=said)
+                return
         # being or staying somewhere
         if (
             base == "be"
@@ -1411,6 +1422,17 @@ def _falls_asleep(base: str, rest: list[Tok]) -> bool:
     if base == "go" and first == "to" and second == "sleep":
         return True
     return False
+
+
+def _said_plainly(after: list[Tok], gaz: Gazetteer) -> bool:
+    """Whether what follows "dead" or "asleep" leaves it plain: the clause ends, or names
+    where ("dead on the quay") — not "dead drunk", "dead to the world", "asleep on his feet"."""
+    k = 0
+    while k < len(after) and after[k].kind == "word" and _adverb(after[k].low):
+        k += 1
+    if k >= len(after) or after[k].kind == "punct":
+        return True
+    return _word_at(after, k) in lx.LOCATIVE_PREPS and _place_at(after, k + 1, gaz) is not None
 
 
 def _passes_out(base: str, rest: list[Tok]) -> bool:

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .apply import apply_proposal
-from .contradictions import Contradiction, find_contradictions
+from .contradictions import Contradiction, capacity, find_contradictions, short
 from .document import Document
 from .reader import Claim, read_claims
 from .report import Report
 from .rules import Rules
 from .told import ToldChange, told_changes, touched_targets
+from .verdict import Heard
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,29 @@ class Telling:
             "events": [e for t in self.told for e in t.events],
             "report": self.report.to_json() if self.report else None,
         }
+
+
+PLAIN_DEEDS = ("speak", "use", "move")
+"""The deeds `heard` counts: speaking, handling things, going somewhere — not a bare
+"acts" ("Maren collapses", "looks dead", "goes limp"), which the dying may do."""
+
+
+def heard(text: str, document: Document, rules: Rules) -> Heard:
+    """What a narration has people do, and the states it tells outright (asserted claims
+    only), for the validator to hold a model's status against (`verdict.Heard`)."""
+    does: dict[str, dict[str, str]] = {}
+    tells: dict[str, set[str]] = {}
+    for claim in read_claims(text, document, rules):
+        if not claim.asserted:
+            continue
+        if claim.kind == "status":
+            label = rules.normal_status() if claim.object == "awake" else claim.object or ""
+            tells.setdefault(claim.subject, set()).add(label.casefold())
+            continue
+        can = capacity(claim)
+        if can in PLAIN_DEEDS and (claim.kind != "acts" or can != "move"):
+            does.setdefault(claim.subject, {}).setdefault(can, short(claim.sentence))
+    return Heard(does, {who: frozenset(labels) for who, labels in tells.items()})
 
 
 def read_telling(

@@ -7,6 +7,7 @@ document.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,19 +28,41 @@ class Verdict:
     change: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True)
+class Heard:
+    """What the turn's narration has people do, and the states it tells outright
+    (`telling.heard`): a model's status that forbids what the narration has someone do,
+    and that it never tells, is the model's babble, not the story's."""
+
+    does: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Who does what, by capacity (speak, move, use, act): the sentence that says so."""
+    tells: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Who the narration says is dead, asleep, unconscious or awake (labels, casefolded)."""
+
+
 @dataclass
 class Context:
     """What every check needs besides the document: the rules, the turn, who is asking,
-    and how far the story already moved each stat in this turn (for the per-turn cap)."""
+    how far the story already moved each stat in this turn (for the per-turn cap), and
+    what the turn's narration says people do (`Heard`, when a narration came with it)."""
 
     rules: Rules
     turn: int
     authority: str
     moved: dict[str, float] = field(default_factory=dict)
+    hear: Callable[[], Heard] | None = None
+    """Reads the narration when a check first needs it (most proposals set no status)."""
+    _heard: Heard | None = field(default=None, init=False, repr=False)
 
     @property
     def paced(self) -> bool:
         return self.authority == "story"
+
+    @property
+    def heard(self) -> Heard | None:
+        if self._heard is None and self.hear is not None:
+            self._heard = self.hear()
+        return self._heard
 
 
 def reject(
