@@ -33,6 +33,14 @@ SHORTEST = 3  # characters: a trigram
 _BATCH = 500
 _entering = threading.Lock()  # (SQLite) one search enters rows at a time
 _known: dict[str, bool] = {}  # database URL → whether it has the index
+_INDEXES = ("ix_nodes_waiting", "ix_nodes_narration_trgm", "ix_nodes_action_trgm")
+
+
+def made_here(name: str) -> bool:
+    """Whether a table or an index is the text index's own, made by migration 0011 beside
+    the models (the FTS5 table and its shadow tables, a partial index, pg_trgm's indexes):
+    what comparing the models with a database leaves out."""
+    return name.startswith(TABLE) or name in _INDEXES
 
 
 def available(session: Session) -> bool:
