@@ -15,6 +15,7 @@ from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import state_engine
 from talekeeper.service.chips import turn_chips
 from talekeeper.state import initial_document, load_rules
+from talekeeper.state.canon import record_event
 from tests.state.test_notes import GREYWATER, protocol_in
 from tests.test_tree_api import play
 
@@ -44,6 +45,25 @@ def test_a_note_that_restates_the_narration_makes_no_chip() -> None:
     )
     assert [c["type"] for c in settled.outcomes] == ["set_flag"]
     assert settled.proposal["dropped"][0]["why"] == "it only restated the narration"
+
+
+def test_a_note_that_copies_the_recent_events_line_is_dropped() -> None:
+    """SmolLM2 copies the prompt's "Recently: a / b / c" into its note: a stale scene
+    told back to the narrator as news. Seen in play with the embedded model."""
+    before = record_event(BEFORE, "You walk across the headland and to your home.", 1)
+    before = record_event(before, "Maren's trust: warming (4 of 10)", 2)
+    copied = (  # its first line has left the recent events; the others are there
+        "The scene is now the lighthouse / You walk across the headland and to your home."
+        " / Maren's trust: warming (4 of 10)"
+    )
+    for text in (copied, "Maren's trust: warming (4 of 10)"):
+        settled = state_engine.settle_reply(PROSE + block(note(text)), before, RULES, 3)
+        assert settled.outcomes == [], text
+        assert settled.proposal["dropped"][0]["why"] == "it is already in the recent events"
+    # a new line is kept, with or without a slash in it
+    for text in ("The tide turns against the ferry / or so Maren says.", "Tobin bars his door."):
+        settled = state_engine.settle_reply(PROSE + block(note(text)), before, RULES, 3)
+        assert [c["type"] for c in settled.outcomes] == ["note_event"], text
 
 
 def test_a_note_that_writes_ids_or_paths_is_dropped() -> None:

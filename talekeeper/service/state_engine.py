@@ -336,8 +336,8 @@ def without_noise(
         if why is None and isinstance(text, str):
             if kind == "note_event" and echo.restates(text, prose):
                 why = "it only restated the narration"
-            elif kind == "note_event" and any(
-                same_line(text, e.text) for e in before.recent_events
+            elif kind == "note_event" and any(  # or copies the prompt's "Recently: a / b"
+                same_line(part, e.text) for part in text.split(" / ") for e in before.recent_events
             ):
                 why = "it is already in the recent events"
             elif kind == "note_event" and noted:
