@@ -345,9 +345,9 @@ def test_the_services_refuse_another_players_adventure_themselves(table: dict) -
         ):
             with pytest.raises(NotFound):
                 attempt()
-        assert all(a["id"] != aid for a in adventures.summaries(tk))
+        assert all(a.id != aid for a in adventures.summaries(tk))
     with owner.acting_as(table["ada_id"]):
-        assert adventures.story(tk, aid)["title"] == SECRET
+        assert adventures.story(tk, aid).title == SECRET
 
 
 def test_an_import_cannot_add_cards_to_another_players_scenario(table: dict) -> None:

@@ -19,8 +19,8 @@ def test_the_demo_plays_a_turn_with_the_embedded_model(isolated_home) -> None:
         with tk.db.session() as session:
             aid = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"}).id
         done = asyncio.run(collect_turn(tk, aid, "do", "ask Maren to take you across"))
-        assert done["turn"]["narration"].strip()
-        assert "```" not in done["turn"]["narration"]
+        assert done.turn.narration.strip()
+        assert "```" not in done.turn.narration
         with tk.db.session() as session:
             node = adventures.get_turn(
                 session, unit_of_work.get_adventure(session, aid), done["turn"]["id"]

@@ -269,8 +269,8 @@ def test_a_turn_counts_the_memories_it_sent(tk: Talekeeper, scripted: ScriptedPr
         )
     scripted.queue("You lift the latch of the forge.")
     done = asyncio.run(collect_turn(tk, story, "do", "search the forge for the brass key"))
-    memories = next(s for s in done["prompt"]["sections"] if s["name"] == "memories")
-    assert [item["ref"] for item in memories["items"] if item["included"]] == [sent]
+    memories = next(s for s in done.prompt.sections if s.name == "memories")
+    assert [item.ref for item in memories.items if item.included] == [sent]
     with tk.db.session() as session:
         rows = {
             m.id: (m.uses, m.last_used_depth)

@@ -151,7 +151,7 @@ async def _play(tk: Talekeeper, model: StoryModel) -> None:
             action = ("do", f"walk on along the harbour wall, step {turn}")
         done = await collect_turn(tk, adventure_id, *action)
         await worker.drain()
-        node_id = done["turn"]["id"]
+        node_id = done.turn.id
         insights_by_turn[turn] = turn_insights(tk, adventure_id, node_id)
         memory_counts[turn] = len(_memories(tk, adventure_id))
         if turn == 20:

@@ -163,9 +163,9 @@ def test_a_view_writes_back_only_the_keys_it_was_given() -> None:
 
 
 def _json(value: Any) -> Any:
-    import json
+    from fastapi.encoders import jsonable_encoder
 
-    return json.loads(json.dumps(value))
+    return jsonable_encoder(value)
 
 
 def test_bodies_are_the_services_dicts_unchanged(

@@ -22,6 +22,7 @@ from talekeeper.service import adventures, settling, tree_ops
 from talekeeper.service import settings as settings_service
 from talekeeper.service.locks import AdventureBusy, AdventureLocks, StillSettling
 from talekeeper.service.turns import play_turn
+from talekeeper.service.views.story import Story
 from talekeeper.store.models import Adventure, Node
 from tests import pg, waiting
 
@@ -96,8 +97,8 @@ def test_done_comes_before_the_state_pass_and_settled_brings_its_chips(held) -> 
         # the head's snapshot is the state known when the narration was written
         assert storm(tk, aid) == 4
         story = adventures.story(tk, aid)
-        assert story["turns_shown"][-1]["pending"] is True
-        assert story["head_id"] == done["turn"]["id"]
+        assert story.turns_shown[-1].pending is True
+        assert story.head_id == done["turn"]["id"]
         provider.release.set()
         settled = (await events_until(turn, "settled"))[-1].data
         assert settled["turn"]["id"] == done["turn"]["id"]
@@ -110,8 +111,8 @@ def test_done_comes_before_the_state_pass_and_settled_brings_its_chips(held) -> 
     asyncio.run(run())
     assert storm(tk, aid) == 5
     story = adventures.story(tk, aid)
-    assert story["turns_shown"][-1]["pending"] is False
-    assert story["turns_shown"][-1]["changes"][0]["after"] == 5
+    assert story.turns_shown[-1].pending is False
+    assert story.turns_shown[-1].changes[0].after == 5
     assert not tk.locks.is_busy(aid)
 
 
@@ -152,13 +153,13 @@ def test_undo_during_the_pass_waits_then_undoes_the_settled_turn(held) -> None:
     tk, provider = held
     aid = structured(tk)
     provider.queue("The wind rises.", STORM_UP)
-    undone: dict[str, Any] = {}
+    undone: list[Story] = []
 
     async def run() -> None:
         turn = play_turn(tk, aid, "do", "watch the sea")
         await events_until(turn, "done")
         await asyncio.wait_for(provider.in_pass.wait(), waiting.bound(5))
-        thread = threading.Thread(target=lambda: undone.update(tree_ops.undo(tk, aid)))
+        thread = threading.Thread(target=lambda: undone.append(tree_ops.undo(tk, aid)))
         thread.start()  # the web and the terminal call undo from a worker thread
         await asyncio.sleep(0.3)
         assert thread.is_alive() and not undone  # waiting, not refused
@@ -167,10 +168,10 @@ def test_undo_during_the_pass_waits_then_undoes_the_settled_turn(held) -> None:
         await asyncio.to_thread(thread.join, 10)
 
     asyncio.run(run())
-    assert undone["turns"] == 0 and undone["can_redo"] is True
+    assert undone[0].turns == 0 and undone[0].can_redo is True
     # the turn it stepped back from was settled whole, and Redo brings it back settled
     redone = tree_ops.redo(tk, aid)
-    assert redone["turns_shown"][-1]["changes"][0]["after"] == 5
+    assert redone.turns_shown[-1].changes[0].after == 5
     assert storm(tk, aid) == 5
 
 
@@ -237,10 +238,10 @@ def test_a_turn_left_pending_by_a_stopped_process_is_marked_on_the_next_start(
 
     again = Talekeeper(isolated_home, provider_override=ScriptedProvider([]))
     story = adventures.story(again, aid)
-    last = story["turns_shown"][-1]
-    assert last["pending"] is False and last["narration"] == "The wind rises."
-    assert [c["type"] for c in last["changes"]] == ["not_updated"]
-    assert "not updated" in last["changes"][0]["reason"]
+    last = story.turns_shown[-1]
+    assert last.pending is False and last.narration == "The wind rises."
+    assert [c.type for c in last.changes] == ["not_updated"]
+    assert "not updated" in last.changes[0].reason
     assert storm(again, aid) == 4
     assert settling.sweep(again) == 0  # nothing left to mark
     again.db.dispose()
@@ -258,7 +259,7 @@ def test_a_writer_marks_a_turn_another_process_left_pending(tk: Talekeeper) -> N
     tree_ops.create_save_point(tk, aid, "here")  # a writer, holding the lock, marks it
     with tk.db.session() as session:
         assert session.get(Adventure, aid).pending_turn_id is None
-        node = session.get(Node, story["head_id"])
+        node = session.get(Node, story.head_id)
         assert node.proposal["interrupted"] == settling.INTERRUPTED
 
 

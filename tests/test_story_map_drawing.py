@@ -26,14 +26,14 @@ def test_the_map_is_drawn_where_lines_part_with_save_points_and_you_are_here(
     play(client, aid, scripted, "Other.", "other")  # parts after turn 1; the player is here
 
     data = story_map.line_tree(tk, aid)
-    first, second = data["drawing"]["rows"]
+    first, second = data.drawing.rows
     scale = (story_map.WIDTH - 2 * story_map.LEFT) / 3
-    assert first["x1"] == story_map.LEFT and first["x2"] == round(story_map.LEFT + 3 * scale, 1)
-    assert first["joint_y"] is None and [s["name"] for s in first["saves"]] == ["Top"]
-    assert first["saves"][0]["x"] == first["x2"]  # saved at turn 3, its end
-    assert second["x1"] == round(story_map.LEFT + 1 * scale, 1)  # it parted after turn 1
-    assert second["joint_y"] == first["y"] and second["y"] > first["y"]
-    assert second["here_x"] == second["x2"] and first["here_x"] is None
+    assert first.x1 == story_map.LEFT and first.x2 == round(story_map.LEFT + 3 * scale, 1)
+    assert first.joint_y is None and [s.name for s in first.saves] == ["Top"]
+    assert first.saves[0].x == first.x2  # saved at turn 3, its end
+    assert second.x1 == round(story_map.LEFT + 1 * scale, 1)  # it parted after turn 1
+    assert second.joint_y == first.y and second.y > first.y
+    assert second.here_x == second.x2 and first.here_x is None
 
     panel = client.get(f"/adventures/{aid}/tree/lines").text
     svg = panel[panel.index("<svg") : panel.index("</svg>")]
@@ -49,7 +49,5 @@ def test_reading_an_earlier_moment_marks_it_on_the_line(
     play(client, adventure_id, scripted, "One.", "one")
     play(client, adventure_id, scripted, "Two.", "two")
     client.post(f"/api/adventures/{adventure_id}/undo")
-    (row,) = story_map.line_tree(tk, adventure_id)["drawing"]["rows"]
-    assert row["here_x"] == round(
-        story_map.LEFT + 1 * (story_map.WIDTH - 2 * story_map.LEFT) / 2, 1
-    )
+    (row,) = story_map.line_tree(tk, adventure_id).drawing.rows
+    assert row.here_x == round(story_map.LEFT + 1 * (story_map.WIDTH - 2 * story_map.LEFT) / 2, 1)

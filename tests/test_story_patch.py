@@ -80,15 +80,15 @@ def test_a_patched_page_shows_what_a_fresh_one_would(tk: Talekeeper, moves, limi
             if change is None:
                 page = fresh
                 continue
-            assert page.index(change["keep"]) == len(page) - 1 - len(change["removed"])
-            assert page[len(page) - len(change["removed"]) :] == change["removed"]
-            page = page[: len(page) - len(change["removed"])] + [t["id"] for t in change["added"]]
+            assert page.index(change.keep) == len(page) - 1 - len(change.removed)
+            assert page[len(page) - len(change.removed) :] == change.removed
+            page = page[: len(page) - len(change.removed)] + [t.id for t in change.added]
             # a stretch of the line read now, ending at its head, as the page would draw it
             assert page == tree.path_ids(session, tree.head(session, adventure), len(page))
-            assert change["head_id"] == fresh[-1]
+            assert change.story.head_id == fresh[-1]
             positions = takes.take_positions(session, [session.get(Node, i) for i in fresh])
-            for turn in change["added"]:
-                assert turn["takes"] == positions[turn["id"]].as_dict()
+            for turn in change.added:
+                assert turn.takes.model_dump() == positions[turn.id].as_dict()
 
 
 def test_a_kept_turn_is_drawn_again_when_its_takes_change(

@@ -95,8 +95,8 @@ def test_a_new_adventure_asks_where_to_begin(
     with tk.db.session() as session:
         (adventure,) = adventures.list_adventures(session)
         view = adventures.story_view(session, adventure, limit=1)
-    assert view["turns_shown"][0]["narration"].startswith("Salt spray stings your face")
-    assert '"Home, Bea," your cousin says' in view["turns_shown"][0]["narration"]
+    assert view.turns_shown[0].narration.startswith("Salt spray stings your face")
+    assert '"Home, Bea," your cousin says' in view.turns_shown[0].narration
 
 
 class _AliveServer:

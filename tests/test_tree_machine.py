@@ -40,7 +40,9 @@ from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import adventures, tree_ops, unit_of_work
 from talekeeper.service.locks import AdventureBusy
+from talekeeper.service.turn_events import Done
 from talekeeper.service.turns import TurnEvent, collect_turn
+from talekeeper.service.views.story import Turn, TurnResult
 from talekeeper.store.models import Node, SavePoint
 from talekeeper.story import tree
 
@@ -60,10 +62,10 @@ def stamped_append(original):
     return append
 
 
-async def finish(events: AsyncIterator[TurnEvent]) -> dict:
+async def finish(events: AsyncIterator[TurnEvent]) -> TurnResult:
     async for event in events:
-        if event.kind == "done":
-            return event.data
+        if isinstance(event, Done):
+            return event.result
         assert event.kind != "error", event.data
     raise AssertionError("no done event")
 
@@ -221,11 +223,10 @@ class TreeMachine(RuleBasedStateMachine):
             call()
         assert self.snapshot() == before
 
-    def new_take(self, of: int, action: tuple[str, str], data: dict) -> None:
-        node = data["turn"]["id"]
-        assert node not in self.all_ever
-        self.all_ever.add(node)
-        self.model.add(node, self.model.parent[of], action, data["turn"]["narration"], take_of=of)
+    def new_take(self, of: int, action: tuple[str, str], turn: Turn) -> None:
+        assert turn.id not in self.all_ever
+        self.all_ever.add(turn.id)
+        self.model.add(turn.id, self.model.parent[of], action, turn.narration, take_of=of)
 
     def path_turn(self, i: int) -> int | None:
         path = self.model.path()[1:]
@@ -237,10 +238,10 @@ class TreeMachine(RuleBasedStateMachine):
     def play(self, kind: str, text: str) -> None:
         text = "" if kind == "continue" else text
         data = asyncio.run(collect_turn(self.tk, self.aid, kind, text))
-        node = data["turn"]["id"]
+        node = data.turn.id
         assert node not in self.all_ever
         self.all_ever.add(node)
-        self.model.add(node, self.model.head, (kind, text), data["turn"]["narration"])
+        self.model.add(node, self.model.head, (kind, text), data.turn.narration)
 
     @rule()
     def retry(self) -> None:
@@ -249,7 +250,7 @@ class TreeMachine(RuleBasedStateMachine):
             self.refused(lambda: tree_ops.retry(self.tk, self.aid))
             return
         data = asyncio.run(finish(tree_ops.retry(self.tk, self.aid)))
-        self.new_take(head, self.model.action[head], data)
+        self.new_take(head, self.model.action[head], data.turn)
 
     @rule()
     def undo(self) -> None:
@@ -260,7 +261,7 @@ class TreeMachine(RuleBasedStateMachine):
         view = tree_ops.undo(self.tk, self.aid)
         self.model.active[self.model.parent[head]] = head
         self.model.head = self.model.parent[head]
-        assert view["head_id"] == self.model.head and view["can_redo"]
+        assert view.head_id == self.model.head and view.can_redo
 
     @rule()
     def redo(self) -> None:
@@ -268,7 +269,7 @@ class TreeMachine(RuleBasedStateMachine):
         if ahead is None:
             self.refused(lambda: tree_ops.redo(self.tk, self.aid))
             return
-        assert tree_ops.redo(self.tk, self.aid)["head_id"] == ahead
+        assert tree_ops.redo(self.tk, self.aid).head_id == ahead
         self.model.head = ahead
 
     @precondition(lambda self: self.model.head != self.model.root)
@@ -277,7 +278,7 @@ class TreeMachine(RuleBasedStateMachine):
         head, state = self.model.head, tree_ops.current_state(self.tk, self.aid)
         tree_ops.undo(self.tk, self.aid)
         view = tree_ops.redo(self.tk, self.aid)
-        assert view["head_id"] == head
+        assert view.head_id == head
         assert tree_ops.current_state(self.tk, self.aid) == state
         self.model.active[self.model.parent[head]] = head
 
@@ -288,7 +289,7 @@ class TreeMachine(RuleBasedStateMachine):
             return
         siblings = self.model.children(self.model.parent[turn])
         take = siblings[j % len(siblings)]
-        assert tree_ops.choose_take(self.tk, self.aid, take)["head_id"] == take
+        assert tree_ops.choose_take(self.tk, self.aid, take).head_id == take
         self.model.active[self.model.parent[take]] = take
         self.model.head = take
 
@@ -317,11 +318,11 @@ class TreeMachine(RuleBasedStateMachine):
                 view = tree_ops.edit_narration(
                     self.tk, self.aid, self.model.root, f"Opening: {text}"
                 )
-                assert view["turns_shown"][0]["narration"] == f"Opening: {text}"
+                assert view.turns_shown[0].narration == f"Opening: {text}"
                 assert [row[:4] for row in self.snapshot()[1]] == [row[:4] for row in nodes_before]
             return
         view = tree_ops.edit_narration(self.tk, self.aid, turn, f"Edited: {text}")
-        self.new_take(turn, self.model.action[turn], {"turn": view["turns_shown"][-1]})
+        self.new_take(turn, self.model.action[turn], view.turns_shown[-1])
 
     @rule(i=pick, kind=KINDS, text=WORDS)
     def edit_action(self, i: int, kind: str, text: str) -> None:
@@ -330,13 +331,13 @@ class TreeMachine(RuleBasedStateMachine):
             return
         text = "" if kind == "continue" else text
         data = asyncio.run(finish(tree_ops.edit_action(self.tk, self.aid, turn, kind, text)))
-        self.new_take(turn, (kind, text), data)
+        self.new_take(turn, (kind, text), data.turn)
 
     @rule(i=pick)
     def switch_line(self, i: int) -> None:
         leaves = self.model.leaves()
         leaf = leaves[i % len(leaves)]
-        assert tree_ops.switch_line(self.tk, self.aid, leaf)["head_id"] == leaf
+        assert tree_ops.switch_line(self.tk, self.aid, leaf).head_id == leaf
         self.model.head = leaf
 
     @rule(i=pick, name=st.sampled_from(["North", "South", ""]))
@@ -357,7 +358,7 @@ class TreeMachine(RuleBasedStateMachine):
         if holds_head or not own or holds_save:
             self.refused(lambda: tree_ops.delete_line(self.tk, self.aid, leaf))
             return
-        assert tree_ops.delete_line(self.tk, self.aid, leaf) == {"deleted_turns": len(gone)}
+        assert tree_ops.delete_line(self.tk, self.aid, leaf).deleted_turns == len(gone)
         fork = self.model.parent[own[-1]]
         for node in gone:
             for table in (
@@ -376,16 +377,14 @@ class TreeMachine(RuleBasedStateMachine):
     @rule(name=WORDS)
     def save(self, name: str) -> None:
         sp = tree_ops.create_save_point(self.tk, self.aid, name)
-        assert sp["node_id"] == self.model.head and sp["at_head"]
-        self.model.saves[sp["id"]] = self.model.head
+        assert sp.node_id == self.model.head and sp.at_head
+        self.model.saves[sp.id] = self.model.head
 
     @precondition(lambda self: self.model.saves)
     @rule(i=pick)
     def restore(self, i: int) -> None:
         sid = sorted(self.model.saves)[i % len(self.model.saves)]
-        assert (
-            tree_ops.restore_save_point(self.tk, self.aid, sid)["head_id"] == self.model.saves[sid]
-        )
+        assert tree_ops.restore_save_point(self.tk, self.aid, sid).head_id == self.model.saves[sid]
         self.model.head = self.model.saves[sid]
 
     @precondition(lambda self: self.model.saves)
@@ -448,9 +447,9 @@ class TreeMachine(RuleBasedStateMachine):
                     )
                 ).all()
             )
-        assert [t["id"] for t in view["turns_shown"]] == path
-        assert view["can_undo"] == (m.head != m.root)
-        assert view["can_redo"] == (m.active[m.head] is not None)
+        assert [t.id for t in view.turns_shown] == path
+        assert view.can_undo == (m.head != m.root)
+        assert view.can_redo == (m.active[m.head] is not None)
         # No node appears or disappears except as the model says (only a line delete removes).
         assert {r.id for r in rows} == set(m.parent) == self.all_ever
         for r in rows:
@@ -472,21 +471,21 @@ class TreeMachine(RuleBasedStateMachine):
     @invariant()
     def lines_and_save_points_list_as_the_model_says(self) -> None:
         m = self.model
-        lines = tree_ops.list_lines(self.tk, self.aid)["lines"]
-        assert [line["id"] for line in lines] == m.leaves()
+        lines = tree_ops.list_lines(self.tk, self.aid).lines
+        assert [line.id for line in lines] == m.leaves()
         for line in lines:
-            assert line["length"] == len(m.path(line["id"])) - 1
-            assert line["has_head"] == (m.head in m.path(line["id"]))
-            own = m.own_turns(line["id"])
-            assert line["own_turns"] == len(own + m.hanging(own))
-        listed = tree_ops.list_save_points(self.tk, self.aid)["save_points"]
-        assert [sp["id"] for sp in listed] == sorted(m.saves, reverse=True)  # newest first
+            assert line.length == len(m.path(line.id)) - 1
+            assert line.has_head == (m.head in m.path(line.id))
+            own = m.own_turns(line.id)
+            assert line.own_turns == len(own + m.hanging(own))
+        listed = tree_ops.list_save_points(self.tk, self.aid).save_points
+        assert [sp.id for sp in listed] == sorted(m.saves, reverse=True)  # newest first
         reachable, node = set(m.path()), m.active[m.head]
         while node is not None:  # ahead by Redo
             reachable.add(node)
             node = m.active[node]
         for sp in listed:
-            assert sp["on_line"] == (sp["node_id"] in reachable)
+            assert sp.on_line == (sp.node_id in reachable)
 
 
 def test_the_tree_keeps_its_invariants(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

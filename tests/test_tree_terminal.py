@@ -70,16 +70,16 @@ def test_the_tree_commands_in_the_terminal(
     assert "There is no take 9; there are 4." in out
     assert "/edit-action [do|say|story] TEXT" in out  # /help lists the commands
     # What the terminal did is what the store holds.
-    takes = tree_ops.list_takes(tk, aid)["takes"]
-    assert [(t["action"], t["narration"]) for t in takes] == [
+    takes = tree_ops.list_takes(tk, aid).takes
+    assert [(t.action, t.narration) for t in takes] == [
         ("look around", "The fog is thick."),
         ("look around", "The fog thins."),
         ("look around", "The fog lifts at once."),
         ("Hello there", "A gull cries."),
     ]
-    assert [t["on_line"] for t in takes] == [False, False, False, True]  # restored to “Harbour”
-    assert tree_ops.list_save_points(tk, aid)["save_points"] == []
-    assert [line["name"] for line in tree_ops.list_lines(tk, aid)["lines"]] == [None]
+    assert [t.on_line for t in takes] == [False, False, False, True]  # restored to “Harbour”
+    assert tree_ops.list_save_points(tk, aid).save_points == []
+    assert [line.name for line in tree_ops.list_lines(tk, aid).lines] == [None]
 
 
 def test_terminal_undo_takes_the_writer_lock(

@@ -22,6 +22,7 @@ from playwright.sync_api import Page, expect
 from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import tree_ops
+from talekeeper.service.views.story import Story
 from talekeeper.web.app import create_app
 from tests.browser import browser_page, live_server, needs_chromium
 
@@ -264,11 +265,11 @@ def test_send_is_enabled_while_the_state_updates_and_an_early_action_waits(
         assert problems == []
     # the second turn was played on the first's settled state
     story = adventures_story(tk)
-    assert [t["narration"] for t in story["turns_shown"][1:]] == [
+    assert [t.narration for t in story.turns_shown[1:]] == [
         "The wind rises.",
         "Rain lashes the harbour wall.",
     ]
-    state = tree_ops.current_state(tk, story["id"])
+    state = tree_ops.current_state(tk, story.id)
     assert state["stats"]["world"]["storm"]["value"] == 5
     tk.db.dispose()
 
@@ -304,11 +305,11 @@ def test_a_page_opened_while_the_state_updates_shows_the_chips_when_it_ends(
     tk.db.dispose()
 
 
-def adventures_story(tk: Talekeeper) -> dict:
+def adventures_story(tk: Talekeeper) -> Story:
     """The story of the only adventure."""
     from talekeeper.service import adventures
 
-    return adventures.story(tk, adventures.summaries(tk)[0]["id"])
+    return adventures.story(tk, adventures.summaries(tk)[0].id)
 
 
 def test_a_long_story_loads_earlier_turns_as_the_reader_scrolls_back(isolated_home) -> None:

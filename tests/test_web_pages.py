@@ -122,8 +122,8 @@ def test_the_story_map_nests_each_line_under_the_one_it_left(
     for _ in range(2):
         client.post(f"/api/adventures/{adventure_id}/undo")
     play(client, adventure_id, scripted, "Other one.", "other one")
-    lines = story_map.line_tree(tk, adventure_id)["lines"]
-    assert [(line["last_narration"], line["level"]) for line in lines] == [
+    lines = story_map.line_tree(tk, adventure_id).lines
+    assert [(line.last_narration, line.level) for line in lines] == [
         ("Two.", 0),
         ("Other one.", 1),
         ("Other two.", 1),

@@ -23,6 +23,16 @@ from talekeeper.service.scenarios import (
     placeholder_answers,
 )
 from talekeeper.service.unit_of_work import AdventureNotFound, reading, writing
+from talekeeper.service.views.state import CharacterOptions
+from talekeeper.service.views.story import (
+    AdventureSummary,
+    LatestAdventure,
+    Story,
+    StoryTurn,
+    TakePosition,
+    Turn,
+    Voice,
+)
 from talekeeper.state import RulesError, empty_rules, initial_document, load_rules
 from talekeeper.state.creation import CreationError, create_character, creation_options
 from talekeeper.store import owner
@@ -206,37 +216,37 @@ def delete_adventure(session: Session, adventure: Adventure) -> None:
     session.delete(adventure)
 
 
-def node_view(node: Node, pending: bool = False) -> dict[str, Any]:
+def node_view(node: Node, pending: bool = False) -> Turn:
     """One turn; `pending`: its adventure names it, its step 7 (later) still running."""
     # The state engine's verdicts on this turn: the change chips under it. A correction's
     # line is their words (one an older release wrote kept paths in its stored text).
     changes = state_engine.changes_of(node)
-    return {
-        "id": node.id,
-        "parent_id": node.parent_id,
-        "depth": node.depth,
-        "kind": node.action_kind,
-        "action": node.action_text,
-        "action_line": (
+    return Turn(
+        id=node.id,
+        parent_id=node.parent_id,
+        depth=node.depth,
+        kind=node.action_kind,
+        action=node.action_text,
+        action_line=(
             f"({chips.correction_text(changes)})"
             if node.action_kind == "correction"
             else f"({node.action_text})"
             if node.action_kind == canon_versions.UPDATE
             else format_action(node.action_kind, node.action_text)
         ),
-        "narration": node.narration,
-        "remark": state_engine.remark_of(node),  # a companion's aside it ends with: theirs
-        "update": canon_versions.update_of(node),  # an update from the scenario: what it did
-        "reasoning": node.reasoning,
-        "model": node.model,
-        "created_at": node.created_at.isoformat() if node.created_at else None,
-        "changes": changes,
+        narration=node.narration,
+        remark=state_engine.remark_of(node),  # a companion's aside it ends with: theirs
+        update=canon_versions.update_of(node),  # an update from the scenario: what it did
+        reasoning=node.reasoning,
+        model=node.model,
+        created_at=node.created_at.isoformat() if node.created_at else None,
+        changes=changes,
         # What its narration said that the state does not (service/reading).
-        "contradictions": state_engine.contradictions_of(node),
+        contradictions=state_engine.contradictions_of(node),
         # A correction that accepted the turn before's warning ("It's right").
-        "answers": bool(state_engine.ProposalRecord.of(node.proposal).answers),
-        "pending": pending,
-    }
+        answers=bool(state_engine.ProposalRecord.of(node.proposal).answers),
+        pending=pending,
+    )
 
 
 _SCENARIO_TITLE = select(Scenario.title, Scenario.owner_id, Scenario.builtin).where(
@@ -244,7 +254,7 @@ _SCENARIO_TITLE = select(Scenario.title, Scenario.owner_id, Scenario.builtin).wh
 )
 
 
-def adventure_summary(session: Session, adventure: Adventure) -> dict[str, Any]:
+def adventure_summary(session: Session, adventure: Adventure) -> AdventureSummary:
     # The title alone: loading the scenario row would parse its whole document.
     row = (
         session.execute(_SCENARIO_TITLE, {"scenario": adventure.scenario_id}).first()
@@ -252,15 +262,15 @@ def adventure_summary(session: Session, adventure: Adventure) -> dict[str, Any]:
         else None
     )
     visible = row is not None and owner.visible(row)
-    return {
-        "id": adventure.id,
-        "title": adventure.title,
-        "scenario_id": adventure.scenario_id,
-        "scenario_title": row.title if visible else None,
-        "turns": adventure.turn_count,
-        "last_played_at": adventure.last_played_at.isoformat(),
-        "created_at": adventure.created_at.isoformat(),
-    }
+    return AdventureSummary(
+        id=adventure.id,
+        title=adventure.title,
+        scenario_id=adventure.scenario_id,
+        scenario_title=row.title if visible else None,
+        turns=adventure.turn_count,
+        last_played_at=adventure.last_played_at.isoformat(),
+        created_at=adventure.created_at.isoformat(),
+    )
 
 
 # --- reading the story: a page of turns, and what changed since the page was drawn ----------
@@ -273,8 +283,11 @@ def adventure_summary(session: Session, adventure: Adventure) -> dict[str, Any]:
 # (the path, with what the keys and the takes need) and loads whole nodes only for the
 # views not kept yet.
 
+TurnKey = tuple[str, int, str]
+"""What names a turn's view for as long as its node exists (`turn_key`)."""
+
 KEPT_VIEWS = 4096  # a few adventures' recent pages
-_views: OrderedDict[tuple[str, int, str], dict[str, Any]] = OrderedDict()
+_views: OrderedDict[TurnKey, Turn] = OrderedDict()
 _views_lock = threading.Lock()
 
 _PATH_ROWS = text(
@@ -309,14 +322,14 @@ def _path_rows(session: Session, node_id: int, limit: int) -> list[Any]:
     return list(session.execute(_PATH_ROWS, {"start": node_id, "limit": limit}))
 
 
-def turn_key(session: Session, row: Any) -> tuple[str, int, str]:
+def turn_key(session: Session, row: Any) -> TurnKey:
     """What names a turn's view (and anything rendered from it alone) for as long as it exists."""
     return (str(session.get_bind().url), row.id, str(row.created_at))
 
 
 def turn_views(
     session: Session, adventure: Adventure, rows: Sequence[Any]
-) -> list[tuple[tuple[str, int, str], dict[str, Any]]]:
+) -> list[tuple[TurnKey, StoryTurn]]:
     """(key, view with `takes`) for each of `rows` (`_path_rows`), oldest first."""
     if not rows:
         return []
@@ -341,29 +354,38 @@ def turn_views(
                 _views.popitem(last=False)
     positions = takes.take_positions(session, rows, adventure.id)
     return [
-        (key, {**found[key], "takes": positions[row.id].as_dict()})  # type: ignore[dict-item]
+        (key, StoryTurn(**dict(found[key]), takes=TakePosition(**positions[row.id].as_dict())))
         for row, key in zip(rows, keys, strict=True)
     ]
 
 
-def _controls(session: Session, adventure: Adventure, head: Node) -> dict[str, Any]:
-    return {
-        **adventure_summary(session, adventure),
-        "head_id": head.id,
-        "can_undo": tree.can_undo(head),
-        "can_redo": tree.can_redo(head),
-        "can_retry": head.parent_id is not None,
+def _story(
+    session: Session,
+    adventure: Adventure,
+    head: Node,
+    turns_shown: list[StoryTurn],
+    has_more: bool,
+) -> Story:
+    """The story with its controls, as read at `head`."""
+    return Story(
+        **dict(adventure_summary(session, adventure)),
+        head_id=head.id,
+        can_undo=tree.can_undo(head),
+        can_redo=tree.can_redo(head),
+        can_retry=head.parent_id is not None,
         # Until the first turn is played, the opening's text may still change (tree.rewrite_opening).
-        "opening_editable": head.parent_id is None and head.active_child_id is None,
+        opening_editable=head.parent_id is None and head.active_child_id is None,
         # The name of the line being read, when the head is at its end (Redo has nowhere to go).
-        "line_name": head.branch_name,
-        "persona": adventure.plot.get("persona"),
-    }
+        line_name=head.branch_name,
+        has_more=has_more,
+        turns_shown=turns_shown,
+        persona=adventure.plot.get("persona"),
+    )
 
 
 def story_page(
     session: Session, adventure: Adventure, limit: int = PAGE_SIZE, before: int | None = None
-) -> tuple[dict[str, Any], list[tuple[str, int, str]]]:
+) -> tuple[Story, list[TurnKey]]:
     """`story_view`, and each shown turn's key (`turn_key`)."""
     head = tree.head(session, adventure)
     end = head
@@ -371,39 +393,42 @@ def story_page(
         path_node = get_turn(session, adventure, before)
         parent = session.get(Node, path_node.parent_id) if path_node.parent_id else None
         if parent is None:
-            return {
-                **adventure_summary(session, adventure),
-                "turns_shown": [],
-                "has_more": False,
-            }, []
+            summary = adventure_summary(session, adventure)
+            return Story(**dict(summary), turns_shown=[], has_more=False), []
         end = parent
     shown = turn_views(session, adventure, _path_rows(session, end.id, limit))
-    controls = _controls(session, adventure, head)
-    persona = controls.pop("persona")
-    view = {
-        **controls,
-        "has_more": bool(shown) and shown[0][1]["parent_id"] is not None,
-        "turns_shown": [v for _, v in shown],
-        "persona": persona,
-    }
-    return view, [k for k, _ in shown]
+    has_more = bool(shown) and shown[0][1].parent_id is not None
+    return _story(session, adventure, head, [v for _, v in shown], has_more), [k for k, _ in shown]
 
 
 def story_view(
     session: Session, adventure: Adventure, limit: int = PAGE_SIZE, before: int | None = None
-) -> dict[str, Any]:
+) -> Story:
     """The story at the head (or a page of it ending before node `before`)."""
     return story_page(session, adventure, limit, before)[0]
 
 
+@dataclass(frozen=True)
+class StoryChange:
+    """What changed for a page: the turn both lines share (`keep`: everything down to it
+    stays on the page), the shown turns below it (`removed`) and the turns that follow it
+    now (`added`, each with its key), with the story's controls (`story`, no turns shown)
+    and the kind of the head's action."""
+
+    story: Story
+    head_kind: str
+    keep: int
+    removed: list[int]
+    added: list[StoryTurn]
+    added_keys: list[TurnKey]
+
+
 def story_change(
     session: Session, adventure: Adventure, shown: Shown, limit: int = PAGE_SIZE
-) -> dict[str, Any] | None:
-    """What changed for a page showing `shown`, now that the head is where it is: the turn
-    both lines share (`keep`: everything down to it stays on the page), the shown turns
-    below it (`removed`) and the turns that follow it now (`added`, at most `limit`), with
-    the controls (`story_view`'s fields but the turns). None when the page must be drawn
-    afresh: what it shows is gone, or the two lines part above its first turn.
+) -> StoryChange | None:
+    """What changed for a page showing `shown`, now that the head is where it is (at most
+    `limit` turns added). None when the page must be drawn afresh: what it shows is gone,
+    or the two lines part above its first turn.
 
     Reads at most `limit` turns up from the head and as many up from the page's last turn
     as it shows below the parting: an undo, a redo or a take step costs the same at any
@@ -431,14 +456,14 @@ def story_change(
             return None  # the page's first turn: drawn afresh
         same = same if settled is None else settled  # it and what follows, drawn again
     added = turn_views(session, adventure, new[same:])
-    return {
-        **_controls(session, adventure, head),
-        "head_kind": head.action_kind,
-        "keep": old[same - 1],
-        "removed": old[same:],
-        "added": [v for _, v in added],
-        "added_keys": [k for k, _ in added],
-    }
+    return StoryChange(
+        story=_story(session, adventure, head, [], has_more=False),
+        head_kind=head.action_kind,
+        keep=old[same - 1],
+        removed=old[same:],
+        added=[v for _, v in added],
+        added_keys=[k for k, _ in added],
+    )
 
 
 @dataclass(frozen=True)
@@ -446,9 +471,9 @@ class PageAnswer:
     """What the play page is answered after a change: `change` (`story_change`) when the
     page can patch itself, else `story` and its turns' keys (`story_page`) to draw anew."""
 
-    change: dict[str, Any] | None = None
-    story: dict[str, Any] | None = None
-    keys: list[tuple[str, int, str]] | None = None
+    change: StoryChange | None = None
+    story: Story | None = None
+    keys: list[TurnKey] | None = None
 
 
 def page_answer(session: Session, adventure: Adventure, shown: Shown | None) -> PageAnswer:
@@ -470,7 +495,7 @@ def start(
     origin_id: str | None = None,
     persona: dict[str, str] | None = None,
     character: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> Story:
     """A new adventure from a scenario; the story as it opens."""
     with tk.db.session() as session:
         adventure = start_adventure(
@@ -487,7 +512,7 @@ def start_from_blank(tk: Talekeeper, start: BlankStart) -> dict[str, Any]:
 
 def story(
     tk: Talekeeper, adventure_id: int, limit: int = PAGE_SIZE, before: int | None = None
-) -> dict[str, Any]:
+) -> Story:
     with reading(tk, adventure_id) as (session, adventure):
         return story_view(session, adventure, limit=limit, before=before)
 
@@ -507,42 +532,42 @@ def story_for_page(
         return page_answer(session, adventure, shown)
 
 
-def play_view(tk: Talekeeper, adventure_id: int) -> tuple[PageAnswer, list[dict[str, str]]]:
+def play_view(tk: Talekeeper, adventure_id: int) -> tuple[PageAnswer, list[Voice]]:
     """The story's first paint and the cast the player can Talk to (the play page)."""
     with reading(tk, adventure_id) as (session, adventure):
         voices = [
-            {"id": m.id, "name": m.name} for m in state_engine.rules_of(adventure).cast.values()
+            Voice(id=m.id, name=m.name) for m in state_engine.rules_of(adventure).cast.values()
         ]
         return page_answer(session, adventure, None), voices
 
 
-def summaries(tk: Talekeeper) -> list[dict[str, Any]]:
+def summaries(tk: Talekeeper) -> list[AdventureSummary]:
     """Every adventure, the most recently played first."""
     with tk.db.session() as session:
         return [adventure_summary(session, a) for a in list_adventures(session)]
 
 
-def latest(tk: Talekeeper) -> dict[str, Any] | None:
+def latest(tk: Talekeeper) -> LatestAdventure | None:
     """The most recently played adventure with its last turn (the home page's "Continue")."""
     with tk.db.session() as session:
         rows = list_adventures(session)
         if not rows:
             return None
         view = story_view(session, rows[0], limit=1)
-        return {
-            **adventure_summary(session, rows[0]),
-            "last": view["turns_shown"][-1] if view["turns_shown"] else None,
-        }
+        return LatestAdventure(
+            **dict(adventure_summary(session, rows[0])),
+            last=view.turns_shown[-1] if view.turns_shown else None,
+        )
 
 
-def rename(tk: Talekeeper, adventure_id: int, title: str) -> dict[str, Any]:
+def rename(tk: Talekeeper, adventure_id: int, title: str) -> AdventureSummary:
     """Rename an adventure; its summary (as in the list)."""
     with writing(tk, adventure_id) as (session, adventure):
         rename_adventure(session, adventure, title)
         return adventure_summary(session, adventure)
 
 
-def summary(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+def summary(tk: Talekeeper, adventure_id: int) -> AdventureSummary:
     with reading(tk, adventure_id) as (session, adventure):
         return adventure_summary(session, adventure)
 
@@ -558,7 +583,7 @@ def title_of(tk: Talekeeper, adventure_id: int) -> str:
         return adventure.title
 
 
-def turn(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, Any]:
+def turn(tk: Talekeeper, adventure_id: int, node_id: int) -> Turn:
     """One turn as the story shows it (the edit form starts from it)."""
     with reading(tk, adventure_id) as (session, adventure):
         node = get_turn(session, adventure, node_id)
@@ -567,11 +592,11 @@ def turn(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, Any]:
 
 def character_options(
     tk: Talekeeper, scenario_id: str, origin_id: str | None = None
-) -> dict[str, Any]:
-    """What character creation offers in this scenario and origin; `{"creation": None}`
-    when the scenario has none."""
+) -> CharacterOptions:
+    """What character creation offers in this scenario and origin; `creation` None when
+    the scenario has none."""
     with tk.db.session() as session:
         data = with_origin(get_scenario(session, scenario_id).data, origin_id)
-    return {
-        "creation": creation_options(data.get("rules"), (data.get("origin") or {}).get("build"))
-    }
+    return CharacterOptions(
+        creation=creation_options(data.get("rules"), (data.get("origin") or {}).get("build"))
+    )

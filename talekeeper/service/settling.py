@@ -37,6 +37,7 @@ from talekeeper.story import tree
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper
+    from talekeeper.service.views.story import TurnResult
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +52,11 @@ class Settles:
     """The background steps running in this process, one per adventure at most."""
 
     def __init__(self) -> None:
-        self._tasks: dict[int, asyncio.Task[dict[str, Any]]] = {}
+        self._tasks: dict[int, asyncio.Task[TurnResult]] = {}
 
     def start(
-        self, adventure_id: int, step: Coroutine[Any, Any, dict[str, Any]]
-    ) -> asyncio.Task[dict[str, Any]]:
+        self, adventure_id: int, step: Coroutine[Any, Any, TurnResult]
+    ) -> asyncio.Task[TurnResult]:
         """Run `step` as a task of its own: the request that wrote the turn may end (a
         closed tab, a client that reads only up to `done`) and the step still finishes."""
         task = asyncio.get_running_loop().create_task(step, name=f"settle {adventure_id}")
@@ -63,15 +64,15 @@ class Settles:
         task.add_done_callback(lambda t: self._forget(adventure_id, t))
         return task
 
-    def _forget(self, adventure_id: int, task: asyncio.Task[dict[str, Any]]) -> None:
+    def _forget(self, adventure_id: int, task: asyncio.Task[TurnResult]) -> None:
         if self._tasks.get(adventure_id) is task:
             del self._tasks[adventure_id]
 
-    def running(self, adventure_id: int) -> asyncio.Task[dict[str, Any]] | None:
+    def running(self, adventure_id: int) -> asyncio.Task[TurnResult] | None:
         return self._tasks.get(adventure_id)
 
     @staticmethod
-    async def result(task: asyncio.Task[dict[str, Any]]) -> dict[str, Any]:
+    async def result(task: asyncio.Task[TurnResult]) -> TurnResult:
         """The step's result; a reader that stops waiting (cancelled) does not stop it."""
         return await asyncio.shield(task)
 

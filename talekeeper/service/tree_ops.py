@@ -19,10 +19,21 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from talekeeper.service import state_engine
-from talekeeper.service.adventures import Shown, get_turn, page_answer, story_view
+from talekeeper.service.adventures import PageAnswer, Shown, get_turn, page_answer, story_view
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import TurnEvent, clean_narration, play_turn
 from talekeeper.service.unit_of_work import AdventureNotFound, reading, writing
+from talekeeper.service.views.story import (
+    Line,
+    LineDeleted,
+    LineRenamed,
+    Lines,
+    SavePoint,
+    SavePoints,
+    Story,
+    Take,
+    Takes,
+)
 from talekeeper.store.models import Adventure
 from talekeeper.story import branches, savepoints, takes, tree
 from talekeeper.story.actions import format_action
@@ -40,13 +51,13 @@ def _move(
     adventure_id: int,
     move: Callable[[Session, Adventure], Any],
     shown: Shown | None = None,
-) -> Any:
+) -> Story | PageAnswer:
     with writing(tk, adventure_id) as (session, adventure):
         move(session, adventure)
         return _answer(session, adventure, shown)
 
 
-def _answer(session: Session, adventure: Adventure, shown: Shown | None) -> Any:
+def _answer(session: Session, adventure: Adventure, shown: Shown | None) -> Story | PageAnswer:
     """The story as it now reads; for the play page (which says what it `shown`), what
     changed on it (`adventures.page_answer`)."""
     return (
@@ -57,11 +68,11 @@ def _answer(session: Session, adventure: Adventure, shown: Shown | None) -> Any:
 # --- undo / redo / state ---------------------------------------------------------------
 
 
-def undo(tk: Talekeeper, adventure_id: int, shown: Shown | None = None) -> Any:
+def undo(tk: Talekeeper, adventure_id: int, shown: Shown | None = None) -> Story | PageAnswer:
     return _move(tk, adventure_id, tree.undo, shown)
 
 
-def redo(tk: Talekeeper, adventure_id: int, shown: Shown | None = None) -> Any:
+def redo(tk: Talekeeper, adventure_id: int, shown: Shown | None = None) -> Story | PageAnswer:
     return _move(tk, adventure_id, tree.redo, shown)
 
 
@@ -101,7 +112,7 @@ def edit_action(
 
 def edit_narration(
     tk: Talekeeper, adventure_id: int, node_id: int, narration: str, shown: Shown | None = None
-) -> Any:
+) -> Story | PageAnswer:
     """A new take of turn `node_id` carrying the player's text; the original is kept.
 
     No model is called. The state is re-derived from the parent's snapshot plus what the
@@ -148,22 +159,22 @@ def edit_narration(
         return _answer(session, adventure, shown)
 
 
-def take_view(take: takes.Take, reading_id: int | None) -> dict[str, Any]:
-    return {
-        "id": take.id,
-        "index": take.index,
-        "kind": take.action_kind,
-        "action": take.action_text,
-        "action_line": format_action(take.action_kind, take.action_text),
-        "narration": take.narration,
-        "model": take.model,
-        "created_at": take.created_at.isoformat() if take.created_at else None,
-        "has_future": take.has_future,
-        "on_line": take.id == reading_id,
-    }
+def take_view(take: takes.Take, reading_id: int | None) -> Take:
+    return Take(
+        id=take.id,
+        index=take.index,
+        kind=take.action_kind,
+        action=take.action_text,
+        action_line=format_action(take.action_kind, take.action_text),
+        narration=take.narration,
+        model=take.model,
+        created_at=take.created_at.isoformat() if take.created_at else None,
+        has_future=take.has_future,
+        on_line=take.id == reading_id,
+    )
 
 
-def list_takes(tk: Talekeeper, adventure_id: int, node_id: int | None = None) -> dict[str, Any]:
+def list_takes(tk: Talekeeper, adventure_id: int, node_id: int | None = None) -> Takes:
     """The takes of the head's turn (or of turn `node_id`), and which one is being read."""
     with reading(tk, adventure_id) as (session, adventure):
         head = tree.head(session, adventure)
@@ -171,18 +182,20 @@ def list_takes(tk: Talekeeper, adventure_id: int, node_id: int | None = None) ->
         read = tree.ancestor_at(session, head, node.depth)
         rows = takes.takes_of(session, node)
         reading_id = read.id if read is not None and read.parent_id == node.parent_id else None
-        return {
-            "turn_id": node.id,
-            "depth": node.depth,
-            "count": len(rows),
-            "takes": [take_view(t, reading_id) for t in rows],
-            "head_id": head.id,
-            "can_undo": tree.can_undo(head),
-            "can_redo": tree.can_redo(head),
-        }
+        return Takes(
+            turn_id=node.id,
+            depth=node.depth,
+            count=len(rows),
+            takes=[take_view(t, reading_id) for t in rows],
+            head_id=head.id,
+            can_undo=tree.can_undo(head),
+            can_redo=tree.can_redo(head),
+        )
 
 
-def choose_take(tk: Talekeeper, adventure_id: int, node_id: int, shown: Shown | None = None) -> Any:
+def choose_take(
+    tk: Talekeeper, adventure_id: int, node_id: int, shown: Shown | None = None
+) -> Story | PageAnswer:
     """Read take `node_id`: the head moves onto it."""
     with writing(tk, adventure_id) as (session, adventure):
         takes.choose(session, adventure, get_turn(session, adventure, node_id))
@@ -191,7 +204,7 @@ def choose_take(tk: Talekeeper, adventure_id: int, node_id: int, shown: Shown | 
 
 def step_take(
     tk: Talekeeper, adventure_id: int, node_id: int, by: int, shown: Shown | None = None
-) -> Any:
+) -> Story | PageAnswer:
     """Read the take `by` places after (negative: before) take `node_id`."""
     with writing(tk, adventure_id) as (session, adventure):
         takes.step(session, adventure, get_turn(session, adventure, node_id), by)
@@ -201,48 +214,46 @@ def step_take(
 # --- lines -----------------------------------------------------------------------------
 
 
-def line_view(line: branches.Line) -> dict[str, Any]:
-    return {
-        "id": line.id,
-        "name": line.name,
-        "length": line.length,
-        "fork_id": line.fork_id,
-        "fork_depth": line.fork_depth,
-        "parent_line": line.parent_line,
-        "own_turns": line.own_turns,
-        "has_head": line.has_head,
-        "ends_at_head": line.ends_at_head,
-        "save_points": list(line.save_points),
-        "can_delete": line.own_turns > 0 and not line.has_head and not line.save_points,
-        "last_action_line": format_action(line.last_action_kind, line.last_action_text),
-        "last_narration": line.last_narration,
-        "created_at": line.created_at.isoformat() if line.created_at else None,
-    }
+def line_view(line: branches.Line) -> Line:
+    return Line(
+        id=line.id,
+        name=line.name,
+        length=line.length,
+        fork_id=line.fork_id,
+        fork_depth=line.fork_depth,
+        parent_line=line.parent_line,
+        own_turns=line.own_turns,
+        has_head=line.has_head,
+        ends_at_head=line.ends_at_head,
+        save_points=list(line.save_points),
+        can_delete=line.own_turns > 0 and not line.has_head and not line.save_points,
+        last_action_line=format_action(line.last_action_kind, line.last_action_text),
+        last_narration=line.last_narration,
+        created_at=line.created_at.isoformat() if line.created_at else None,
+    )
 
 
-def list_lines(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+def list_lines(tk: Talekeeper, adventure_id: int) -> Lines:
     with reading(tk, adventure_id) as (session, adventure):
         head = tree.head(session, adventure)
-        return {
-            "lines": [line_view(line) for line in branches.list_lines(session, adventure)],
-            "head_id": head.id,
-            "head_depth": head.depth,
-            "can_undo": tree.can_undo(head),
-            "can_redo": tree.can_redo(head),
-        }
+        return Lines(
+            lines=[line_view(line) for line in branches.list_lines(session, adventure)],
+            head_id=head.id,
+            head_depth=head.depth,
+            can_undo=tree.can_undo(head),
+            can_redo=tree.can_redo(head),
+        )
 
 
-def rename_line(
-    tk: Talekeeper, adventure_id: int, leaf_id: int, name: str | None
-) -> dict[str, Any]:
+def rename_line(tk: Talekeeper, adventure_id: int, leaf_id: int, name: str | None) -> LineRenamed:
     with writing(tk, adventure_id) as (session, adventure):
         leaf = branches.rename(session, adventure, get_turn(session, adventure, leaf_id), name)
-        return {"id": leaf.id, "name": leaf.branch_name}
+        return LineRenamed(id=leaf.id, name=leaf.branch_name)
 
 
 def switch_line(
     tk: Talekeeper, adventure_id: int, leaf_id: int, answer: bool = True
-) -> dict[str, Any] | None:
+) -> Story | None:
     """Read line `leaf_id`; answers with the story as it now reads (unless `answer` is
     False: the play page's panel draws the story again by itself)."""
     with writing(tk, adventure_id) as (session, adventure):
@@ -250,35 +261,37 @@ def switch_line(
         return story_view(session, adventure) if answer else None
 
 
-def delete_turn(tk: Talekeeper, adventure_id: int, node_id: int, shown: Shown | None = None) -> Any:
+def delete_turn(
+    tk: Talekeeper, adventure_id: int, node_id: int, shown: Shown | None = None
+) -> Story | PageAnswer:
     """Delete one turn with nothing after it (a take, or a line's last turn); the story after."""
     with writing(tk, adventure_id) as (session, adventure):
         branches.delete_turn(session, adventure, get_turn(session, adventure, node_id))
         return _answer(session, adventure, shown)
 
 
-def delete_line(tk: Talekeeper, adventure_id: int, leaf_id: int) -> dict[str, Any]:
+def delete_line(tk: Talekeeper, adventure_id: int, leaf_id: int) -> LineDeleted:
     with writing(tk, adventure_id) as (session, adventure):
         removed = branches.delete_line(session, adventure, get_turn(session, adventure, leaf_id))
-        return {"deleted_turns": removed}
+        return LineDeleted(deleted_turns=removed)
 
 
 # --- Save Points -----------------------------------------------------------------------
 
 
-def save_point_view(sp: savepoints.SavePointInfo) -> dict[str, Any]:
-    return {
-        "id": sp.id,
-        "name": sp.name,
-        "note": sp.note,
-        "node_id": sp.node_id,
-        "turn": sp.turn,
-        "on_line": sp.on_line,
-        "at_head": sp.at_head,
-        "action_line": format_action(sp.action_kind, sp.action_text),
-        "narration": sp.narration,
-        "created_at": sp.created_at.isoformat() if sp.created_at else None,
-    }
+def save_point_view(sp: savepoints.SavePointInfo) -> SavePoint:
+    return SavePoint(
+        id=sp.id,
+        name=sp.name,
+        note=sp.note,
+        node_id=sp.node_id,
+        turn=sp.turn,
+        on_line=sp.on_line,
+        at_head=sp.at_head,
+        action_line=format_action(sp.action_kind, sp.action_text),
+        narration=sp.narration,
+        created_at=sp.created_at.isoformat() if sp.created_at else None,
+    )
 
 
 def _save_point(session: Session, adventure: Adventure, save_point_id: int):
@@ -288,29 +301,27 @@ def _save_point(session: Session, adventure: Adventure, save_point_id: int):
     return sp
 
 
-def _one_save_point(session: Session, adventure: Adventure, save_point_id: int) -> dict[str, Any]:
+def _one_save_point(session: Session, adventure: Adventure, save_point_id: int) -> SavePoint:
     for info in savepoints.list_save_points(session, adventure):
         if info.id == save_point_id:
             return save_point_view(info)
     raise SavePointNotFound(f"No Save Point {save_point_id} in this adventure.")
 
 
-def list_save_points(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+def list_save_points(tk: Talekeeper, adventure_id: int) -> SavePoints:
     with reading(tk, adventure_id) as (session, adventure):
         head = tree.head(session, adventure)
-        return {
-            "save_points": [
+        return SavePoints(
+            save_points=[
                 save_point_view(sp) for sp in savepoints.list_save_points(session, adventure)
             ],
-            "head_id": head.id,
-            "can_undo": tree.can_undo(head),
-            "can_redo": tree.can_redo(head),
-        }
+            head_id=head.id,
+            can_undo=tree.can_undo(head),
+            can_redo=tree.can_redo(head),
+        )
 
 
-def create_save_point(
-    tk: Talekeeper, adventure_id: int, name: str, note: str = ""
-) -> dict[str, Any]:
+def create_save_point(tk: Talekeeper, adventure_id: int, name: str, note: str = "") -> SavePoint:
     """Save the moment being read (after Undo, that earlier moment)."""
     with writing(tk, adventure_id) as (session, adventure):
         sp = savepoints.create(session, adventure, name, note)
@@ -323,7 +334,7 @@ def rename_save_point(
     save_point_id: int,
     name: str | None = None,
     note: str | None = None,
-) -> dict[str, Any]:
+) -> SavePoint:
     with writing(tk, adventure_id) as (session, adventure):
         savepoints.rename(_save_point(session, adventure, save_point_id), name, note)
         session.flush()
@@ -337,7 +348,7 @@ def delete_save_point(tk: Talekeeper, adventure_id: int, save_point_id: int) -> 
 
 def restore_save_point(
     tk: Talekeeper, adventure_id: int, save_point_id: int, answer: bool = True
-) -> dict[str, Any] | None:
+) -> Story | None:
     """Go back to a Save Point; answers as `switch_line` does."""
     with writing(tk, adventure_id) as (session, adventure):
         savepoints.restore(session, adventure, _save_point(session, adventure, save_point_id))

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_type_hints
 
+from talekeeper.service.views.story import TurnResult
+
 
 class _Event:
     def payload(self) -> dict[str, Any]:
@@ -105,11 +107,11 @@ class Done(_Event):
     """The turn is written (the player may act again): the turn, its changes and the
     story's undo/redo state; `turn.pending`: a `settled` follows."""
 
-    result: dict[str, Any] = field(default_factory=dict)
+    result: TurnResult
     kind: Literal["done"] = "done"
 
     def payload(self) -> dict[str, Any]:
-        return self.result
+        return self.result.model_dump(mode="json")
 
 
 @dataclass(frozen=True)
@@ -117,11 +119,11 @@ class Settled(_Event):
     """The turn's background step is done: the turn as settled — its chips, and a
     companion's remark in its narration — in `done`'s shape."""
 
-    result: dict[str, Any] = field(default_factory=dict)
+    result: TurnResult
     kind: Literal["settled"] = "settled"
 
     def payload(self) -> dict[str, Any]:
-        return self.result
+        return self.result.model_dump(mode="json")
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,7 @@ from talekeeper.service.turn_events import (
     TurnEvent,
 )
 from talekeeper.service.unit_of_work import check_owner, get_adventure
+from talekeeper.service.views.story import TurnResult
 from talekeeper.state import Document, Rules, VisibleStream
 from talekeeper.store import owner
 from talekeeper.store.models import Adventure, Node
@@ -186,7 +187,7 @@ async def play_turn(
         yield Error(str(exc))  # the stream has begun: its last word
         return
     accepted = False
-    later: asyncio.Task[dict[str, Any]] | None = None  # step 7 (later): it releases the lock
+    later: asyncio.Task[TurnResult] | None = None  # step 7 (later): it releases the lock
     try:
         start = await asyncio.to_thread(
             load_turn, tk, adventure_id, kind, text, take_of, writing=True
@@ -253,9 +254,9 @@ async def play_turn(
         yield Done(done)  # 9. done
         if later is not None:
             result = await tk.settles.result(later)
-            remark = result["turn"].get("remark")
+            remark = result.turn.remark
             if remark:  # a companion spoke up: theirs, under their name
-                yield Remark(remark["by"], remark["text"])
+                yield Remark(remark.by, remark.text)
             yield Settled(result)
     except Exception as exc:
         if not accepted and not waiting:
@@ -500,7 +501,7 @@ def commit(
     reply: Reply,
     settled: state_engine.Settled,
     pending: bool,
-) -> dict[str, Any]:
+) -> TurnResult:
     """Step 6 (commit), one transaction: the node, the head, Insights and the memories
     used; with `pending`, the node marked as awaiting step 7 (later)."""
     with tk.db.session() as session:
@@ -546,18 +547,18 @@ def commit(
 
 def turn_result(
     adventure: Adventure, node: Node, changes: list[dict[str, Any]], prepared: PreparedContext
-) -> dict[str, Any]:
+) -> TurnResult:
     """The `done` / `settled` payload. The node is the head and ends its line: what
     story_view would say of it, without reading the story again."""
-    return {
-        "turn": node_view(node, pending=adventure.pending_turn_id == node.id),
-        "can_undo": tree.can_undo(node),
-        "can_redo": tree.can_redo(node),
-        "head_id": node.id,
-        "turns": adventure.turn_count,
-        "changes": changes,
-        "prompt": prepared.assembly.as_dict(),
-    }
+    return TurnResult(
+        turn=node_view(node, pending=adventure.pending_turn_id == node.id),
+        can_undo=tree.can_undo(node),
+        can_redo=tree.can_redo(node),
+        head_id=node.id,
+        turns=adventure.turn_count,
+        changes=changes,
+        prompt=prepared.assembly.as_dict(),
+    )
 
 
 async def settle_later(
@@ -568,17 +569,17 @@ async def settle_later(
     guard: ProseGuard,
     reply: Reply,
     known: state_engine.Settled,
-    done: dict[str, Any],
+    done: TurnResult,
     mode: str,
-) -> dict[str, Any]:
+) -> TurnResult:
     """Step 7 (later), after `done`, holding the writer lock until the turn is settled.
 
     `known` is what step 5 (settle) committed; `reply.raw` the prose the state pass reads.
     Whatever fails here, the turn stays as it was written and the lock is released."""
-    node_id = done["turn"]["id"]
+    node_id = done.turn.id
     try:
         settled = known
-        narration = done["turn"]["narration"]
+        narration = done.turn.narration
         if mode == "structured":
             await structured_pass(provider, prepared, start, reply.raw, reply)
             settled = validate_and_apply(start, guard, reply)
@@ -618,7 +619,7 @@ def commit_settled(
     node_id: int,
     settled: state_engine.Settled,
     remark: CompanionRemark | None,
-) -> dict[str, Any]:
+) -> TurnResult:
     """The transaction of step 7 (later): the pending node's state and proposal, and a
     companion's remark — at the end of its narration, in its record, its call in Insights."""
     with tk.db.session() as session:
@@ -643,7 +644,7 @@ def commit_settled(
 
 def give_up(
     tk: Talekeeper, start: TurnStart, prepared: PreparedContext, node_id: int
-) -> dict[str, Any]:
+) -> TurnResult:
     """Step 7 (later) failed: the turn keeps the state step 5 (settle) wrote, marked."""
     with tk.db.session() as session:
         adventure = get_adventure(session, start.adventure_id)
@@ -751,22 +752,22 @@ def unicode_safe(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").replace("\x00", "")
 
 
-async def collect_turn(
-    tk: Talekeeper, adventure_id: int, kind: str, text: str = ""
-) -> dict[str, Any]:
+async def collect_turn(tk: Talekeeper, adventure_id: int, kind: str, text: str = "") -> TurnResult:
     """Play a turn without streaming; returns the finished turn (settled, when it had a
     step 7 (later)) or raises TurnFailed."""
     return await finished_turn(play_turn(tk, adventure_id, kind, text))
 
 
-async def finished_turn(events: AsyncIterator[TurnEvent]) -> dict[str, Any]:
+async def finished_turn(events: AsyncIterator[TurnEvent]) -> TurnResult:
     """The last word of a turn's events: `settled` after a pending `done`, else `done`;
     an `error` raises TurnFailed."""
     async for event in events:
-        if event.kind == "settled" or (event.kind == "done" and not event.data["turn"]["pending"]):
-            return event.data
-        if event.kind == "error":
-            raise TurnFailed(event.data["message"])
+        if isinstance(event, Settled) or (
+            isinstance(event, Done) and not event.result.turn.pending
+        ):
+            return event.result
+        if isinstance(event, Error):
+            raise TurnFailed(event.message)
     raise TurnFailed("The turn ended without a result.")
 
 

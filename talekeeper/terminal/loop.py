@@ -20,8 +20,19 @@ from talekeeper.service.app import Talekeeper
 from talekeeper.service.chips import turn_chips
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.service.origins import origin_summaries
+from talekeeper.service.turn_events import (
+    Accepted,
+    Done,
+    Error,
+    Reasoning,
+    Remark,
+    Retold,
+    Settled,
+    Text,
+)
 from talekeeper.service.turns import TurnEvent, current_state_mode, play_turn
 from talekeeper.service.unit_of_work import AdventureNotFound
+from talekeeper.service.views.story import Contradiction, TurnResult
 from talekeeper.story import tree
 from talekeeper.story.actions import ActionError
 from talekeeper.terminal import character as terminal_character
@@ -108,8 +119,8 @@ def _choose_adventure(tk: Talekeeper, scenario_id: str | None, adventure_id: int
         table = Table("#", "Adventure or scenario", "Turns")
         options: list[tuple[str, object]] = []
         for a in adventures.summaries(tk):
-            options.append(("adventure", a["id"]))
-            table.add_row(str(len(options)), f"Continue: {a['title']}", str(a["turns"]))
+            options.append(("adventure", a.id))
+            table.add_row(str(len(options)), f"Continue: {a.title}", str(a.turns))
         for s in scenarios.summaries(tk):
             options.append(("scenario", s["id"]))
             table.add_row(str(len(options)), f"New: {s['title']}", "")
@@ -141,9 +152,7 @@ def _choose_adventure(tk: Talekeeper, scenario_id: str | None, adventure_id: int
         for p in data.get("placeholders", [])
     }
     character = terminal_character.ask_character(console, data, origin_id)
-    return adventures.start(tk, scenario_id, answers, origin_id=origin_id, character=character)[
-        "id"
-    ]
+    return adventures.start(tk, scenario_id, answers, origin_id=origin_id, character=character).id
 
 
 def _ask_origin(data: dict[str, Any]) -> str | None:
@@ -164,15 +173,15 @@ def _ask_origin(data: dict[str, Any]) -> str | None:
 
 def _print_story(tk: Talekeeper, adventure_id: int, last: int = 6) -> None:
     view = adventures.story(tk, adventure_id, limit=last)
-    console.rule(view["title"])
-    for turn in view["turns_shown"]:
-        if turn["action_line"]:
-            console.print(f"[italic cyan]{turn['action_line']}[/]", markup=True, highlight=False)
-        remark = turn.get("remark")
-        told = turn["narration"][: len(turn["narration"]) - len(remark["text"])] if remark else ""
-        console.print(told.rstrip() if remark else turn["narration"], markup=False, highlight=False)
+    console.rule(view.title)
+    for turn in view.turns_shown:
+        if turn.action_line:
+            console.print(f"[italic cyan]{turn.action_line}[/]", markup=True, highlight=False)
+        remark = turn.remark
+        told = turn.narration[: len(turn.narration) - len(remark.text)] if remark else ""
+        console.print(told.rstrip() if remark else turn.narration, markup=False, highlight=False)
         if remark:
-            print_remark(remark["by"], remark["text"])
+            print_remark(remark.by, remark.text)
         console.print()
 
 
@@ -205,33 +214,33 @@ async def _show_stream(
     async for event in events:
         if event.kind != "text":
             out(wrap.flush())
-        if event.kind == "accepted" and event.data["action_line"]:
+        if isinstance(event, Accepted) and event.action_line:
             if echo_action:  # a retry or an edited action: show what is being answered
-                console.print(f"[italic cyan]{event.data['action_line']}[/]", highlight=False)
-        elif event.kind == "text":
+                console.print(f"[italic cyan]{event.action_line}[/]", highlight=False)
+        elif isinstance(event, Text):
             printed += event.text
             out(wrap.feed(event.text))
-        elif event.kind == "remark":  # a companion's aside: theirs, labelled
+        elif isinstance(event, Remark):  # a companion's aside: theirs, labelled
             console.print()
-            print_remark(event.data["by"], event.data["text"])
-        elif event.kind == "reasoning":
+            print_remark(event.by, event.text)
+        elif isinstance(event, Reasoning):
             console.print(f"[dim]{event.text}[/]", end="")
-        elif event.kind == "retold":  # that telling clashed with the state: told again
-            console.print(f"\n\n[yellow]({escape(event.data['message'])})[/]\n", highlight=False)
+        elif isinstance(event, Retold):  # that telling clashed with the state: told again
+            console.print(f"\n\n[yellow]({escape(event.message)})[/]\n", highlight=False)
             printed = ""
-        elif event.kind == "error":
-            console.print(f"\n[red]{event.data['message']}[/]")
-        elif event.kind == "done":
+        elif isinstance(event, Error):
+            console.print(f"\n[red]{event.message}[/]")
+        elif isinstance(event, Done):
             console.print("\n")
-            stored = str((event.data.get("turn") or {}).get("narration") or "")
-            if len(stored) < len(printed.strip()):  # (context/endings: cut off mid-sentence)
+            done = event.result
+            if len(done.turn.narration) < len(printed.strip()):  # (context/endings: cut off)
                 console.print(
                     "[dim](The reply was cut off mid-sentence; the story keeps it up to its last whole sentence.)[/]\n"
                 )
-            if event.data["turn"]["pending"]:
+            if done.turn.pending:
                 return events  # the rest comes while the player reads and types
-            show_changes(event.data.get("changes") or [])
-            show_clashes(event.data["turn"].get("contradictions") or [])
+            show_changes(done.changes)
+            show_clashes(done.turn.contradictions)
     return None
 
 
@@ -239,24 +248,23 @@ async def _follow(events: AsyncIterator[TurnEvent], background: Background) -> N
     """The rest of a pending turn, printed under it when it comes: a companion's remark,
     then the chips and warnings of its state pass (`settled`)."""
     async for event in events:
-        data = event.data
-        if event.kind == "remark":
-            background.above_prompt(lambda data=data: print_remark(data["by"], data["text"]))
-        elif event.kind == "settled":
+        if isinstance(event, Remark):
+            background.above_prompt(lambda said=event: print_remark(said.by, said.text))
+        elif isinstance(event, Settled):
 
-            def chips(data: dict[str, Any] = data) -> None:
-                show_changes(data.get("changes") or [])
-                show_clashes(data["turn"].get("contradictions") or [])
+            def chips(settled: TurnResult = event.result) -> None:
+                show_changes(settled.changes)
+                show_clashes(settled.turn.contradictions)
 
             background.above_prompt(chips)
 
 
-def show_clashes(clashes: list[dict[str, Any]]) -> None:
+def show_clashes(clashes: list[Contradiction]) -> None:
     """The contradiction guard's warning under a turn, as the web shows it, with the two
     answers: /retry tells the turn again, /accept makes the state agree with it."""
     for n, clash in enumerate(clashes, 1):
         number = f" {n}" if len(clashes) > 1 else ""
-        console.print(f"  [yellow]⚠ {escape(clash['line'])}[/]  [dim](/accept{number})[/]")
+        console.print(f"  [yellow]⚠ {escape(clash.line)}[/]  [dim](/accept{number})[/]")
     if clashes:
         console.print(
             "  [dim]/retry tells it again · /accept updates the state to match the story[/]\n"
@@ -271,7 +279,8 @@ def _accept(tk: Talekeeper, adventure_id: int, line: str) -> None:
         return
     head = adventures.story(tk, adventure_id, limit=1)
     try:
-        answer = corrections.accept(tk, adventure_id, head["head_id"], int(arg) - 1)
+        assert head.head_id is not None  # (a story page at the head always names it)
+        answer = corrections.accept(tk, adventure_id, head.head_id, int(arg) - 1)
     except corrections.CorrectionRefused as exc:
         console.print("[yellow]Nothing was changed:[/]")
         show_changes(exc.errors)

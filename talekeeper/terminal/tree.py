@@ -7,8 +7,9 @@ picked by their number in the last listing (`/lines`, `/saves`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from rich.console import Console
 from rich.markup import escape
@@ -17,10 +18,12 @@ from rich.table import Table
 from talekeeper.service import adventures, tree_ops
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import TurnEvent
+from talekeeper.service.views.story import Line, SavePoint
 from talekeeper.story.tree import TreeError
 from talekeeper.terminal import connection, hand, memory
 
 KINDS = ("do", "say", "story", "continue")
+T = TypeVar("T")
 
 COMMANDS: dict[str, str] = {
     "/undo": "step back one turn",
@@ -67,7 +70,7 @@ def _number(arg: str, what: str) -> tuple[int, str]:
     return int(first), rest.strip()
 
 
-def _pick(items: list[dict], n: int, what: str) -> dict:
+def _pick(items: Sequence[T], n: int, what: str) -> T:
     if n > len(items):
         raise TreeError(
             f"There is no {what} {n}; there {'is' if len(items) == 1 else 'are'} {len(items)}."
@@ -127,18 +130,16 @@ def _retry(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
 def _takes(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
     listing = tree_ops.list_takes(tk, aid)
     table = Table("#", "", "Take", box=None)
-    for take in listing["takes"]:
-        table.add_row(
-            str(take["index"]), "▶" if take["on_line"] else "", _preview(take["narration"])
-        )
+    for take in listing.takes:
+        table.add_row(str(take.index), "▶" if take.on_line else "", _preview(take.narration))
     console.print(table)
     return Outcome()
 
 
 def _take(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
     n, _ = _number(arg, "take")
-    take = _pick(tree_ops.list_takes(tk, aid)["takes"], n, "take")
-    tree_ops.choose_take(tk, aid, take["id"])
+    take = _pick(tree_ops.list_takes(tk, aid).takes, n, "take")
+    tree_ops.choose_take(tk, aid, take.id)
     return Outcome(show_story=True)
 
 
@@ -146,47 +147,47 @@ def _edit(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
     if not arg:
         raise TreeError("Type the new narration after /edit, e.g. /edit The door creaks open.")
     view = tree_ops.list_takes(tk, aid)
-    tree_ops.edit_narration(tk, aid, view["turn_id"], arg)
+    tree_ops.edit_narration(tk, aid, view.turn_id, arg)
     return Outcome(show_story=True)
 
 
 def _edit_action(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
     first, _, rest = arg.partition(" ")
     kind, text = (first, rest.strip()) if first in KINDS else ("do", arg)
-    turn_id = tree_ops.list_takes(tk, aid)["turn_id"]
+    turn_id = tree_ops.list_takes(tk, aid).turn_id
     return Outcome(events=tree_ops.edit_action(tk, aid, turn_id, kind, text))
 
 
 def _lines(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
     table = Table("#", "", "Line", "Turns", "Left its parent line", "Ends with", box=None)
-    for i, line in enumerate(tree_ops.list_lines(tk, aid)["lines"], start=1):
+    for i, line in enumerate(tree_ops.list_lines(tk, aid).lines, start=1):
         fork = (
             "—"
-            if line["fork_depth"] is None
-            else f"after turn {line['fork_depth']}"
-            if line["fork_depth"]
+            if line.fork_depth is None
+            else f"after turn {line.fork_depth}"
+            if line.fork_depth
             else "after the opening"
         )
-        name = line["name"] or "(unnamed)"
-        if line["save_points"]:
-            name += f" ⚑{len(line['save_points'])}"
+        name = line.name or "(unnamed)"
+        if line.save_points:
+            name += f" ⚑{len(line.save_points)}"
         table.add_row(
             str(i),
-            "▶" if line["has_head"] else "",
+            "▶" if line.has_head else "",
             name,
-            str(line["length"]),
+            str(line.length),
             fork,
-            _preview(line["last_narration"], 50),
+            _preview(line.last_narration, 50),
         )
     console.print(table)
     console.print("[dim]▶ the line you are reading · ⚑ Save Points kept on it[/]")
     return Outcome()
 
 
-def _line_command(act: Callable[[Talekeeper, int, dict, str], object], show_story: bool):
+def _line_command(act: Callable[[Talekeeper, int, Line, str], object], show_story: bool):
     def handler(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
         n, rest = _number(arg, "line")
-        line = _pick(tree_ops.list_lines(tk, aid)["lines"], n, "line")
+        line = _pick(tree_ops.list_lines(tk, aid).lines, n, "line")
         result = act(tk, aid, line, rest)
         if isinstance(result, str):
             console.print(result)
@@ -197,33 +198,29 @@ def _line_command(act: Callable[[Talekeeper, int, dict, str], object], show_stor
 
 def _save(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
     sp = tree_ops.create_save_point(tk, aid, arg)
-    console.print(f"Saved “{sp['name']}” at turn {sp['turn']}.")
+    console.print(f"Saved “{sp.name}” at turn {sp.turn}.")
     return Outcome()
 
 
 def _saves(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
-    points = tree_ops.list_save_points(tk, aid)["save_points"]
+    points = tree_ops.list_save_points(tk, aid).save_points
     if not points:
         console.print("No Save Points yet. Make one with /save NAME.")
         return Outcome()
     table = Table("#", "Save Point", "Turn", "Where", box=None)
     for i, sp in enumerate(points, start=1):
         where = (
-            "you are here"
-            if sp["at_head"]
-            else "on this line"
-            if sp["on_line"]
-            else "on a line you left"
+            "you are here" if sp.at_head else "on this line" if sp.on_line else "on a line you left"
         )
-        table.add_row(str(i), sp["name"], str(sp["turn"]), where)
+        table.add_row(str(i), sp.name, str(sp.turn), where)
     console.print(table)
     return Outcome()
 
 
-def _save_command(act: Callable[[Talekeeper, int, dict, str], object], show_story: bool):
+def _save_command(act: Callable[[Talekeeper, int, SavePoint, str], object], show_story: bool):
     def handler(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
         n, rest = _number(arg, "Save Point")
-        sp = _pick(tree_ops.list_save_points(tk, aid)["save_points"], n, "Save Point")
+        sp = _pick(tree_ops.list_save_points(tk, aid).save_points, n, "Save Point")
         result = act(tk, aid, sp, rest)
         if isinstance(result, str):
             console.print(result)
@@ -232,31 +229,31 @@ def _save_command(act: Callable[[Talekeeper, int, dict, str], object], show_stor
     return handler
 
 
-def _switched(tk: Talekeeper, aid: int, line: dict, rest: str) -> None:
-    tree_ops.switch_line(tk, aid, line["id"], answer=False)
+def _switched(tk: Talekeeper, aid: int, line: Line, rest: str) -> None:
+    tree_ops.switch_line(tk, aid, line.id, answer=False)
 
 
-def _named_line(tk: Talekeeper, aid: int, line: dict, rest: str) -> str:
-    name = tree_ops.rename_line(tk, aid, line["id"], rest or None)["name"]
+def _named_line(tk: Talekeeper, aid: int, line: Line, rest: str) -> str:
+    name = tree_ops.rename_line(tk, aid, line.id, rest or None).name
     return f"Named the line “{name}”." if name else "Cleared the line's name."
 
 
-def _deleted_line(tk: Talekeeper, aid: int, line: dict, rest: str) -> str:
-    removed = tree_ops.delete_line(tk, aid, line["id"])["deleted_turns"]
+def _deleted_line(tk: Talekeeper, aid: int, line: Line, rest: str) -> str:
+    removed = tree_ops.delete_line(tk, aid, line.id).deleted_turns
     return f"Deleted the line ({removed} turn{'s' if removed != 1 else ''} no other line shared)."
 
 
-def _restored(tk: Talekeeper, aid: int, sp: dict, rest: str) -> None:
-    tree_ops.restore_save_point(tk, aid, sp["id"], answer=False)
+def _restored(tk: Talekeeper, aid: int, sp: SavePoint, rest: str) -> None:
+    tree_ops.restore_save_point(tk, aid, sp.id, answer=False)
 
 
-def _renamed_save(tk: Talekeeper, aid: int, sp: dict, rest: str) -> str:
-    return f"Renamed it “{tree_ops.rename_save_point(tk, aid, sp['id'], rest)['name']}”."
+def _renamed_save(tk: Talekeeper, aid: int, sp: SavePoint, rest: str) -> str:
+    return f"Renamed it “{tree_ops.rename_save_point(tk, aid, sp.id, rest).name}”."
 
 
-def _deleted_save(tk: Talekeeper, aid: int, sp: dict, rest: str) -> str:
-    tree_ops.delete_save_point(tk, aid, sp["id"])
-    return f"Forgot the Save Point “{sp['name']}”; none of the story was deleted."
+def _deleted_save(tk: Talekeeper, aid: int, sp: SavePoint, rest: str) -> str:
+    tree_ops.delete_save_point(tk, aid, sp.id)
+    return f"Forgot the Save Point “{sp.name}”; none of the story was deleted."
 
 
 def _delete_turn(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:

@@ -6,7 +6,7 @@ the writer lock.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -68,12 +68,12 @@ class TurnRequest(BaseModel):
 
 
 @router.get("/adventures", response_model=list[views.AdventureSummary])
-def list_adventures(tk: Talekeeper = Depends(get_tk)) -> list[dict[str, Any]]:
+def list_adventures(tk: Talekeeper = Depends(get_tk)) -> list[views.AdventureSummary]:
     return adventures.summaries(tk)
 
 
 @router.post("/adventures", status_code=201, response_model=views.Story)
-def start_adventure(body: NewAdventure, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def start_adventure(body: NewAdventure, tk: Talekeeper = Depends(get_tk)) -> views.Story:
     persona = body.persona.model_dump() if body.persona else None
     character = body.character.model_dump(by_alias=True) if body.character else None
     return adventures.start(
@@ -93,7 +93,7 @@ def get_adventure(
     limit: int = Query(adventures.PAGE_SIZE, ge=1, le=500),
     before: int | None = Query(None, description="Page back: turns before this turn id."),
     tk: Talekeeper = Depends(get_tk),
-) -> dict[str, Any]:
+) -> views.Story:
     return adventures.story(tk, adventure_id, limit=limit, before=before)
 
 
@@ -103,12 +103,12 @@ def delete_adventure(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> Non
 
 
 @router.post("/adventures/{adventure_id}/undo", response_model=views.Story)
-def undo(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def undo(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> views.Story:
     return tree_ops.undo(tk, adventure_id)
 
 
 @router.post("/adventures/{adventure_id}/redo", response_model=views.Story)
-def redo(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def redo(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> views.Story:
     return tree_ops.redo(tk, adventure_id)
 
 

@@ -92,7 +92,7 @@ def canon_log(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, 
 @router.get("/scenarios/{scenario_id}/character", response_model=views.CharacterOptions)
 def character_options(
     scenario_id: str, origin_id: str | None = None, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.CharacterOptions:
     """What character creation offers in this scenario and origin (classes, stats and how
     they are made); `{"creation": null}` when the scenario has none."""
     return adventures.character_options(tk, scenario_id, origin_id)

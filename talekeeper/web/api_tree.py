@@ -8,7 +8,7 @@ Changes that move the story answer with the story as it now reads, `can_undo` an
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -87,20 +87,18 @@ class SavePointUpdate(Strict):
 
 
 @router.get("/takes", response_model=views.Takes)
-def head_takes(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def head_takes(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> views.Takes:
     """The takes of the turn being read (`‹ 2/3 ›`), and which one is on the line."""
     return tree_ops.list_takes(tk, adventure_id)
 
 
 @router.get("/turns/{node_id}/takes", response_model=views.Takes)
-def turn_takes(adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def turn_takes(adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> views.Takes:
     return tree_ops.list_takes(tk, adventure_id, node_id)
 
 
 @router.post("/turns/{node_id}/choose", response_model=views.Story)
-def choose_take(
-    adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+def choose_take(adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> views.Story:
     """Read this take: the story (and its state) is now this take's."""
     return tree_ops.choose_take(tk, adventure_id, node_id)
 
@@ -108,7 +106,7 @@ def choose_take(
 @router.post("/turns/{node_id}/step", response_model=views.Story)
 def step_take(
     adventure_id: int, node_id: int, body: StepRequest, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.Story:
     """Read the next (or previous) take of this turn."""
     return tree_ops.step_take(tk, adventure_id, node_id, body.by)
 
@@ -148,7 +146,7 @@ async def edit_turn(
 
 
 @router.get("/lines", response_model=views.Lines)
-def list_lines(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def list_lines(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> views.Lines:
     """Every line of the story (named by its last turn's id), oldest first."""
     return tree_ops.list_lines(tk, adventure_id)
 
@@ -156,14 +154,12 @@ def list_lines(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str,
 @router.patch("/lines/{leaf_id}", response_model=views.LineRenamed)
 def rename_line(
     adventure_id: int, leaf_id: int, body: LineUpdate, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.LineRenamed:
     return tree_ops.rename_line(tk, adventure_id, leaf_id, body.name)
 
 
 @router.post("/lines/{leaf_id}/switch", response_model=views.Story)
-def switch_line(
-    adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+def switch_line(adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)) -> views.Story:
     """Read this line from its last turn."""
     return tree_ops.switch_line(tk, adventure_id, leaf_id)
 
@@ -181,7 +177,7 @@ def delete_turn(
 @router.delete("/lines/{leaf_id}", response_model=views.LineDeleted)
 def delete_line(
     adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.LineDeleted:
     """Delete the turns only this line has. Refused (409) while it holds the moment being
     read or a Save Point."""
     return tree_ops.delete_line(tk, adventure_id, leaf_id)
@@ -192,10 +188,10 @@ def delete_line(
 
 
 @router.get("/branches", deprecated=True, response_model=views.LinesWithBranches)
-def list_branches(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def list_branches(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> views.LinesWithBranches:
     """Deprecated: `GET /lines`."""
     listing = tree_ops.list_lines(tk, adventure_id)
-    return {**listing, "branches": listing["lines"]}
+    return views.LinesWithBranches(**dict(listing), branches=listing.lines)
 
 
 router.add_api_route(
@@ -228,7 +224,7 @@ router.add_api_route(
 
 
 @router.get("/save-points", response_model=views.SavePoints)
-def list_save_points(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def list_save_points(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> views.SavePoints:
     """Newest first; `on_line` says whether each is on the line being read."""
     return tree_ops.list_save_points(tk, adventure_id)
 
@@ -236,7 +232,7 @@ def list_save_points(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dic
 @router.post("/save-points", status_code=201, response_model=views.SavePoint)
 def create_save_point(
     adventure_id: int, body: SavePointCreate, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.SavePoint:
     """Save the moment being read (after Undo, that earlier moment)."""
     return tree_ops.create_save_point(tk, adventure_id, body.name, body.note)
 
@@ -244,7 +240,7 @@ def create_save_point(
 @router.patch("/save-points/{save_point_id}", response_model=views.SavePoint)
 def update_save_point(
     adventure_id: int, save_point_id: int, body: SavePointUpdate, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.SavePoint:
     """Rename it or change its note; the moment it saves never moves."""
     return tree_ops.rename_save_point(tk, adventure_id, save_point_id, body.name, body.note)
 
@@ -260,6 +256,6 @@ def delete_save_point(
 @router.post("/save-points/{save_point_id}/restore", response_model=views.Story)
 def restore_save_point(
     adventure_id: int, save_point_id: int, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.Story:
     """Go back to the saved moment. Nothing is deleted; what came after stays reachable."""
     return tree_ops.restore_save_point(tk, adventure_id, save_point_id)

@@ -23,7 +23,6 @@ from talekeeper.service import settings as settings_service
 from talekeeper.service.adventures import Shown
 from talekeeper.service.turns import warm_next_turn
 from talekeeper.service.views.scenarios import ScenarioListed
-from talekeeper.service.views.story import AdventureSummary
 from talekeeper.state.creation import CreationError
 from talekeeper.web import connections, turns
 from talekeeper.web.deps import get_tk
@@ -39,7 +38,7 @@ SAMPLER_NAMES = set(samplers_service.FIELDS)
 
 def _home(request: Request, tk: Talekeeper, status_code: int = 200, **extra: Any) -> HTMLResponse:
     # The pages get the API's own views (attribute access in templates works on both).
-    adventure_rows = [AdventureSummary.model_validate(a) for a in adventures.summaries(tk)]
+    adventure_rows = adventures.summaries(tk)
     latest = adventures.latest(tk)
     scenario_rows = [ScenarioListed.model_validate(s) for s in scenarios.summaries(tk)]
     return render(
@@ -75,7 +74,7 @@ async def start(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
         chosen = plot_service.Persona(**persona).model_dump() if any(persona.values()) else None
         adventure_id = adventures.start(
             tk, scenario_id, answers, origin_id=origin_id, persona=chosen, character=character
-        )["id"]
+        ).id
     except (Invalid, NotFound, ValidationError) as exc:  # mistakes, an unknown scenario or origin
         # Shown in the scenario's own form, beside the field, with every choice kept.
         return _home(

@@ -18,7 +18,6 @@ from talekeeper.core import Talekeeper
 from talekeeper.service import adventures, story_map, tree_ops, unit_of_work
 from talekeeper.service.adventures import PageAnswer, Shown
 from talekeeper.service.locks import AdventureBusy
-from talekeeper.service.views.story import SavePoints, Turn
 from talekeeper.story.tree import TreeError
 from talekeeper.web import turns
 from talekeeper.web.deps import get_tk
@@ -62,9 +61,11 @@ def _panel(
         except REFUSALS as exc:
             message, moves_story = str(exc), False
     if name == "_lines.html":
-        context = story_map.line_tree(tk, adventure_id)  # the lines in tree order, for the map
+        context = dict(
+            story_map.line_tree(tk, adventure_id)
+        )  # the lines in tree order, for the map
     else:
-        context = dict(SavePoints.model_validate(tree_ops.list_save_points(tk, adventure_id)))
+        context = dict(tree_ops.list_save_points(tk, adventure_id))
     response = render(request, name, adventure_id=adventure_id, message=message, **context)
     if moves_story:
         response.headers.update(STORY_CHANGED)
@@ -100,7 +101,7 @@ def delete_turn(
 def edit_form(
     request: Request, adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)
 ) -> HTMLResponse:
-    turn = Turn.model_validate(adventures.turn(tk, adventure_id, node_id))
+    turn = adventures.turn(tk, adventure_id, node_id)
     return render(request, "_edit_turn.html", adventure_id=adventure_id, t=turn)
 
 

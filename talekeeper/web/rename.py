@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
@@ -33,7 +31,7 @@ class Rename(BaseModel):
 )
 def rename_adventure(
     adventure_id: int, body: Rename, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> AdventureSummary:
     """Rename an adventure. Answers with its summary (as in `GET /api/adventures`)."""
     return adventures.rename(tk, adventure_id, body.title)
 
@@ -50,6 +48,4 @@ def rename_page(
         message = str(exc)
         summary = adventures.summary(tk, adventure_id)
     # 200 either way: htmx swaps the card in, with the refusal written on it.
-    return render(
-        request, "_adventure_card.html", a=AdventureSummary.model_validate(summary), message=message
-    )
+    return render(request, "_adventure_card.html", a=summary, message=message)

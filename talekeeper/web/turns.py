@@ -32,8 +32,8 @@ from fastapi.responses import HTMLResponse
 from jinja2 import meta
 from markupsafe import Markup
 
-from talekeeper.service.adventures import PageAnswer
-from talekeeper.service.views.story import Story, StoryTurn
+from talekeeper.service.adventures import PageAnswer, TurnKey
+from talekeeper.service.views.story import StoryTurn
 from talekeeper.web.render import render, templates
 
 TURN_TEMPLATE = "_turn.html"
@@ -87,22 +87,22 @@ class TurnPage:
 def turns_html(
     adventure_id: int,
     opening_editable: bool,
-    views: Sequence[dict[str, Any]],
-    keys: Sequence[tuple[str, int, str]],
+    views: Sequence[StoryTurn],
+    keys: Sequence[TurnKey],
 ) -> Markup:
     """The turns' HTML, each from the kept copy when there is one."""
     page = TurnPage(adventure_id, opening_editable)
     template = None
     parts = []
     for view, key in zip(views, keys, strict=True):
-        takes = view["takes"]
+        takes = view.takes
         kept_key = (
             VERSION,
             key,
-            (takes["index"], takes["count"], takes["previous_id"], takes["next_id"]),
+            (takes.index, takes.count, takes.previous_id, takes.next_id),
             adventure_id,
-            opening_editable if view["parent_id"] is None else None,
-            view["pending"],  # its background step still running (service/settling)
+            opening_editable if view.parent_id is None else None,
+            view.pending,  # its background step still running (service/settling)
         )
         with _lock:
             html = _kept.get(kept_key)
@@ -110,7 +110,7 @@ def turns_html(
                 _kept.move_to_end(kept_key)
         if html is None:
             template = template or templates.env.get_template(TURN_TEMPLATE)
-            html = Markup(template.render(t=StoryTurn.model_validate(view), story=page))
+            html = Markup(template.render(t=view, story=page))
             with _lock:
                 _kept[kept_key] = html
                 while len(_kept) > KEPT_TURNS:
@@ -126,14 +126,16 @@ def story_response(
     `older`, the page of earlier turns) drawn from its kept turns."""
     if answer.change is not None:
         change = answer.change
+        story = change.story
         response = render(
             request,
             "_story_patch.html",
-            story=change,
+            story=story,
+            removed=change.removed,
             turns=turns_html(
-                change["id"], change["opening_editable"], change["added"], change["added_keys"]
+                story.id, bool(story.opening_editable), change.added, change.added_keys
             ),
-            last_kind=change["head_kind"],
+            last_kind=change.head_kind,
             message=message,
         )
         response.headers.update(PATCHED)
@@ -145,12 +147,12 @@ def story_response(
 def drawn(answer: PageAnswer) -> dict[str, Any]:
     """What `_story.html` draws the story from: the story's view (without its turns), the
     turns' HTML, and the first turn's id and the last one's kind."""
-    view, keys = answer.story or {}, answer.keys or []
-    shown = view.get("turns_shown") or []
-    story = Story.model_validate({**view, "turns_shown": []})
+    assert answer.story is not None  # (no change to patch: the story drawn afresh)
+    shown, keys = answer.story.turns_shown, answer.keys or []
+    story = answer.story.model_copy(update={"turns_shown": []})
     return {
         "story": story,
         "turns": turns_html(story.id, bool(story.opening_editable), shown, keys),
-        "first_id": shown[0]["id"] if shown else None,
-        "last_kind": shown[-1]["kind"] if shown else None,
+        "first_id": shown[0].id if shown else None,
+        "last_kind": shown[-1].kind if shown else None,
     }

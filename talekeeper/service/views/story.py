@@ -189,6 +189,19 @@ class Story(AdventureSummary):
     )
 
 
+class LatestAdventure(AdventureSummary):
+    """The adventure played last, with its last turn (the home page's "Continue")."""
+
+    last: StoryTurn | None = Field(description="Its last turn; null before the first.")
+
+
+class Voice(View):
+    """Someone of the cast the player can Talk to."""
+
+    id: str
+    name: str
+
+
 class Take(View):
     """One take of a turn: the same moment, narrated (or acted) another way."""
 
@@ -251,6 +264,50 @@ class LinesWithBranches(Lines):
     """Deprecated `GET /branches`: the list under both keys."""
 
     branches: list[Line] = Field(description="Deprecated: the same as `lines`.")
+
+
+class MapLine(Line):
+    """A line as the story map lists it: in tree order, nested under the line it left."""
+
+    level: int = Field(description="How deep it nests: 0 for the first line.")
+    parent_name: str | None = Field(description="The name of the line it left, if named.")
+
+
+class MapSave(View):
+    """A Save Point marker on a line of the drawing."""
+
+    name: str
+    x: float
+
+
+class MapRow(View):
+    """One line of the story map's drawing: from where it parted (`x1`) to its end (`x2`)."""
+
+    id: int
+    label: str
+    y: int
+    x1: float
+    x2: float
+    joint_y: int | None = Field(description="The row of the line it left (null: none).")
+    current: bool = Field(description="The line being read.")
+    here_x: float | None = Field(description="Where the player is on it, if on it.")
+    saves: list[MapSave]
+
+
+class MapDrawing(View):
+    """The story map's picture: coordinates only (the template draws them)."""
+
+    rows: list[MapRow]
+    width: int
+    height: int
+
+
+class StoryMap(Lines):
+    """Every line in tree order, with the picture of them (the Lines panel)."""
+
+    lines: list[MapLine] = Field(description="Every line, parent first, depth first.")
+    longest: int = Field(description="The longest line's length (for drawing lengths).")
+    drawing: MapDrawing
 
 
 class LineRenamed(View):
