@@ -6,19 +6,20 @@ opened here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from talekeeper.context import insights
 from talekeeper.service import roles
 from talekeeper.service.adventures import get_turn
 from talekeeper.service.unit_of_work import reading
+from talekeeper.service.views.context import Insights
 from talekeeper.story.actions import normalise_action
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper
 
 
-def of_turn(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, Any]:
+def of_turn(tk: Talekeeper, adventure_id: int, node_id: int) -> Insights:
     """Every section sent for turn `node_id`, rebuilt and checked against its stored digest.
 
     A missing turn is AdventureNotFound and a turn without stored Insights InsightsMissing
@@ -32,27 +33,27 @@ def of_turn(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, Any]:
         )  # each other role's prompt (banter)
     request = insights.rebuild_request(assembly, record)
     view = insights.view(assembly, request, record)
-    return {
-        "node_id": node_id,
-        "turn": depth,
+    return Insights(
+        node_id=node_id,
+        turn=depth,
         **view,
-        "role": record.get("role", "narrator"),
-        "calls": calls,
-    }
+        role=record.get("role", "narrator"),
+        calls=calls,
+    )
 
 
-async def of_next(tk: Talekeeper, adventure_id: int, kind: str, text: str) -> dict[str, Any]:
+async def of_next(tk: Talekeeper, adventure_id: int, kind: str, text: str) -> Insights:
     """Dry run: what would be sent for this action now. Calls no model and writes nothing."""
     from talekeeper.service.turns import build_context
 
     kind, text = normalise_action(kind, text)
     prepared = await build_context(tk, adventure_id, kind, text)
-    return {
-        "node_id": None,
-        "turn": prepared.head.depth + 1,
-        "dry_run": True,
+    return Insights(
+        node_id=None,
+        turn=prepared.head.depth + 1,
+        dry_run=True,
         **insights.view(prepared.assembly, prepared.request),
-    }
+    )
 
 
 def recent_turns(tk: Talekeeper, adventure_id: int, count: int = 30) -> list[tuple[int, int]]:

@@ -6,11 +6,12 @@ adventure's writer lock for changes), for the JSON API, the page and the termina
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from talekeeper.memory import panel
 from talekeeper.memory.panel import MemoryEdit, MemoryNew, MemoryNotFound
 from talekeeper.service.unit_of_work import reading, writing
+from talekeeper.service.views.context import Memory, MemoryPanel
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper
@@ -27,16 +28,16 @@ __all__ = [
 ]
 
 
-def panel_of(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+def panel_of(tk: Talekeeper, adventure_id: int) -> MemoryPanel:
     """The memories on the path to the head (used / idle / forgotten), the summary in force,
     and the last background run's error, if any."""
     with reading(tk, adventure_id) as (session, adventure):
-        return panel.panel(session, adventure)
+        return MemoryPanel.model_validate(panel.panel(session, adventure))
 
 
-def edit(tk: Talekeeper, adventure_id: int, memory_id: int, change: MemoryEdit) -> dict[str, Any]:
+def edit(tk: Talekeeper, adventure_id: int, memory_id: int, change: MemoryEdit) -> Memory:
     with writing(tk, adventure_id) as (session, adventure):
-        return panel.edit(session, adventure, memory_id, change)
+        return Memory.model_validate(panel.edit(session, adventure, memory_id, change))
 
 
 def add(tk: Talekeeper, adventure_id: int, new: MemoryNew) -> dict[str, Any]:

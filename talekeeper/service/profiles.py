@@ -35,6 +35,7 @@ from talekeeper.store.secrets import KeyBox, SecretUnreadable
 if TYPE_CHECKING:
     from talekeeper.llm.policy import Resolver
     from talekeeper.service.app import Talekeeper
+    from talekeeper.service.samplers import Offer
     from talekeeper.service.settings import GenerationSettings
 
 DEFAULT_KEY = "connection"
@@ -439,7 +440,7 @@ def _profile_settings(tk: Talekeeper, profile_id: int) -> tuple[ModelSettings, i
     return settings, budget
 
 
-async def offered_for(tk: Talekeeper, profile_id: int):  # -> samplers.Offer
+async def offered_for(tk: Talekeeper, profile_id: int) -> Offer:
     """The samplers a profile's server takes (asked of it once)."""
     from talekeeper.service.samplers import offer_of
 

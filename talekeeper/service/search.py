@@ -19,6 +19,7 @@ from sqlalchemy import select
 from talekeeper.errors import Invalid
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.unit_of_work import get_adventure
+from talekeeper.service.views.story import Excerpt, SearchMatch, SearchResult
 from talekeeper.store import text_index
 from talekeeper.store.models import Node
 from talekeeper.story import chains, tree
@@ -36,20 +37,20 @@ class SearchInvalid(Invalid):
     pass
 
 
-def excerpt(text: str, query: str) -> dict[str, str] | None:
+def excerpt(text: str, query: str) -> Excerpt | None:
     """The text around the first (case-insensitive) hit, split so a page can mark it."""
     at = text.lower().find(query.lower())
     if at < 0:
         return None
     start, end = max(0, at - AROUND), min(len(text), at + len(query) + AROUND)
-    return {
-        "before": ("…" if start else "") + text[start:at],
-        "match": text[at : at + len(query)],
-        "after": text[at + len(query) : end] + ("…" if end < len(text) else ""),
-    }
+    return Excerpt(
+        before=("…" if start else "") + text[start:at],
+        match=text[at : at + len(query)],
+        after=text[at + len(query) : end] + ("…" if end < len(text) else ""),
+    )
 
 
-def search_story(tk: Talekeeper, adventure_id: int, query: str) -> dict[str, Any]:
+def search_story(tk: Talekeeper, adventure_id: int, query: str) -> SearchResult:
     query = " ".join((query or "").split())
     if len(query) > MAX_QUERY:
         raise SearchInvalid(f"Search for at most {MAX_QUERY} characters.")
@@ -59,23 +60,19 @@ def search_story(tk: Talekeeper, adventure_id: int, query: str) -> dict[str, Any
             text_index.bring_up_to_date(session, adventure.id, adventure.pending_turn_id)
     with tk.db.session() as session:
         adventure = get_adventure(session, adventure_id)
-        result: dict[str, Any] = {
-            "query": query,
-            "matches": [],
-            "more": False,
-            "title": adventure.title,
-        }
         if not query:
-            return result
+            return SearchResult(query=query, matches=[], more=False, title=adventure.title)
         rows = _on_path(session, adventure, query)
+        matches = []
         for row in rows[:MAX_MATCHES]:
             action_line = format_action(row.action_kind, row.action_text)
             hit = excerpt(row.narration, query) or excerpt(action_line or row.action_text, query)
-            result["matches"].append(
-                {"id": row.id, "turn": row.depth, "action_line": action_line, "excerpt": hit}
+            matches.append(
+                SearchMatch(id=row.id, turn=row.depth, action_line=action_line, excerpt=hit)
             )
-        result["more"] = len(rows) > MAX_MATCHES
-        return result
+        return SearchResult(
+            query=query, matches=matches, more=len(rows) > MAX_MATCHES, title=adventure.title
+        )
 
 
 def _on_path(session: Any, adventure: Any, query: str) -> list[Any]:

@@ -41,7 +41,7 @@ router = APIRouter(prefix="/api", tags=["context and memory"], responses=ERRORS)
 @router.get("/adventures/{adventure_id}/turns/{node_id}/insights", response_model=views.Insights)
 def get_turn_insights(
     adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.Insights:
     """Every section sent for this turn: source, text, token cost and why it was included
     (which trigger fired, which memories with what score, how much history fit), and the
     exact prompt, rebuilt and checked against the digest stored when it was sent."""
@@ -54,7 +54,7 @@ async def get_next_insights(
     kind: Literal["do", "say", "story", "continue"] = Query("continue"),
     text: str = Query("", max_length=4000),
     tk: Talekeeper = Depends(get_tk),
-) -> dict[str, Any]:
+) -> views.Insights:
     """Dry run: what would be sent for this action now. Calls no model and writes nothing."""
     return await insights.of_next(tk, adventure_id, kind, text)
 
@@ -128,7 +128,7 @@ def delete_card(adventure_id: int, index: int, tk: Talekeeper = Depends(get_tk))
 
 
 @router.get("/adventures/{adventure_id}/memories", response_model=views.MemoryPanel)
-def get_memories(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def get_memories(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> views.MemoryPanel:
     """The memories on the path to the head (used / idle / forgotten), the summary in force,
     and the last background run's error, if any."""
     return memories.panel_of(tk, adventure_id)
@@ -160,7 +160,7 @@ def switch_memory_bank(
 @router.patch("/adventures/{adventure_id}/memories/{memory_id}", response_model=views.Memory)
 def patch_memory(
     adventure_id: int, memory_id: int, body: memories.MemoryEdit, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.Memory:
     return memories.edit(tk, adventure_id, memory_id, body)
 
 

@@ -19,8 +19,7 @@ from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.service import adventures, corrections, hand, insights, memories, scenario_update
 from talekeeper.service import plot as plot_service
 from talekeeper.service.unit_of_work import AdventureNotFound
-from talekeeper.service.views.context import Insights as InsightsView
-from talekeeper.service.views.context import MemoryPanel, Plot
+from talekeeper.service.views.context import Plot
 from talekeeper.service.views.state import AuditEntry, ScenarioUpdatePreview
 from talekeeper.web import flash
 from talekeeper.web.card_form import card_from_form
@@ -51,12 +50,11 @@ async def insights_page(
     (optionally for an action: ?kind=do&text=…)."""
     error = proposal = None
     try:
-        found = (
+        data = (  # the API's own view
             insights.of_turn(tk, adventure_id, turn)
             if turn
             else await insights.of_next(tk, adventure_id, kind, text)
         )
-        data = InsightsView.model_validate(found)  # the API's own view
         proposal = corrections.turn_proposal(tk, adventure_id, turn) if turn else None
     except (NotFound, Invalid) as exc:  # no such turn or no stored Insights; a refused action
         # (a missing adventure is refused below, by the title lookup: 404)
@@ -102,7 +100,7 @@ def memory_page(
     message: str | None = None,
     tk: Talekeeper = Depends(get_tk),
 ) -> HTMLResponse:
-    data = MemoryPanel.model_validate(memories.panel_of(tk, adventure_id))  # the API's own view
+    data = memories.panel_of(tk, adventure_id)  # the API's own view
     title = _title(tk, adventure_id)
     return render(
         request, "memory.html", adventure_id=adventure_id, title=title, data=data, message=message

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
@@ -23,7 +21,7 @@ router = APIRouter()
     response_model=SearchResult,
     responses=ERRORS,
 )
-def search(adventure_id: int, q: str = "", tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def search(adventure_id: int, q: str = "", tk: Talekeeper = Depends(get_tk)) -> SearchResult:
     """The turns on the line being read whose action or narration holds `q` (case-insensitive),
     oldest first, each with an excerpt around the hit (`before`, `match`, `after`)."""
     return search_story(tk, adventure_id, q)
@@ -33,5 +31,5 @@ def search(adventure_id: int, q: str = "", tk: Talekeeper = Depends(get_tk)) -> 
 def search_page(
     request: Request, adventure_id: int, q: str = "", tk: Talekeeper = Depends(get_tk)
 ) -> HTMLResponse:
-    result = SearchResult.model_validate(search_story(tk, adventure_id, q))
+    result = search_story(tk, adventure_id, q)
     return render(request, "search.html", adventure_id=adventure_id, **dict(result))
