@@ -1,6 +1,6 @@
 """Assembling what the model sees each turn, within a token budget, with the reasons.
 
-The order (DESIGN.md "Context and memory"): the model receives the story, not the
+The order (docs/architecture.md "Context and memory"): the model receives the story, not the
 protocol, and what changes goes last.
 
      1. narrator instructions          ┐ (with the reply-length hint, narrator only)

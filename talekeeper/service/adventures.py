@@ -93,7 +93,8 @@ def start_adventure(
     try:
         rules = load_rules(raw_rules) if raw_rules else empty_rules()
     except RulesError as exc:
-        # New-game construction fails loudly before play starts (DESIGN.md).
+        # New-game construction fails loudly before play starts (docs/architecture.md
+        # "Worlds, origins and scenarios").
         raise ScenarioError(f"This scenario's rules have mistakes: {exc}") from exc
     adventure = Adventure(
         scenario_id=scenario.id,

@@ -1,6 +1,6 @@
 """Every text a model writes for the story passes the same guards, here: the narrator's,
-an NPC's in dialogue, a companion's remark (DESIGN.md: every generated text passes the
-same guards before anyone reads it).
+an NPC's in dialogue, a companion's remark (every generated text passes the same guards
+before anyone reads it: docs/architecture.md "Reading the narration").
 
 `for_call` makes the guards one model call's reply is read through, from that call's own
 prompt and the state it read: the repeat guard (context/repeats: a reply ends where it

@@ -1,4 +1,5 @@
-"""Origins: thin starting overlays on a scenario's world (DESIGN.md "Worlds, origins").
+"""Origins: thin starting overlays on a scenario's world (see docs/architecture.md
+"Worlds, origins and scenarios").
 
 A scenario's world is static content; an origin chooses where the player starts and how:
 its own opening, extra starting facts, items, dispositions (stat starting values), flags,

@@ -1,4 +1,5 @@
-"""Who answers a model call, sharing one canon log (DESIGN.md "Context"; seed 003 "Per-role injection").
+"""Who answers a model call, sharing one canon log (seed 003 "Per-role injection";
+docs/architecture.md "Context and memory").
 
     narrator  the log only — never any character's private knowledge
     npc       the log + that character's persona, private `knowledge` and `moves`, when the

@@ -174,7 +174,8 @@ def prompt_sections(
     mode: str = "inline",
     turn: int | None = None,
 ) -> dict[str, str | None]:
-    """The state engine's prompt sections for the narrator, in DESIGN.md's order.
+    """The state engine's prompt sections for the narrator, in the order of
+    docs/architecture.md "Context and memory".
 
     Every section a model only reads is the canon in words (`state/notes`): the rules'
     canon, the stat guide with its band words, the state as notes and last turn's refusals —

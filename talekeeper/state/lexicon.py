@@ -1,10 +1,10 @@
 """The English the narration reader knows: verbs by what they claim, and the words that
 change a clause's mood.
 
-The reader (`reader.py`) is rule-based on purpose (DESIGN.md "Reading the narration"): it
-knows the story's entities only by the names in the state document, and English only by
-these lists. A verb it does not know claims nothing, so a gap here costs recall, never
-precision. Each verb is listed once, in its base form; `lemma` undoes the inflections a
+The reader (`reader.py`) is rule-based on purpose (docs/architecture.md "Reading the
+narration"): it knows the story's entities only by the names in the state document, and
+English only by these lists. A verb it does not know claims nothing, so a gap here costs
+recall, never precision. Each verb is listed once, in its base form; `lemma` undoes the inflections a
 narration uses (hands, carries, reaches, laughing, walked, went).
 """
 

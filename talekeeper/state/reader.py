@@ -1,7 +1,7 @@
 """The narration reader: what a narration says about the story's people, places and things.
 
-DESIGN.md "Reading the narration": narration text + the state document + the rules →
-*claims* — who is said to be where, who holds or uses what, who acts or speaks, who
+docs/architecture.md "Reading the narration": narration text + the state document + the
+rules → *claims* — who is said to be where, who holds or uses what, who acts or speaks, who
 arrives, leaves, sleeps, wakes or dies — each with the sentence it came from and its
 mood: asserted now, or only thought, remembered, reported, planned, asked, conditional,
 negated or past. Two consumers read the claims: the contradiction guard

@@ -119,9 +119,9 @@ class Canon(_Frozen):
 
 
 class CastMember(_Frozen):
-    """A character's own material for their dialogue call (DESIGN.md: an NPC's private
-    knowledge enters only that NPC's call). It lives in the rules, never in the state
-    document, so no other prompt can render it by accident."""
+    """A character's own material for their dialogue call (an NPC's private knowledge
+    enters only that NPC's call: docs/architecture.md "The canon"). It lives in the
+    rules, never in the state document, so no other prompt can render it by accident."""
 
     id: str
     name: str

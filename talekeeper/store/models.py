@@ -1,8 +1,8 @@
 """The database schema: scenarios, adventures, the story tree, Save Points, settings.
 
-The story is a tree of immutable nodes (DESIGN.md "The story tree"). Each node keeps its
-parent, the child last chosen (`active_child_id`, what Redo follows), and the compressed
-state snapshot after it, so restoring any position is one row read.
+The story is a tree of immutable nodes (docs/architecture.md "The story tree"). Each node
+keeps its parent, the child last chosen (`active_child_id`, what Redo follows), and the
+compressed state snapshot after it, so restoring any position is one row read.
 """
 
 from __future__ import annotations
