@@ -1,0 +1,119 @@
+"""One typed shape per thing, from service to screen: an entry point a front calls (a public
+function of the service packages taking the application object, `tk`) answers with a view
+(`service/views/`) or a frozen value, never a dict a page, the terminal or the API would
+index by string. Read from the return annotations, so a new entry point is held to it too.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1] / "talekeeper"
+SERVICE = [
+    *sorted((ROOT / "service").rglob("*.py")),
+    ROOT / "accounts.py",
+    *sorted((ROOT / "interop").glob("*.py")),
+]
+
+# Documents by nature: a JSON document the player edits or downloads as it is (a scenario,
+# a card, a state snapshot), whose own schema is published — not a view of one.
+DOCUMENTS = {
+    "service/scenarios.py:export",  # the scenario file, as downloaded
+    "service/scenarios.py:document",  # the scenario document the editor edits
+    "service/tree_ops.py:current_state",  # the head's state snapshot (/api/schemas/document)
+    "interop/imports.py:card_json",  # a Character Card V3, as downloaded
+    "service/turns.py:rewarm",  # a callback given the memory bank's run (no front reads it)
+}
+
+# Entry points not converted yet (issue 26): each still builds a dict that its route
+# validates into its view at the door. The list only shrinks.
+NOT_YET = {
+    "interop/imports.py:preview",
+    "interop/imports.py:save",
+    "interop/imports.py:add_cards",
+    "interop/imports.py:own_scenarios",
+    "service/corrections.py:state_at_head",
+    "service/corrections.py:canon_log",
+    "service/corrections.py:correct",
+    "service/corrections.py:accept",
+    "service/corrections.py:audit",
+    "service/corrections.py:turn_proposal",
+    "service/hand.py:write_turn",
+    "service/hand.py:suggest",
+    "service/hand.py:recent_calls",
+    "service/hosted.py:list_allowed",
+    "service/hosted.py:allow_host",
+    "service/plot.py:plot_of",
+    "service/plot.py:edit_plot",
+    "service/plot.py:cards_of",
+    "service/plot.py:add_card_to",
+    "service/plot.py:replace_card_in",
+    "service/profiles.py:list_profiles",
+    "service/profiles.py:read",
+    "service/profiles.py:keep",
+    "service/profiles.py:connection_view",
+    "service/profiles.py:models_of",
+    "service/samplers.py:list_presets",
+    "service/samplers.py:keep_preset",
+    "service/samplers.py:of_adventure",
+    "service/samplers.py:choose",
+    "service/samplers.py:choose_preset",
+    "service/scenario_update.py:preview",
+    "service/scenario_update.py:update",
+    "service/scenarios.py:summaries",
+    "service/scenarios.py:read",
+    "service/scenarios.py:create",
+    "service/scenarios.py:create_titled",
+    "service/scenarios.py:update",
+    "service/scenarios.py:duplicate",
+    "service/scenarios.py:import_file",
+    "service/scenarios.py:library",
+    "service/settings.py:stored",
+    "service/settings.py:settings_view",
+    "service/settings.py:save",
+}
+
+
+def entry_points() -> dict[str, str]:
+    """`module:function` → its return annotation, for every public function whose first
+    parameter is the application object."""
+    found = {}
+    for path in SERVICE:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and not node.name.startswith("_")
+                and node.args.args
+                and node.args.args[0].arg == "tk"
+            ):
+                returns = ast.unparse(node.returns) if node.returns else "(none)"
+                found[f"{path.relative_to(ROOT)}:{node.name}"] = returns
+    return found
+
+
+def test_the_service_has_entry_points_to_hold() -> None:
+    assert len(entry_points()) > 100
+
+
+def test_every_entry_point_says_what_it_returns() -> None:
+    assert [name for name, returns in entry_points().items() if returns == "(none)"] == []
+
+
+def test_no_entry_point_answers_a_front_with_a_dict() -> None:
+    loose = {
+        name
+        for name, returns in entry_points().items()
+        if re.search(r"\b(dict|Any)\b", returns) and name not in DOCUMENTS
+    }
+    assert loose - NOT_YET == set(), "return a view (service/views/) or a frozen value"
+
+
+def test_the_list_of_entry_points_not_converted_yet_only_shrinks() -> None:
+    """Each name in NOT_YET still exists and still answers with a dict: converting one
+    means taking it off the list."""
+    points = entry_points()
+    stale = {n for n in NOT_YET if n not in points or not re.search(r"\bdict\b", points[n])}
+    assert stale == set()
