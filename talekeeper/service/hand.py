@@ -26,11 +26,12 @@ from talekeeper.service.context import Call, build, prompt_text
 from talekeeper.service.roles import Role
 from talekeeper.state import visible_prefix
 from talekeeper.store.models import Setting
+from talekeeper.story.actions import DRAFTED
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper
 
-KINDS = ("do", "say", "story")
+KINDS = DRAFTED
 DRAFT_TOKENS, SUGGEST_TOKENS = 120, 120
 MAX_ACTION = 4000
 MAX_SUGGESTION = 100  # characters: a suggestion is a button

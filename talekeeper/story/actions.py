@@ -8,13 +8,44 @@ Talk  "Tobin: the key?" -> '> You say to Tobin, "The key?"'  (that character ans
 """
 
 import re
+from enum import StrEnum
 from functools import lru_cache
 from typing import Literal
 
 from talekeeper.errors import Invalid
 
-ActionKind = Literal["do", "say", "story", "continue", "talk"]
-ACTION_KINDS: tuple[str, ...] = ("do", "say", "story", "continue", "talk")
+
+class ActionKind(StrEnum):
+    """The action vocabulary, named once: every front, route and template takes its kinds
+    from here (a member is its own word: `ActionKind.DO == "do"`)."""
+
+    DO = "do"
+    SAY = "say"
+    STORY = "story"
+    CONTINUE = "continue"
+    TALK = "talk"
+
+
+ACTION_KINDS: tuple[ActionKind, ...] = tuple(ActionKind)
+"""Every kind a player can send."""
+WORDED: tuple[ActionKind, ...] = (ActionKind.DO, ActionKind.SAY, ActionKind.STORY, ActionKind.TALK)
+"""The kinds that carry the player's words (a line of the story of their own)."""
+RETOLD: tuple[ActionKind, ...] = (
+    ActionKind.DO,
+    ActionKind.SAY,
+    ActionKind.STORY,
+    ActionKind.CONTINUE,
+)
+"""The kinds an edited action, the Insights dry run and the terminal's /edit-action take (a
+Talk names whom it addresses, so it is only ever sent as itself)."""
+DRAFTED: tuple[ActionKind, ...] = (ActionKind.DO, ActionKind.SAY, ActionKind.STORY)
+"""The kinds "Write my turn" drafts."""
+
+AnyKind = Literal[ACTION_KINDS]  # type: ignore[valid-type]
+RetoldKind = Literal[RETOLD]  # type: ignore[valid-type]
+DraftedKind = Literal[DRAFTED]  # type: ignore[valid-type]
+"""The same sets as types, for a request's field (its schema lists the words)."""
+
 MAX_ACTION_CHARS = 4000
 
 
@@ -116,11 +147,11 @@ def normalise_action(kind: str, text: str) -> tuple[str, str]:
         raise ActionError(
             f"The action is too long ({len(text)} characters; at most {MAX_ACTION_CHARS})."
         )
-    if kind == "continue":
+    if kind == ActionKind.CONTINUE:
         return kind, ""
     if not text:
         raise ActionError(f"A {kind!r} action needs some text (or use Continue).")
-    if kind == "talk":
+    if kind == ActionKind.TALK:
         who, _, words = text.partition(":")
         if not who.strip() or not words.strip():
             raise ActionError(
@@ -144,9 +175,9 @@ def _english_looking(text: str) -> bool:
 
 @lru_cache(maxsize=4096)  # a turn formats each action of its window; most, every turn
 def format_action(kind: str, text: str) -> str:
-    if kind not in ("do", "say", "story", "talk") or not text:
+    if kind not in WORDED or not text:
         return ""  # continue, and the opening, add no line of their own
-    if kind == "talk":
+    if kind == ActionKind.TALK:
         who, _, words = text.partition(":")
         spoken = words.strip().strip('"“”').strip()
         if spoken and spoken[-1] not in ".!?…":

@@ -34,7 +34,7 @@ from talekeeper.service.turns import TurnEvent, current_state_mode, play_turn
 from talekeeper.service.unit_of_work import AdventureNotFound
 from talekeeper.service.views.story import Contradiction, TurnResult
 from talekeeper.story import tree
-from talekeeper.story.actions import ActionError
+from talekeeper.story.actions import DRAFTED, ActionError
 from talekeeper.terminal import character as terminal_character
 from talekeeper.terminal import connection as terminal_connection
 from talekeeper.terminal import hand as terminal_hand
@@ -187,7 +187,7 @@ def _print_story(tk: Talekeeper, adventure_id: int, last: int = 6) -> None:
 
 def _parse(line: str) -> tuple[str, str]:
     first, _, rest = line.partition(" ")
-    if first.lower() in ("say", "story", "do") and rest.strip():
+    if first.lower() in DRAFTED and rest.strip():  # do, say, story: a kind and its words
         return first.lower(), rest.strip()
     if first.lower() in ("talk", "/talk") and ":" in rest:  # talk Tobin: what about the key?
         return "talk", rest.strip()

@@ -19,10 +19,11 @@ from talekeeper.service import adventures, tree_ops
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import TurnEvent
 from talekeeper.service.views.story import Line, SavePoint
+from talekeeper.story.actions import RETOLD
 from talekeeper.story.tree import TreeError
 from talekeeper.terminal import connection, hand, memory
 
-KINDS = ("do", "say", "story", "continue")
+KINDS = RETOLD
 T = TypeVar("T")
 
 COMMANDS: dict[str, str] = {

@@ -6,8 +6,6 @@ the writer lock.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,7 +14,7 @@ from talekeeper.service import adventures, tree_ops
 from talekeeper.service.plot import Persona
 from talekeeper.service.turns import play_turn
 from talekeeper.service.views import story as views
-from talekeeper.story.actions import talk_text
+from talekeeper.story.actions import AnyKind, talk_text
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS
 from talekeeper.web.streaming import TURN_STREAM, turn_response
@@ -58,7 +56,7 @@ class NewAdventure(BaseModel):
 class TurnRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["do", "say", "story", "continue", "talk"]
+    kind: AnyKind
     text: str = Field("", max_length=4000)
     to: str | None = Field(
         None,

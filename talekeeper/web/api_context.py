@@ -20,7 +20,7 @@ GET    /api/context/settings, PUT /api/context/settings
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,6 +32,7 @@ from talekeeper.service import plot as plot_service
 from talekeeper.service import settings as settings_service
 from talekeeper.service.views import context as views
 from talekeeper.service.views import state as state_views
+from talekeeper.story.actions import ActionKind, RetoldKind
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS
 
@@ -51,7 +52,7 @@ def get_turn_insights(
 @router.get("/adventures/{adventure_id}/insights/next", response_model=views.Insights)
 async def get_next_insights(
     adventure_id: int,
-    kind: Literal["do", "say", "story", "continue"] = Query("continue"),
+    kind: RetoldKind = Query(ActionKind.CONTINUE),
     text: str = Query("", max_length=4000),
     tk: Talekeeper = Depends(get_tk),
 ) -> views.Insights:

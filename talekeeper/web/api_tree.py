@@ -8,8 +8,6 @@ Changes that move the story answer with the story as it now reads, `can_undo` an
 
 from __future__ import annotations
 
-from typing import Literal
-
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -17,6 +15,7 @@ from talekeeper.core import Talekeeper
 from talekeeper.service import tree_ops
 from talekeeper.service.views import story as views
 from talekeeper.story import branches, savepoints
+from talekeeper.story.actions import RetoldKind
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS
 from talekeeper.web.streaming import TURN_STREAM, turn_response
@@ -39,7 +38,7 @@ class EditRequest(Strict):
     `text` (a new take answering a different action, narrated afresh)."""
 
     narration: str | None = Field(None, max_length=tree_ops.MAX_NARRATION_CHARS)
-    kind: Literal["do", "say", "story", "continue"] | None = None
+    kind: RetoldKind | None = None
     text: str = Field("", max_length=4000)
 
     @model_validator(mode="after")

@@ -6,7 +6,7 @@ suggestions under it as buttons; nothing is sent until the player sends it.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from talekeeper.core import Talekeeper
 from talekeeper.service import hand
 from talekeeper.service.views.base import View
+from talekeeper.story.actions import ActionKind, DraftedKind
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS
 
@@ -23,7 +24,7 @@ router = APIRouter(prefix="/api", tags=["your hand"], responses=ERRORS)
 class WriteAsked(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["do", "say", "story"] = Field("do", description="The action kind to draft.")
+    kind: DraftedKind = Field(ActionKind.DO, description="The action kind to draft.")
 
 
 class Draft(View):

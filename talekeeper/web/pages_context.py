@@ -8,7 +8,7 @@ they never collide with the play page's `/adventures/{id}/{move}`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -21,6 +21,7 @@ from talekeeper.service import plot as plot_service
 from talekeeper.service.unit_of_work import AdventureNotFound
 from talekeeper.service.views.context import Plot
 from talekeeper.service.views.state import AuditEntry, ScenarioUpdatePreview
+from talekeeper.story.actions import ActionKind, RetoldKind
 from talekeeper.web import flash
 from talekeeper.web.card_form import card_from_form
 from talekeeper.web.deps import get_tk
@@ -42,7 +43,7 @@ async def insights_page(
     request: Request,
     adventure_id: int,
     turn: int | None = None,
-    kind: Literal["do", "say", "story", "continue"] = "continue",
+    kind: RetoldKind = ActionKind.CONTINUE,
     text: str = Query("", max_length=4000),
     tk: Talekeeper = Depends(get_tk),
 ) -> HTMLResponse:

@@ -9,6 +9,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from talekeeper.story.actions import RETOLD
 from talekeeper.web import flash, present
 from talekeeper.web.emphasis import emphasis
 
@@ -19,6 +20,7 @@ templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 templates.env.auto_reload = False
 present.install(templates.env)
 templates.env.filters["emphasis"] = emphasis
+templates.env.globals["RETOLD_KINDS"] = RETOLD  # the action kinds an edit or a dry run takes
 
 
 def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
