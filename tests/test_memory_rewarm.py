@@ -23,7 +23,7 @@ def reply(request: GenerationRequest) -> str:
 class Embedded(ScriptedProvider):
     """Scripted answers, but the app treats it as its embedded model (the one it warms)."""
 
-    id = "embedded"
+    runs_here = True
 
 
 def warmups(provider: ScriptedProvider) -> int:

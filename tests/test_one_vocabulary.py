@@ -1,4 +1,4 @@
-"""The action vocabulary is named once, `story.actions.ActionKind`: no module, route or
+"""Each rule once. The action vocabulary is named once, `story.actions.ActionKind`: no module, route or
 template spells the kinds out again (a list of three kind words, or a `Literal` of two, is
 a second copy waiting to drift). AI Dungeon's own action types (interop/stories.py) are
 another app's vocabulary, not ours."""
@@ -51,3 +51,16 @@ def test_no_template_spells_the_kinds_out_again() -> None:
         if TEMPLATE_LIST.search(path.read_text(encoding="utf-8"))
     ]
     assert found == []
+
+
+def test_the_app_asks_a_provider_for_its_capabilities_never_its_id() -> None:
+    """`runs_here`, `structured_by_default`, `supports_schema` …: a new provider that has
+    the capability gets the behaviour without a list of ids to extend."""
+    asking = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in sorted(ROOT.rglob("*.py"))
+        if "llm" not in path.relative_to(ROOT).parts
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"provider(_override)?\.id\b", line)
+    ]
+    assert asking == []

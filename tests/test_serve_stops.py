@@ -23,7 +23,7 @@ from tests.browser import free_port
 class StuckModel(ScriptedProvider):
     """An "embedded" model whose reading of a prompt never ends (as a long one seems to)."""
 
-    id = "embedded"
+    runs_here = True
 
     def __init__(self) -> None:
         super().__init__([])

@@ -8,7 +8,7 @@ from talekeeper.web.app import create_app
 
 
 class EmbeddedLike(ScriptedProvider):
-    id = "embedded"
+    runs_here = True
 
 
 def test_the_play_page_warms_the_embedded_model(isolated_home) -> None:

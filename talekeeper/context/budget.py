@@ -67,7 +67,7 @@ class Budget:
 
 async def context_budget(provider: Provider, cap: int | None) -> Budget:
     window = await provider.context_window()
-    if provider.id == "embedded":
+    if provider.runs_here:
         fits = min(EMBEDDED_BUDGET, window - STATE_PASS_ROOM) if window else EMBEDDED_BUDGET
         tokens, why = (
             (cap, "your cap")

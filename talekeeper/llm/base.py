@@ -115,6 +115,15 @@ class Provider(ABC):
     supports_completion: bool = True
     supports_schema: bool = False
     exact_token_count: bool = False
+    # What the rest of the app needs to know of a provider is asked of these flags, never
+    # of its `id`:
+    runs_here: bool = False
+    """The model runs inside talekeeper (the embedded one): its prompt cache is worth
+    warming between turns, its state-pass grammar is prepared at start, and its context
+    budget is sized to leave room for the state pass."""
+    structured_by_default: bool = False
+    """Under `state_updates: auto` the state pass is a structured request (a grammar, or a
+    JSON `format`), which always parses (service/state_updates)."""
 
     @abstractmethod
     def stream(self, request: GenerationRequest) -> AsyncIterator[StreamEvent]:

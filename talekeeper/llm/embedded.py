@@ -120,6 +120,8 @@ class EmbeddedProvider(Provider):
     samplers = backends.EMBEDDED.samplers
     supports_schema = True
     exact_token_count = True
+    runs_here = True
+    structured_by_default = True
 
     async def backend(self) -> Backend:
         return backends.EMBEDDED

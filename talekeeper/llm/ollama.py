@@ -29,6 +29,7 @@ class OllamaProvider(HTTPProvider):
     samplers = backends.OLLAMA.samplers
     kind_label = "Ollama"
     supports_schema = True
+    structured_by_default = True
 
     def __init__(self, endpoint: str, model: str | None = None, **options: Any) -> None:
         super().__init__(server_root(endpoint), model, **options)

@@ -22,7 +22,6 @@ from talekeeper.llm.base import GenerationRequest, Message, Provider
 from talekeeper.state import Document, Rules, proposal_schema, state_for_prompt
 
 StateMode = Literal["inline", "structured", "off"]
-STRUCTURED_BY_DEFAULT = {"embedded", "ollama"}
 # Bound the block: a small model under a grammar can repeat one event up to the token limit.
 MAX_STRUCTURED_EVENTS = 4
 MAX_STRUCTURED_TOKENS = 200
@@ -41,11 +40,7 @@ def state_mode(setting: str, provider: Provider) -> StateMode:
         if setting == "structured" and not provider.supports_schema:
             return "inline"
         return setting  # type: ignore[return-value]
-    return (
-        "structured"
-        if provider.id in STRUCTURED_BY_DEFAULT and provider.supports_schema
-        else "inline"
-    )
+    return "structured" if provider.structured_by_default and provider.supports_schema else "inline"
 
 
 def structured_request(

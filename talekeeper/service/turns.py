@@ -698,7 +698,7 @@ async def warm_next_turn(tk: Talekeeper, adventure_id: int) -> None:
     cores). Only for the embedded model: a server of the player's own is left alone.
     """
     provider = tk.provider(tk.shown_settings(adventure_id))  # (the embedded model has no key)
-    if provider.id != "embedded" or tk.locks.is_busy(adventure_id):
+    if not provider.runs_here or tk.locks.is_busy(adventure_id):
         return
     task = asyncio.current_task()
     if task is not None:

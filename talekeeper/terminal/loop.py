@@ -88,7 +88,7 @@ def warm_up(tk: Talekeeper) -> None:
             start = getattr(provider, "start", None)
             if start is not None:
                 asyncio.run(start(lambda message: status.update(f"Loading model: {message}")))
-            if current_state_mode(tk) == "structured" and provider.id == "embedded":
+            if current_state_mode(tk) == "structured" and provider.runs_here:
                 status.update("Preparing the state-update grammar (once per start) …")
                 asyncio.run(state_updates.warm_up(provider))
         except LLMError as exc:
