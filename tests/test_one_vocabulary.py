@@ -1,7 +1,8 @@
-"""Each rule once. The action vocabulary is named once, `story.actions.ActionKind`: no module, route or
-template spells the kinds out again (a list of three kind words, or a `Literal` of two, is
-a second copy waiting to drift). AI Dungeon's own action types (interop/stories.py) are
-another app's vocabulary, not ours."""
+"""Each rule once. The action vocabulary is named once, `story.actions.ActionKind`: no
+module, route or template spells the kinds out again (a list of three kind words, or a
+`Literal` of two, is a second copy waiting to drift). AI Dungeon's own action types
+(interop/stories.py) are another app's vocabulary, not ours. A provider is asked for its
+capabilities, never its id."""
 
 from __future__ import annotations
 
