@@ -140,7 +140,7 @@ def test_one_turn_can_be_deleted_in_tree_terms(
     out = run_play(tk, ["/delete-turn", "n", "/delete-turn", "y"], monkeypatch, adventure_id=aid)
     assert "Nothing was deleted." in out and "Deleted turn 1." in out
     assert story(client, aid)["head_id"] == opening
-    assert tree_ops.list_lines(tk, aid)["lines"][0]["length"] == 0
+    assert tree_ops.list_lines(tk, aid).lines[0].length == 0
 
 
 def test_a_blank_adventure_starts_from_nothing_but_its_first_lines(

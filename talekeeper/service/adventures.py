@@ -505,7 +505,7 @@ def start(
         return story_view(session, adventure)
 
 
-def start_from_blank(tk: Talekeeper, start: BlankStart) -> dict[str, Any]:
+def start_from_blank(tk: Talekeeper, start: BlankStart) -> Story:
     """A new adventure from nothing but its opening; the story as it opens."""
     with tk.db.session() as session:
         return story_view(session, start_blank(session, start))

@@ -40,17 +40,17 @@ def edit(tk: Talekeeper, adventure_id: int, memory_id: int, change: MemoryEdit) 
         return Memory.model_validate(panel.edit(session, adventure, memory_id, change))
 
 
-def add(tk: Talekeeper, adventure_id: int, new: MemoryNew) -> dict[str, Any]:
+def add(tk: Talekeeper, adventure_id: int, new: MemoryNew) -> Memory:
     """A memory the player writes, at the moment being read (`memory.panel.add`)."""
     with writing(tk, adventure_id) as (session, adventure):
-        return panel.add(session, adventure, new)
+        return Memory.model_validate(panel.add(session, adventure, new))
 
 
-def switch(tk: Talekeeper, adventure_id: int, on: bool) -> dict[str, Any]:
+def switch(tk: Talekeeper, adventure_id: int, on: bool) -> MemoryPanel:
     """This adventure's memory bank on or off; the panel after."""
     with writing(tk, adventure_id) as (session, adventure):
         panel.switch(session, adventure, on)
-        return panel.panel(session, adventure)
+        return MemoryPanel.model_validate(panel.panel(session, adventure))
 
 
 def delete(tk: Talekeeper, adventure_id: int, memory_id: int) -> None:

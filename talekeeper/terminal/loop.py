@@ -141,7 +141,7 @@ def _choose_adventure(tk: Talekeeper, scenario_id: str | None, adventure_id: int
             opening = ""
             while not opening.strip():
                 opening = Prompt.ask("How does your story begin?", console=console)
-            return adventures.start_from_blank(tk, adventures.BlankStart(opening=opening))["id"]
+            return adventures.start_from_blank(tk, adventures.BlankStart(opening=opening)).id
         scenario_id = str(value)
     data = scenarios.read(tk, scenario_id)["data"]
     origin_id = _ask_origin(data)

@@ -27,7 +27,7 @@ def run(tk: Talekeeper, adventure_id: int, line: str, console: Console) -> None:
     try:
         if name == "/remember":
             memory = memories.add(tk, adventure_id, memories.MemoryNew(text=arg))
-            console.print(f"Remembered: [italic]{escape(memory['text'])}[/]", highlight=False)
+            console.print(f"Remembered: [italic]{escape(memory.text)}[/]", highlight=False)
             return
         if arg.lower() not in ("on", "off"):
             console.print("Write [bold]/memory on[/] or [bold]/memory off[/].")
@@ -35,7 +35,7 @@ def run(tk: Talekeeper, adventure_id: int, line: str, console: Console) -> None:
         panel = memories.switch(tk, adventure_id, arg.lower() == "on")
         console.print(
             "This adventure's memory bank is on: memories are written and sent."
-            if panel["bank_on"]
+            if panel.bank_on
             else "This adventure's memory bank is off: nothing is written or sent."
         )
     except ValidationError:

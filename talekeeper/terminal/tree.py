@@ -259,16 +259,16 @@ def _deleted_save(tk: Talekeeper, aid: int, sp: SavePoint, rest: str) -> str:
 
 def _delete_turn(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
     """The turn being read, when nothing follows it: asked first (it cannot be undone)."""
-    head = adventures.story(tk, aid, limit=1)["turns_shown"][-1]
+    head = adventures.story(tk, aid, limit=1).turns_shown[-1]
     sure = arg.strip().lower() == "yes" or console.input(
-        f"Delete turn {head['depth']} ({_preview(head['narration'], 50)})? Only this take of it "
+        f"Delete turn {head.depth} ({_preview(head.narration, 50)})? Only this take of it "
         "goes; this cannot be undone. [y/N] "
     ).strip().lower() in ("y", "yes")
     if not sure:
         console.print("Nothing was deleted.")
         return Outcome()
-    tree_ops.delete_turn(tk, aid, head["id"])
-    console.print(f"Deleted turn {head['depth']}.")
+    tree_ops.delete_turn(tk, aid, head.id)
+    console.print(f"Deleted turn {head.depth}.")
     return Outcome(show_story=True)
 
 

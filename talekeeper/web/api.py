@@ -80,7 +80,7 @@ def start_adventure(body: NewAdventure, tk: Talekeeper = Depends(get_tk)) -> vie
 
 
 @router.post("/adventures/blank", status_code=201, response_model=views.Story)
-def start_blank(body: adventures.BlankStart, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def start_blank(body: adventures.BlankStart, tk: Talekeeper = Depends(get_tk)) -> views.Story:
     """A story from nothing but its first lines (`opening`): no scenario, rules or state."""
     return adventures.start_from_blank(tk, body)
 

@@ -138,7 +138,7 @@ def get_memories(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> views.M
 @router.post("/adventures/{adventure_id}/memories", response_model=views.Memory, status_code=201)
 def add_memory(
     adventure_id: int, body: memories.MemoryNew, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.Memory:
     """Write a memory by hand. It belongs to the moment being read: it can be recalled on
     this line from here on, never after Undo past it or on another line."""
     return memories.add(tk, adventure_id, body)
@@ -153,7 +153,7 @@ class BankSwitch(BaseModel):
 @router.put("/adventures/{adventure_id}/memory-bank", response_model=views.MemoryPanel)
 def switch_memory_bank(
     adventure_id: int, body: BankSwitch, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.MemoryPanel:
     """Turn this adventure's memory bank on or off (what it holds is kept either way)."""
     return memories.switch(tk, adventure_id, body.enabled)
 

@@ -164,9 +164,7 @@ def switch_line(adventure_id: int, leaf_id: int, tk: Talekeeper = Depends(get_tk
 
 
 @router.delete("/turns/{node_id}", response_model=views.Story)
-def delete_turn(
-    adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+def delete_turn(adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> views.Story:
     """Delete one turn that nothing follows: a take, or the last turn of a line. Read there,
     the story moves to another take of it, else back one turn. Refused (409) for the
     opening, a turn the story goes on after, and a turn a Save Point keeps."""

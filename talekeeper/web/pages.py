@@ -117,7 +117,7 @@ async def start_blank(request: Request, tk: Talekeeper = Depends(get_tk)) -> Res
     values = {k: str(form.get(k, "")) for k in ("opening", "title")}
     try:
         start = adventures.BlankStart(opening=values["opening"], title=values["title"] or None)
-        adventure_id = adventures.start_from_blank(tk, start)["id"]
+        adventure_id = adventures.start_from_blank(tk, start).id
     except (Invalid, ValidationError) as exc:
         message = (
             "Write how your story begins (at most 4,000 characters)."
