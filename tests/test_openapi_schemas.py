@@ -144,7 +144,11 @@ def test_a_view_refuses_a_key_it_does_not_declare() -> None:
         LineDeleted.model_validate({"deleted_turns": 1, "surprise": True})
 
 
-def test_a_view_writes_back_only_the_keys_it_was_given() -> None:
+def test_a_view_writes_every_key_it_declares_null_when_empty() -> None:
+    """A client can rely on a key being there: a story page before the first turn says its
+    head and controls are null rather than leaving them out. Only a settings document as
+    stored (`Sparse`) keeps to the fields that are set."""
+    from talekeeper.service.views.settings import SamplerValues
     from talekeeper.service.views.story import Story
 
     page = {
@@ -158,8 +162,12 @@ def test_a_view_writes_back_only_the_keys_it_was_given() -> None:
         "turns_shown": [],
         "has_more": False,
     }
-    assert Story.model_validate(page).model_dump(mode="json", by_alias=True) == page
+    written = Story.model_validate(page).model_dump(mode="json", by_alias=True)
+    assert set(written) == {f.alias or name for name, f in Story.model_fields.items()}
+    assert written["head_id"] is None and written["can_undo"] is None
+    assert {k: written[k] for k in page} == page
     assert issubclass(Story, View)
+    assert SamplerValues(top_k=40).model_dump(mode="json") == {"top_k": 40}
 
 
 def _json(value: Any) -> Any:
@@ -334,13 +342,20 @@ OPTIONAL = [
 
 
 @given(drop=st.sets(st.sampled_from(OPTIONAL)))
-def test_a_story_keeps_exactly_its_keys_and_values(drop: set[str]) -> None:
-    """Whatever optional keys a service leaves out stay out; numbers keep their type."""
+def test_a_story_keeps_its_values_and_writes_every_key(drop: set[str]) -> None:
+    """Whatever optional keys a service leaves out come back null (or their default); what
+    it gave comes back as given; numbers keep their type."""
     from talekeeper.service.views.story import Story
 
     body = {k: v for k, v in STORY.items() if k not in drop}
     out = Story.model_validate(body).model_dump(mode="json", by_alias=True)
-    assert out == body
+    assert set(out) == set(Story.model_fields)
+    assert all(out[k] in (None, Story.model_fields[k].default) for k in drop)
+    assert {k: out[k] for k in body if k != "turns_shown"} == {
+        k: v for k, v in body.items() if k != "turns_shown"
+    }
+    (turn,) = out["turns_shown"]
+    assert {k: turn[k] for k in STORY["turns_shown"][0]} == STORY["turns_shown"][0]
     assert type(out["turns_shown"][0]["changes"][0]["before"]) is int
 
 

@@ -1,13 +1,13 @@
-"""Typed views: the shape of every JSON body the services hand to the web (and the pages).
+"""Typed views: one shape per answer, from service to screen.
 
-Routes declare these as their `response_model`, so `/openapi.json` documents every body
-with its fields. Services still build plain dicts; FastAPI validates each into its view on
-the way out. A view forbids keys it does not declare, so a key a service adds without
-adding it here fails the route (500) and the tests that call it — the schema can never
-silently fall behind the body. A view writes back only the keys it was given, so a field
-a service leaves out is absent from the body too (not `null`).
+A service builds the view (docs/architecture.md "One shape per answer"); the pages and the
+terminal render it as it comes, and the JSON routes declare it as their `response_model`,
+so `/openapi.json` documents exactly what every front reads. A view forbids keys it does
+not declare, and writes every key it declares (null when empty), so a client can rely on
+a key being there; only a settings document as stored (`Sparse`) keeps to the fields
+that are set.
 
-    base       View, the rule above
+    base       View and Sparse, the rules above
     accounts   players, the one signed in, invitations (accounts on)
     story      adventures, turns, takes, lines, Save Points, search, a turn's result
     state      the state panel, corrections, the audit trail, the canon log, creation

@@ -1,4 +1,4 @@
-"""The base of every view: no undeclared keys in, only the given keys out."""
+"""The base of every view: no undeclared keys in, every declared key out."""
 
 from __future__ import annotations
 
@@ -6,11 +6,18 @@ from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model
 
 
 class View(BaseModel):
-    """A response body. `extra="forbid"`: a key the view does not declare is an error,
-    never dropped without a word. Serialised, it keeps only the fields it was given, so
-    validating a service's dict and writing it back gives the same keys."""
+    """A response body, built by a service and rendered as it is by the pages, the terminal
+    and the JSON API. `extra="forbid"`: a key the view does not declare is an error, never
+    dropped without a word. Serialised, every field it declares is there — null when empty —
+    so a client can rely on a key being present."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class Sparse(View):
+    """A document of settings as stored: only the fields that are set (a field left out is
+    "not set here", which null would not say — a sampler left to the server, a setting the
+    environment does not override)."""
 
     @model_serializer(mode="wrap")
     def _given_keys_only(

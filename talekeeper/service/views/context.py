@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from talekeeper.context.cardspec import Gate, StoryCard
-from talekeeper.service.views.base import TIMESTAMP, View
+from talekeeper.service.views.base import TIMESTAMP, Sparse, View
 
 
 class SectionItem(View):
@@ -98,7 +98,7 @@ class Insights(Assembly):
 
     node_id: int | None = Field(description="The turn; null for the dry run.")
     turn: int = Field(description="Turns after the opening.")
-    dry_run: bool | None = Field(None, description="Present (true) for the dry run.")
+    dry_run: bool | None = Field(None, description="True for the dry run; null for a turn.")
     usable: int = Field(description="The budget less the reply's reserve.")
     triggered_cards: list[SectionItem]
     retrieved_memories: list[SectionItem]
@@ -139,7 +139,7 @@ class Plot(View):
     story_cards: int = Field(description="How many story cards the adventure has.")
 
 
-class GateView(View, Gate):
+class GateView(Sparse, Gate):
     """A gate as stored: `kind`, `id` and whatever differs from the defaults."""
 
 

@@ -10,10 +10,10 @@ from pydantic import Field
 
 from talekeeper.llm.settings import ModelSettings
 from talekeeper.service.settings import GenerationSettings
-from talekeeper.service.views.base import View
+from talekeeper.service.views.base import Sparse, View
 
 
-class ModelSettingsView(View, ModelSettings):
+class ModelSettingsView(Sparse, ModelSettings):
     """Model settings; only the fields that are set appear. Never the API key itself."""
 
     has_api_key: bool | None = Field(None, description="True when a key is stored (sealed).")
@@ -63,7 +63,7 @@ class ConnectionReport(View):
     models_available: list[str]
 
 
-class _Numbers(View):
+class _Numbers(Sparse):
     min_p: float | None = None
     top_k: int | None = None
     repetition_penalty: float | None = None

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from talekeeper.service.views.base import View
+from talekeeper.service.views.base import Sparse, View
 from talekeeper.service.views.story import Change, Story
 from talekeeper.state.document import (
     Document,
@@ -217,7 +217,7 @@ class CharacterOptions(View):
     )
 
 
-class JsonSchemaDocument(View):
+class JsonSchemaDocument(Sparse):
     """A published JSON Schema (draft 2020-12), as a document of its own."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)

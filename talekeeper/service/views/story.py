@@ -167,8 +167,7 @@ class AdventureSummary(View):
 class Story(AdventureSummary):
     """The story as it reads at the head (or one page of it, paging back with `before`).
 
-    A page before the first turn carries only the summary, `turns_shown` (empty) and
-    `has_more`."""
+    A page before the first turn has no turns to show: its head and controls are null."""
 
     head_id: int | None = Field(None, description="The turn being read (the head).")
     can_undo: bool | None = Field(None, description="Undo has somewhere to go.")
