@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from talekeeper.context import insights
 from talekeeper.context.budget import context_budget, length_hint, reply_tokens
+from talekeeper.context.generation import GenerationSettings
 from talekeeper.context.prompt import (
     Assembly,
     ContextInput,
@@ -39,7 +40,7 @@ from talekeeper.memory.worker import embed_with
 from talekeeper.service import kept_history, profiles
 from talekeeper.service import samplers as sampler_choice
 from talekeeper.service.roles import NARRATOR, STATE_PASS, Role, role_for_turn
-from talekeeper.service.settings import GenerationSettings, generation_settings
+from talekeeper.service.settings import generation_settings
 from talekeeper.state import Document, Rules
 from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import Adventure, Node

@@ -33,10 +33,10 @@ from talekeeper.store.models import ConnectionProfile, Setting
 from talekeeper.store.secrets import KeyBox, SecretUnreadable
 
 if TYPE_CHECKING:
+    from talekeeper.context.generation import GenerationSettings
     from talekeeper.llm.policy import Resolver
     from talekeeper.service.app import Talekeeper
     from talekeeper.service.samplers import Offer
-    from talekeeper.service.settings import GenerationSettings
 
 DEFAULT_KEY = "connection"
 MAX_PROFILES = 50

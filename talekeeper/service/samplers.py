@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.fields import FieldInfo
 from sqlalchemy.orm import Session
 
+from talekeeper.context.generation import GenerationSettings
 from talekeeper.errors import Invalid, NotFound
 from talekeeper.llm.backends import SAMPLERS, Backend
-from talekeeper.service.settings import GenerationSettings
 from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import Setting
 from talekeeper.store.secrets import SecretUnreadable
@@ -34,23 +35,6 @@ if TYPE_CHECKING:
 PRESETS_KEY = "sampler_presets"
 FIELDS = SAMPLERS  # every optional sampler, in the order pages show them
 MAX_NAME, MAX_PRESETS = 40, 50
-# What a player reads for each sampler (the help text is the settings model's description).
-LABELS = {
-    "min_p": "Min P",
-    "top_k": "Top K",
-    "repetition_penalty": "Repetition penalty",
-    "frequency_penalty": "Frequency penalty",
-    "presence_penalty": "Presence penalty",
-    "dry_multiplier": "DRY strength",
-    "dry_base": "DRY growth",
-    "dry_allowed_length": "DRY allowed length",
-    "xtc_threshold": "XTC threshold",
-    "xtc_probability": "XTC chance",
-    "logit_bias": "Logit bias",
-    "banned_phrases": "Banned phrases",
-    "stop": "Stop at",
-    "seed": "Seed",
-}
 # Samplers every connection is offered on the Settings page (the installation's values are
 # every connection's base); the others only where the server in use takes them.
 COMMON = ("min_p", "top_k", "repetition_penalty", "frequency_penalty", "presence_penalty",
@@ -86,8 +70,10 @@ STARTERS: dict[str, Starter] = {
 }  # fmt: skip
 
 
-def label(name: str) -> str:
-    return LABELS.get(name, name.replace("_", " ").capitalize())
+def label(name: str, info: FieldInfo | None = None) -> str:
+    """What a player reads for a setting: its declared title (context/generation)."""
+    info = info or GenerationSettings.model_fields.get(name)
+    return (info.title if info else None) or name.replace("_", " ").capitalize()
 
 
 def suggested(name: str) -> str:

@@ -11,6 +11,7 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ValidationError
 
+from talekeeper.context.generation import GenerationSettings
 from talekeeper.context.settings import ContextSettings
 from talekeeper.core import Talekeeper
 from talekeeper.errors import Conflict, Invalid, NotFound
@@ -261,51 +262,6 @@ def accept_contradiction(
 
 # --- settings -----------------------------------------------------------------------------
 
-LABELS = {
-    "max_tokens": "Longest narration (tokens)",
-    "reply_length": "Reply length",
-    "temperature": "Temperature",
-    "top_p": "Top p",
-    "context_budget": "Context budget (tokens)",
-    "state_updates": "State updates",
-    "contradictions": "When the narration contradicts the state",
-    "memory_enabled": "Write memories and summaries automatically",
-    "memory_every": "Turns per memory",
-    "memory_start": "First memory at turn",
-    "summary_every": "Turns between summary updates",
-    "memory_top_k": "Memories retrieved per turn",
-    "memory_capacity": "Memories kept before forgetting",
-    "memory_max_words": "Longest memory (words)",
-    "embedding_model": "Embedding model",
-    "author_note_depth": "Author's note: lines from the end",
-    "card_share": "Story cards: largest share of the budget",
-    "card_budget": "Story cards: most tokens in all (0: the share alone)",
-    "card_recursion_depth": "Story cards: recursion depth",
-    "memory_share": "Memories: largest share of the budget",
-    "trigger_window_turns": "Story cards: turns scanned for triggers",
-    "history_step": "History step (prompt-cache friendly)",
-}
-STATE_UPDATE_CHOICES = {
-    "auto": "Automatic (structured for the built-in model and Ollama, inline otherwise)",
-    "inline": "Inline: the narrator appends a state block",
-    "structured": "Structured: a second short request under a JSON Schema",
-    "off": "Off: a plain narrative, no state changes",
-}
-CONTRADICTION_CHOICES = {
-    "flag": "Warn me under the turn",
-    "retry": "Tell it again once, then warn me",
-    "off": "Say nothing",
-}
-REPLY_LENGTH_CHOICES = {
-    "short": "Short: one to three sentences",
-    "medium": "Medium: a paragraph",
-    "long": "Long: two or three paragraphs",
-}
-CHOICES = {
-    "state_updates": STATE_UPDATE_CHOICES,
-    "contradictions": CONTRADICTION_CHOICES,
-    "reply_length": REPLY_LENGTH_CHOICES,
-}
 MEMORY_FIELDS = (
     "memory_enabled",
     "memory_every",
@@ -334,6 +290,7 @@ def form_fields(
     rows = []
     for name in names:
         info = model.model_fields[name]
+        choices = (info.json_schema_extra or {}).get("choices")  # type: ignore[union-attr]
         bounds = {type(m).__name__: m for m in info.metadata}
         kind = "text"
         annotation = info.annotation
@@ -346,21 +303,21 @@ def form_fields(
             kind = "int"
         elif annotation is float:
             kind = "float"
-        elif name in CHOICES:
+        elif choices:
             kind = "select"
         low = bounds.get("Ge") or bounds.get("Gt")
         high = bounds.get("Le") or bounds.get("Lt")
         rows.append(
             {
                 "name": name,
-                "label": LABELS.get(name) or samplers_service.label(name),
+                "label": samplers_service.label(name, info),
                 "placeholder": samplers_service.suggested(name) if name in SAMPLER_NAMES else "",
                 "help": info.description or "",
                 "kind": kind,
                 "min": getattr(low, "ge", getattr(low, "gt", None)) if low else None,
                 "max": getattr(high, "le", getattr(high, "lt", None)) if high else None,
                 "value": getattr(values, name),
-                "choices": CHOICES.get(name),
+                "choices": choices,
                 "error": errors.get(name),
             }
         )
@@ -393,7 +350,7 @@ def _settings_context(
         context = context.model_construct(**{**context.model_dump(), **form.get("context", {})})
     generation_names = tuple(
         name
-        for name in settings_service.GenerationSettings.model_fields
+        for name in GenerationSettings.model_fields
         if name not in SAMPLER_NAMES
         or name in samplers_service.COMMON
         or name in offer.taken
@@ -419,9 +376,7 @@ def _settings_context(
             name: ModelSettings.model_fields[name].description
             for name in ("provider", "endpoint", "model", "mode", "api_key")
         },
-        "generation_fields": form_fields(
-            settings_service.GenerationSettings, generation, generation_names, errors
-        ),
+        "generation_fields": form_fields(GenerationSettings, generation, generation_names, errors),
         "memory_fields": form_fields(ContextSettings, context, MEMORY_FIELDS, errors),
         "context_fields": form_fields(ContextSettings, context, CONTEXT_FIELDS, errors),
         "errors": errors,
@@ -473,11 +428,7 @@ async def save_settings(request: Request, tk: Talekeeper = Depends(get_tk)) -> H
         model_values["api_key"] = str(form.get("api_key")).strip()
     if form.get("clear_api_key"):
         model_values["api_key"] = None
-    generation = {
-        k: str(form.get(k, ""))
-        for k in settings_service.GenerationSettings.model_fields
-        if k in form
-    }
+    generation = {k: str(form.get(k, "")) for k in GenerationSettings.model_fields if k in form}
     context_names = (*MEMORY_FIELDS, *CONTEXT_FIELDS)
     context = {
         k: str(form.get(k, "")) for k in context_names if k in form and k != "memory_enabled"
@@ -489,7 +440,7 @@ async def save_settings(request: Request, tk: Talekeeper = Depends(get_tk)) -> H
 
     errors: dict[str, str] = {}
     for model_cls, values in (
-        (settings_service.GenerationSettings, generation),
+        (GenerationSettings, generation),
         (ContextSettings, context),
     ):
         try:

@@ -9,10 +9,10 @@ from llmtesting import chat, collect_sync, delta, sse
 from test_llm_ollama import Ollama, ndjson
 from test_llm_openai import Server
 
+from talekeeper.context.generation import GenerationSettings
 from talekeeper.llm.ollama import OllamaProvider
 from talekeeper.llm.openai import OpenAIProvider
 from talekeeper.llm.scripted import ScriptedProvider
-from talekeeper.service.settings import GenerationSettings
 
 CHOSEN = {
     "min_p": 0.05,

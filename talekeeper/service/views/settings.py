@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from talekeeper.context.generation import GenerationSettings
 from talekeeper.llm.settings import ModelSettings
-from talekeeper.service.settings import GenerationSettings
 from talekeeper.service.views.base import Sparse, View
 
 
