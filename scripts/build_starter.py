@@ -229,10 +229,10 @@ def build(home: Path, out: Path) -> Path:
             session, "greywater-lantern", {"name": "Wren"}, title=TITLE, origin_id="lamp-mender"
         ).id
     asyncio.run(_play(tk, aid))
-    for line in tree_ops.list_lines(tk, aid)["lines"]:
-        action = line["last_action_line"]
+    for line in tree_ops.list_lines(tk, aid).lines:
+        action = line.last_action_line or ""
         name = "The broken pick" if "pick the padlock" in action else "Tobin's key"
-        tree_ops.rename_line(tk, aid, line["id"], name)
+        tree_ops.rename_line(tk, aid, line.id, name)
     out.parent.mkdir(parents=True, exist_ok=True)
     bundles.export_to(tk, aid, out)
     tk.db.dispose()

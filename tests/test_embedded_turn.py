@@ -23,7 +23,7 @@ def test_the_demo_plays_a_turn_with_the_embedded_model(isolated_home) -> None:
         assert "```" not in done.turn.narration
         with tk.db.session() as session:
             node = adventures.get_turn(
-                session, unit_of_work.get_adventure(session, aid), done["turn"]["id"]
+                session, unit_of_work.get_adventure(session, aid), done.turn.id
             )
             record = node.proposal
         # The grammar guarantees a readable block: a report exists, nothing was unparseable.
@@ -68,7 +68,8 @@ def test_the_embedded_models_state_pass_runs_after_the_turn_is_written(isolated_
             node = adventures.get_turn(session, adventure, done["turn"]["id"])
             assert adventure.pending_turn_id is None and adventure.head_node_id == node.id
             assert node.proposal["report"] is not None and node.proposal["parse_error"] is None
-        story = adventures.story(tk, aid, limit=1)["turns_shown"][-1]
-        assert story["changes"] == settled["changes"] and story["pending"] is False
+        story = adventures.story(tk, aid, limit=1).turns_shown[-1]
+        changes = [change.model_dump(mode="json") for change in story.changes]
+        assert changes == settled["changes"] and story.pending is False
     finally:
         asyncio.run(tk.aclose())

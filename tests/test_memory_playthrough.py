@@ -22,8 +22,7 @@ from talekeeper.memory import bank, prompts
 from talekeeper.memory.panel import panel
 from talekeeper.memory.worker import worker_for
 from talekeeper.service import adventures
-from talekeeper.service.insights import of_next as next_insights
-from talekeeper.service.insights import of_turn as turn_insights
+from talekeeper.service.insights import of_next, of_turn
 from talekeeper.service.settings import SettingsUpdate, update_settings
 from talekeeper.service.turns import collect_turn
 from talekeeper.store.models import Adventure, Memory, StorySummary
@@ -99,6 +98,16 @@ def _memories(tk: Talekeeper, adventure_id: int) -> list[Memory]:
         return list(
             session.query(Memory).filter_by(adventure_id=adventure_id).order_by(Memory.depth)
         )
+
+
+async def next_insights(tk: Talekeeper, adventure_id: int, kind: str, text: str) -> dict:
+    """The dry run's Insights as the JSON API sends them."""
+    return (await of_next(tk, adventure_id, kind, text)).model_dump(mode="json")
+
+
+def turn_insights(tk: Talekeeper, adventure_id: int, node_id: int) -> dict:
+    """A turn's Insights as the JSON API sends them."""
+    return of_turn(tk, adventure_id, node_id).model_dump(mode="json")
 
 
 def _section(data: dict, name: str) -> dict | None:

@@ -170,9 +170,9 @@ def test_taking_the_update_is_one_step_that_undo_takes_back_with_its_canon(
         "Story cards",
         "Rules: characters, places, stats, goals and canon",
     ]
-    step = done["story"]["turns_shown"][-1]
-    assert step["kind"] == "update" and step["update"]["findings"] == done["findings"]
-    assert step["action_line"] == "(Updated from the scenario “The Lantern of Greywater (copy)”)"
+    step = done["story"].turns_shown[-1]
+    assert step.kind == "update" and step.update.findings == done["findings"]
+    assert step.action_line == "(Updated from the scenario “The Lantern of Greywater (copy)”)"
     plot, rules, doc = canon(tk, aid)
     assert plot["author_note"] == "Every scene should smell of salt."
     assert plot["story_cards"][-1]["name"] == "Mudflats"
@@ -195,7 +195,7 @@ def test_taking_the_update_is_one_step_that_undo_takes_back_with_its_canon(
     sent = prompt_of(scripted.requests[-1])
     assert "weathered and wry" in sent and "Grey mud to the knee." in sent
     assert "smell of salt" in sent and "lamp oil" not in sent.lower()
-    assert [c["status"] for c in turn["changes"]] == ["rejected"]
+    assert [c.status for c in turn.changes] == ["rejected"]
     # Undo the turn, then the update: the canon and the state are as before it
     tree_ops.undo(tk, aid)
     with tk.db.session() as session:  # the player edits the note under the newer canon

@@ -17,6 +17,7 @@ from sqlalchemy import or_, select
 from talekeeper.core import Talekeeper
 from talekeeper.service import adventures, search
 from talekeeper.service.search import excerpt, search_story
+from talekeeper.service.views.story import SearchMatch, SearchResult
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story import branches, tree
 from talekeeper.story.actions import format_action
@@ -25,7 +26,7 @@ ALPHABET = "abcAB éÉßç%_\\\"'.\n"
 TEXTS = st.text(alphabet=ALPHABET, min_size=0, max_size=40)
 
 
-def reference(tk: Talekeeper, aid: int, query: str) -> dict[str, Any]:
+def reference(tk: Talekeeper, aid: int, query: str) -> SearchResult:
     """Search as it was before the index: every turn of the path, matched by LIKE."""
     query = " ".join(query.split())
     with tk.db.session() as session:
@@ -33,7 +34,7 @@ def reference(tk: Talekeeper, aid: int, query: str) -> dict[str, Any]:
         result: dict[str, Any] = {"query": query, "matches": [], "more": False}
         result["title"] = adventure.title
         if not query:
-            return result
+            return SearchResult(**result)
         ids = tree.path_ids(session, tree.head(session, adventure))
         like = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         rows = session.execute(
@@ -50,10 +51,10 @@ def reference(tk: Talekeeper, aid: int, query: str) -> dict[str, Any]:
         line = format_action(row.action_kind, row.action_text)
         hit = excerpt(row.narration, query) or excerpt(line or row.action_text, query)
         result["matches"].append(
-            {"id": row.id, "turn": row.depth, "action_line": line, "excerpt": hit}
+            SearchMatch(id=row.id, turn=row.depth, action_line=line, excerpt=hit)
         )
     result["more"] = len(rows) > search.MAX_MATCHES
-    return result
+    return SearchResult(**result)
 
 
 def build(tk: Talekeeper, texts: list[str], forks: list[int]) -> int:
@@ -105,11 +106,11 @@ def test_a_changed_or_deleted_turn_leaves_the_index(tk: Talekeeper) -> None:
         adventure = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"})
         root = tree.head(session, adventure)
         aid = adventure.id
-    assert search_story(tk, aid, "gullwing")["matches"] == []  # the opening entered
+    assert search_story(tk, aid, "gullwing").matches == []  # the opening entered
     with tk.db.session() as session:
         adventure = session.get(Adventure, aid)
         tree.rewrite_opening(session, adventure, tree.head(session, adventure), "A gullwing.")
-    assert [m["id"] for m in search_story(tk, aid, "gullwing")["matches"]] == [root.id]
+    assert [m.id for m in search_story(tk, aid, "gullwing").matches] == [root.id]
     with tk.db.session() as session:
         adventure = session.get(Adventure, aid)
         head = tree.head(session, adventure)
@@ -121,7 +122,7 @@ def test_a_changed_or_deleted_turn_leaves_the_index(tk: Talekeeper) -> None:
             session, adventure, head, tree.NewTurn("do", "b", "Ternary.", state=head.state)
         )
         ids = (kept.id, gone.id)
-    assert {m["id"] for m in search_story(tk, aid, "tern")["matches"]} == {ids[1]}
+    assert {m.id for m in search_story(tk, aid, "tern").matches} == {ids[1]}
     with tk.db.session() as session:
         adventure = session.get(Adventure, aid)
         branches.switch(session, adventure, session.get(Node, ids[0]))
@@ -133,14 +134,14 @@ def test_a_changed_or_deleted_turn_leaves_the_index(tk: Talekeeper) -> None:
         )
     for q in ("tern", "ternary", "gullwing"):
         assert search_story(tk, aid, q) == reference(tk, aid, q)
-    assert len(search_story(tk, aid, "tern")["matches"]) == 2
+    assert len(search_story(tk, aid, "tern").matches) == 2
 
 
 def test_the_index_is_used(tk: Talekeeper, monkeypatch: pytest.MonkeyPatch) -> None:
     """The path is not read for a query the index narrows (if it did, this would fail)."""
     aid = build(tk, ["quayside nets", "grey water"], [])
     monkeypatch.setattr(search.chains, "ids_on", lambda *a, **k: pytest.fail("read the path"))
-    assert [m["turn"] for m in search_story(tk, aid, "Quayside")["matches"]] == [1]
+    assert [m.turn for m in search_story(tk, aid, "Quayside").matches] == [1]
 
 
 def test_no_index_reads_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -149,5 +150,5 @@ def test_no_index_reads_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     aid = build(tk, ["quayside nets", "grey water", "the quayside"], [])
     monkeypatch.setattr(search.text_index, "available", lambda session: False)
     assert search_story(tk, aid, "quayside") == reference(tk, aid, "quayside")
-    assert len(search_story(tk, aid, "quayside")["matches"]) == 2
+    assert len(search_story(tk, aid, "quayside").matches) == 2
     tk.db.dispose()
