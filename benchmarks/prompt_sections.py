@@ -176,8 +176,8 @@ def main() -> None:
         f"history share {share(('history',)):.1%}; protocol (vocabulary + reminder) {share(PROTOCOL):.1%}; "
         f"state notes {share(('current_state',)):.1%}"
     )
-    sections = {s["name"]: s["tokens"] for s in after["sections"]}
-    whole = after["total_tokens"]
+    sections = {s.name: s.tokens for s in after.sections}
+    whole = after.total_tokens
     largest = max(sections, key=sections.__getitem__)
     print(
         f"the next prompt after turn {turns}: {whole} tokens; history {sections.get('history', 0) / whole:.1%}, "

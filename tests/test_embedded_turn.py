@@ -30,7 +30,7 @@ def test_the_demo_plays_a_turn_with_the_embedded_model(isolated_home) -> None:
         assert record["source"] == "model" and record["parse_error"] is None
         assert record["report"] is not None
         assert all(
-            c["status"] in ("applied", "limited", "unchanged", "rejected") for c in done["changes"]
+            c.status in ("applied", "limited", "unchanged", "rejected") for c in done.changes
         )
     finally:
         asyncio.run(tk.aclose())
