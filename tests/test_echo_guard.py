@@ -221,6 +221,11 @@ def test_the_memory_writer_stores_no_echo() -> None:
         prompts.unechoed("Maren looks up from her ropes.", request, [excerpt])
         == "Maren looks up from her ropes."
     )
+    # a loop is stored once (SmolLM2's summary in play: "You walk to the lighthouse." x4)
+    loop = "Ada walks to the lighthouse. " * 4 + "Grimbold, Grimbold, Grimbold, Grimbold, Grimbold."
+    assert prompts.unechoed(loop, request, [excerpt]) == "Ada walks to the lighthouse."
+    words = "Ada waits for Tobin, Tobin, Tobin, Tobin, Tobin by the door."
+    assert prompts.unechoed(words, request, [excerpt]) == "Ada waits for Tobin"
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from talekeeper.context.echo import EchoGuard, has_protocol
+from talekeeper.context.repeats import RepeatGuard
 from talekeeper.context.triggers import match_cards, recent_window
 from talekeeper.llm.base import GenerationRequest, Message
 
@@ -103,9 +104,10 @@ def unechoed(reply: str, request: GenerationRequest, story: Sequence[str]) -> st
     """The reply without the sentences that repeat the summariser's own prompt — its
     instructions and cast brief, not the `story` it was given (the excerpt, the summary so
     far) — and without what no memory says: protocol (a stat path, an `(id)` tag, JSON, a
-    stat readout) or a line of a prompt's notes ("Recently: …", "[Author's note: …"). The
-    same guard as the narration's, so an echo is never stored as a memory and fed back into
-    later prompts."""
+    stat readout) or a line of a prompt's notes ("Recently: …", "[Author's note: …"), and
+    cut where it begins to loop ("You walk to the lighthouse. You walk to the lighthouse.").
+    The same guards as the narration's, so an echo or a loop is never stored as a memory
+    or a summary and fed back into later prompts."""
     sources = []
     for message in request.messages:
         content = message.content
@@ -114,9 +116,10 @@ def unechoed(reply: str, request: GenerationRequest, story: Sequence[str]) -> st
         sources.append((message.role, content))
     guard = EchoGuard(sources)
     sentences = re.split(r"(?<=[.!?…])\s+|\n+", reply.strip())
-    return " ".join(
+    kept = " ".join(
         s for s in sentences if s.strip() and guard.judge(s) is None and not _prompt_line(s)
     )
+    return RepeatGuard().clean(kept)[0]
 
 
 _LABELLED = re.compile(r"^\s*(?:\[|[-*>]\s|[A-Z][\w'’ -]{0,30}:(?:\s|$))")
