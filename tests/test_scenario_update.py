@@ -123,16 +123,16 @@ def test_the_preview_says_what_changes_and_what_no_longer_fits(
     tk: Talekeeper, played: tuple[int, str, dict]
 ) -> None:
     aid, sid, data = played
-    assert scenario_update.preview(tk, aid)["up_to_date"] is True
+    assert scenario_update.preview(tk, aid).up_to_date is True
     save(tk, sid, newer(data))
     before = canon(tk, aid)
     preview = scenario_update.preview(tk, aid)
     assert canon(tk, aid)[:2] == before[:2]  # a preview writes nothing
-    parts = {p["key"]: p for p in preview["parts"]}
-    assert not preview["up_to_date"] and not parts["narrator_instructions"]["changed"]
-    assert parts["author_note"]["changes"] == ["Now reads: “Every scene should smell of salt.”"]
-    assert parts["story_cards"]["changes"] == ["New card: Mudflats."]
-    rules = parts["rules"]["changes"]
+    parts = {p.key: p for p in preview.parts}
+    assert not preview.up_to_date and not parts["narrator_instructions"].changed
+    assert parts["author_note"].changes == ["Now reads: “Every scene should smell of salt.”"]
+    assert parts["story_cards"].changes == ["New card: Mudflats."]
+    rules = parts["rules"].changes
     for said in (
         "Maren's description changed.",
         "New person: Wren.",
@@ -142,7 +142,7 @@ def test_the_preview_says_what_changes_and_what_no_longer_fits(
         "New step in “Relight the Greywater lantern”: Ring the drowned bell.",
     ):
         assert said in rules, (said, rules)
-    findings = preview["findings"]
+    findings = preview.findings
     for said in (
         "Wren joins the story (new in the scenario).",
         "Tobin's description was changed by the story; the story's is kept.",
@@ -154,7 +154,7 @@ def test_the_preview_says_what_changes_and_what_no_longer_fits(
         "withdrawn (the story's own facts stay).",
     ):
         assert said in findings, (said, findings)
-    words = json.dumps(preview)
+    words = preview.model_dump_json()
     assert not re.search(r"\b(?:npc|player|world)\.\w|\bferry_hired\b|\blamp_oil\b", words)
 
 
@@ -165,13 +165,13 @@ def test_taking_the_update_is_one_step_that_undo_takes_back_with_its_canon(
     save(tk, sid, newer(data))
     old_plot, old_rules, old_doc = canon(tk, aid)
     done = scenario_update.update(tk, aid)
-    assert done["took"] == [
+    assert done.took == [
         "Author's note",
         "Story cards",
         "Rules: characters, places, stats, goals and canon",
     ]
-    step = done["story"].turns_shown[-1]
-    assert step.kind == "update" and step.update.findings == done["findings"]
+    step = done.story.turns_shown[-1]
+    assert step.kind == "update" and step.update.findings == done.findings
     assert step.action_line == "(Updated from the scenario “The Lantern of Greywater (copy)”)"
     plot, rules, doc = canon(tk, aid)
     assert plot["author_note"] == "Every scene should smell of salt."
@@ -209,7 +209,7 @@ def test_taking_the_update_is_one_step_that_undo_takes_back_with_its_canon(
     assert plot["author_note"] == "Salt and tar."  # the newer canon as it was left
     assert "ferry_hired" not in (rules.get("flags") or {}) and "wren" in doc.entities
     # only the player's own edit now differs from the scenario; with it taken, nothing does
-    left = [p["key"] for p in scenario_update.preview(tk, aid)["parts"] if p["changed"]]
+    left = [p.key for p in scenario_update.preview(tk, aid).parts if p.changed]
     assert left == ["author_note"]
     scenario_update.update(tk, aid, ["author_note"])
     with pytest.raises(scenario_update.NothingToUpdate):
@@ -221,11 +221,11 @@ def test_only_the_parts_chosen_are_taken(tk: Talekeeper, played: tuple[int, str,
     save(tk, sid, newer(data))
     _, old_rules, old_doc = canon(tk, aid)
     done = scenario_update.update(tk, aid, ["author_note"])
-    assert done["took"] == ["Author's note"] and done["findings"] == []
+    assert done.took == ["Author's note"] and done.findings == []
     plot, rules, doc = canon(tk, aid)
     assert plot["author_note"] == "Every scene should smell of salt."
     assert rules == old_rules and doc.flags == old_doc.flags
-    left = {p["key"] for p in scenario_update.preview(tk, aid)["parts"] if p["changed"]}
+    left = {p.key for p in scenario_update.preview(tk, aid).parts if p.changed}
     assert left == {"story_cards", "rules"}
     with pytest.raises(scenario_update.ScenarioUpdateInvalid):
         scenario_update.update(tk, aid, ["everything"])

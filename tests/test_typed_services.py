@@ -60,8 +60,6 @@ NOT_YET = {
     "service/samplers.py:of_adventure",
     "service/samplers.py:choose",
     "service/samplers.py:choose_preset",
-    "service/scenario_update.py:preview",
-    "service/scenario_update.py:update",
     "service/scenarios.py:summaries",
     "service/scenarios.py:read",
     "service/scenarios.py:create",

@@ -31,6 +31,7 @@ from talekeeper.service.adventures import story_view
 from talekeeper.service.origins import merge, origins_of, with_origin
 from talekeeper.service.scenarios import fill_placeholders
 from talekeeper.service.unit_of_work import get_adventure, writing
+from talekeeper.service.views.state import ScenarioUpdated, ScenarioUpdatePreview, UpdatePart
 from talekeeper.state import RulesError, empty_rules, load_rules
 from talekeeper.state.rebase import Rebased, rebase
 from talekeeper.store.models import Node, Scenario
@@ -52,7 +53,7 @@ class ScenarioUpdateInvalid(Invalid):
     pass
 
 
-def preview(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+def preview(tk: Talekeeper, adventure_id: int) -> ScenarioUpdatePreview:
     """What updating from the scenario would change; writes nothing."""
     with tk.db.session() as session:
         adventure = get_adventure(session, adventure_id)
@@ -61,7 +62,7 @@ def preview(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
     return plan.view()
 
 
-def update(tk: Talekeeper, adventure_id: int, take: list[str] | None = None) -> dict[str, Any]:
+def update(tk: Talekeeper, adventure_id: int, take: list[str] | None = None) -> ScenarioUpdated:
     """Take the scenario's newer parts (`take`: their keys; None: every part that changed)
     into the adventure as one step of its story; the preview's words say what was done."""
     unknown = [part for part in take or [] if part not in canon_versions.PARTS]
@@ -119,11 +120,11 @@ def update(tk: Talekeeper, adventure_id: int, take: list[str] | None = None) -> 
             ),
         )
         canon_versions.start_following(adventure, node, before, after)
-        return {
-            "took": [canon_versions.PARTS[k] for k in chosen],
-            "findings": findings,
-            "story": story_view(session, adventure, limit=5),
-        }
+        return ScenarioUpdated(
+            took=[canon_versions.PARTS[k] for k in chosen],
+            findings=findings,
+            story=story_view(session, adventure, limit=5),
+        )
 
 
 class _Plan:
@@ -145,21 +146,21 @@ class _Plan:
     def changed(self) -> list[str]:
         return [key for key in canon_versions.PARTS if self.changes.get(key)]
 
-    def view(self) -> dict[str, Any]:
-        return {
-            "scenario": self.title,
-            "up_to_date": not self.changed,
-            "parts": [
-                {
-                    "key": key,
-                    "label": label,
-                    "changed": bool(self.changes.get(key)),
-                    "changes": self.changes.get(key) or [],
-                }
+    def view(self) -> ScenarioUpdatePreview:
+        return ScenarioUpdatePreview(
+            scenario=self.title,
+            up_to_date=not self.changed,
+            parts=[
+                UpdatePart(
+                    key=key,
+                    label=label,
+                    changed=bool(self.changes.get(key)),
+                    changes=self.changes.get(key) or [],
+                )
                 for key, label in canon_versions.PARTS.items()
             ],
-            "findings": self.rebased.findings,
-        }
+            findings=self.rebased.findings,
+        )
 
 
 def _plan(session, adventure, head: Node) -> _Plan:  # type: ignore[no-untyped-def]

@@ -77,7 +77,9 @@ def put_plot(
 @router.get(
     "/adventures/{adventure_id}/scenario-update", response_model=state_views.ScenarioUpdatePreview
 )
-def get_scenario_update(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def get_scenario_update(
+    adventure_id: int, tk: Talekeeper = Depends(get_tk)
+) -> state_views.ScenarioUpdatePreview:
     """What taking the scenario's newer texts, cards and rules would change, part by part,
     and what of the story's state no longer fits them. Writes nothing."""
     return scenario_update.preview(tk, adventure_id)
@@ -96,7 +98,7 @@ class TakeParts(BaseModel):
 )
 def post_scenario_update(
     adventure_id: int, body: TakeParts | None = None, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> state_views.ScenarioUpdated:
     """Take the scenario's newer parts as one step of the story (Undo takes it back, the
     canon with it); 409 when nothing would change, 404 when the scenario is gone."""
     return scenario_update.update(tk, adventure_id, body.take if body else None)

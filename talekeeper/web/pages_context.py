@@ -20,7 +20,7 @@ from talekeeper.service import adventures, corrections, hand, insights, memories
 from talekeeper.service import plot as plot_service
 from talekeeper.service.unit_of_work import AdventureNotFound
 from talekeeper.service.views.context import Plot
-from talekeeper.service.views.state import AuditEntry, ScenarioUpdatePreview
+from talekeeper.service.views.state import AuditEntry
 from talekeeper.story.actions import ActionKind, RetoldKind
 from talekeeper.web import flash
 from talekeeper.web.card_form import card_from_form
@@ -264,7 +264,7 @@ def scenario_update_page(
     """The preview of an update from the scenario: each part, what would change, and what of
     the story's state no longer fits; the player checks the parts to take."""
     try:
-        preview = ScenarioUpdatePreview.model_validate(scenario_update.preview(tk, adventure_id))
+        preview = scenario_update.preview(tk, adventure_id)
     except scenario_update.ScenarioGone as exc:
         return _back(f"/adventures/{adventure_id}/plot", str(exc))
     return render(
@@ -287,5 +287,5 @@ async def scenario_update_take(
         done = scenario_update.update(tk, adventure_id, take)
     except (Conflict, Invalid) as exc:
         return _back(f"/adventures/{adventure_id}/scenario-update", str(exc))
-    said = "Updated from the scenario: " + ", ".join(done["took"]) + ". Undo takes it back."
+    said = "Updated from the scenario: " + ", ".join(done.took) + ". Undo takes it back."
     return _back(f"/adventures/{adventure_id}", said)
