@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from talekeeper.errors import Forbidden, Invalid, NotFound
 from talekeeper.llm import services
+from talekeeper.service.views.settings import HostedServiceView
 from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import Setting
 
@@ -88,7 +89,7 @@ def _write(session: Session, value: dict[str, dict[str, Any]]) -> None:
         row.value = value
 
 
-def allow(session: Session, host: str) -> dict[str, Any]:
+def allow(session: Session, host: str) -> HostedServiceView:
     if not owner.may_manage_installation():
         raise OnlyHostsAllow()
     name = normal_host(host)
@@ -111,14 +112,14 @@ def revoke(session: Session, host: str) -> None:
     _write(session, stored)
 
 
-def view(host: str, record: dict[str, Any]) -> dict[str, Any]:
+def view(host: str, record: dict[str, Any]) -> HostedServiceView:
     known = services.hosted_service_at(f"https://{host}/")
-    return {
-        "host": host,
-        "service": known.label if known else host,
-        "allowed_at": record.get("allowed_at"),
-        "sentence": sentence(host),
-    }
+    return HostedServiceView(
+        host=host,
+        service=known.label if known else host,
+        allowed_at=record.get("allowed_at"),
+        sentence=sentence(host),
+    )
 
 
 def sent_to(endpoint: str | None, allowed: tuple[str, ...]) -> str | None:
@@ -132,12 +133,12 @@ def sent_to(endpoint: str | None, allowed: tuple[str, ...]) -> str | None:
 # --- entry points (each owns its transaction) ------------------------------------------------
 
 
-def list_allowed(tk: Talekeeper) -> list[dict[str, Any]]:
+def list_allowed(tk: Talekeeper) -> list[HostedServiceView]:
     with tk.db.session() as session:
         return [view(host, record) for host, record in sorted(permissions(session).items())]
 
 
-def allow_host(tk: Talekeeper, host: str) -> dict[str, Any]:
+def allow_host(tk: Talekeeper, host: str) -> HostedServiceView:
     with tk.db.session() as session:
         return allow(session, host)
 

@@ -116,13 +116,13 @@ def choose_for_adventure(
 
 
 @router.get("/hosted-services", response_model=list[views.HostedServiceView])
-def allowed_services(tk: Talekeeper = Depends(get_tk)) -> list[dict[str, Any]]:
+def allowed_services(tk: Talekeeper = Depends(get_tk)) -> list[views.HostedServiceView]:
     """The hosted services allowed to receive the story."""
     return hosted.list_allowed(tk)
 
 
 @router.put("/hosted-services/{host}", response_model=views.HostedServiceView)
-def allow_service(host: str, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def allow_service(host: str, tk: Talekeeper = Depends(get_tk)) -> views.HostedServiceView:
     """Allow `host` (e.g. openrouter.ai): your story, its cards and state are sent there
     by the connections that use it. With accounts on, a host's decision."""
     return hosted.allow_host(tk, host)
@@ -311,7 +311,7 @@ async def allow_host(request: Request, tk: Talekeeper = Depends(get_tk)) -> Resp
         allowed = hosted.allow_host(tk, str(form.get("host") or ""))
     except TalekeeperError as exc:
         return flash.redirect("/settings#hosted", str(exc))
-    return flash.redirect("/settings#hosted", f"{allowed['host']} may now receive your story.")
+    return flash.redirect("/settings#hosted", f"{allowed.host} may now receive your story.")
 
 
 @page_router.post("/settings/hosts/{host}/revoke", response_class=HTMLResponse)
