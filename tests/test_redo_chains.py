@@ -1,7 +1,10 @@
-"""Redo chains (story/chains.py): the labels every change of an active child keeps, and the
-answers read from them — on the path to a turn, ahead of the head by Redo — against walks
-along the tree, after random sequences of the tree's own operations; the migration that
-labels existing stories, and a bundle import."""
+"""What the tree keeps on its nodes, against what walking the whole tree finds, after random
+sequences of the tree's own operations: the redo chains (story/chains.py: the labels
+every change of an active child keeps, and what is read from them — on the path to a turn,
+ahead of the head by Redo), and the line ends and children counts (story/line_ends.py:
+the lines listed from them, `branches.list_lines`, equal the lines worked out from the
+whole tree, `list_lines_slow`); the migrations that work them out for existing stories,
+and a bundle import."""
 
 from __future__ import annotations
 
@@ -18,13 +21,14 @@ from talekeeper.core import Talekeeper
 from talekeeper.interop import bundles
 from talekeeper.service import adventures
 from talekeeper.store.db import MIGRATIONS, _migration_pragmas, migrate
-from talekeeper.store.models import Adventure, Node
+from talekeeper.store.models import Adventure, Node, SavePoint
 from talekeeper.story import branches, chains, savepoints, takes, tree
 
 OPS = st.lists(
     st.tuples(
         st.sampled_from(
             ["play", "play", "retry", "undo", "redo", "choose", "jump", "delete", "delete turn"]
+            + ["save", "unsave", "name", "edit"]
         ),
         st.integers(0, 1000),
     ),
@@ -62,6 +66,22 @@ def play(session, adventure: Adventure, ops: list[tuple[str, int]]) -> None:  # 
                 branches.delete_line(session, adventure, any_node)
             except tree.TreeError:
                 pass
+        elif op == "save":
+            savepoints.create(session, adventure, f"save {n}")
+        elif op == "unsave":
+            saves = list(
+                session.scalars(select(SavePoint).where(SavePoint.adventure_id == adventure.id))
+            )
+            if saves:
+                savepoints.delete(session, saves[pick % len(saves)])
+        elif op == "name" and any_node.active_child_id is None:
+            branches.rename(session, adventure, any_node, "" if pick % 3 == 0 else f"line {n}")
+        elif op == "edit" and any_node.parent_id is not None:  # a take of an earlier turn
+            parent = tree.parent_for_take(session, any_node)
+            again = tree.NewTurn(
+                "do", any_node.action_text, "Told again.", state=state, take_of=any_node.id
+            )
+            tree.append_child(session, adventure, parent, again)
         elif op == "delete turn":
             try:
                 branches.delete_turn(session, adventure, any_node)
@@ -72,14 +92,19 @@ def play(session, adventure: Adventure, ops: list[tuple[str, int]]) -> None:  # 
 
 
 def check(session, adventure_id: int) -> int:  # noqa: ANN001
-    """The labels are the chains, and what is read from them agrees with walking the tree.
-    Returns how many nodes were checked."""
+    """The labels are the chains, and what is read from them agrees with walking the tree;
+    the children counts are true and the lines listed are the lines worked out from the
+    whole tree. Returns how many nodes were checked."""
+    adventure = session.get(Adventure, adventure_id)
+    assert branches.list_lines(session, adventure) == branches.list_lines_slow(session, adventure)
     rows = session.execute(
-        select(Node.id, Node.parent_id, Node.active_child_id, Node.chain, Node.depth).where(
-            Node.adventure_id == adventure_id
-        )
+        select(
+            Node.id, Node.parent_id, Node.active_child_id, Node.chain, Node.depth, Node.child_count
+        ).where(Node.adventure_id == adventure_id)
     ).all()
     node = {r.id: r for r in rows}
+    for r in rows:
+        assert r.child_count == sum(1 for o in rows if o.parent_id == r.id)
     tops = [r.id for r in rows if r.parent_id is None or node[r.parent_id].active_child_id != r.id]
     assert None not in {r.chain for r in rows}
     assert len({node[t].chain for t in tops}) == len(tops)  # a label a chain
@@ -113,7 +138,7 @@ def _story(tk: Talekeeper, ops: list[tuple[str, int]]) -> int:
         return adventure.id
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=OPS)
 def test_every_change_of_an_active_child_keeps_the_chains(tmp_path_factory, ops) -> None:  # noqa: ANN001
     tk = Talekeeper(tmp_path_factory.mktemp("chains"))

@@ -14,7 +14,10 @@ every step it checks:
 - a Save Point always restores the exact node it named;
 - refused operations change nothing;
 - every node carries its redo chain's label (`story/chains`): a node its parent's Redo
-  follows has its parent's label, any other starts a chain with a label of its own.
+  follows has its parent's label, any other starts a chain with a label of its own;
+- the lines listed from what the tree keeps (line ends, children counts, chains:
+  `branches.list_lines`) are, field for field, those worked out from the whole tree
+  (`list_lines_slow`).
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from talekeeper.service.turn_events import Done
 from talekeeper.service.turns import TurnEvent, collect_turn
 from talekeeper.service.views.story import Turn, TurnResult
 from talekeeper.store.models import Node, SavePoint
-from talekeeper.story import tree
+from talekeeper.story import branches, tree
 
 pick = st.integers(min_value=0, max_value=10_000)
 KINDS = st.sampled_from(["do", "say", "story", "continue"])
@@ -471,6 +474,10 @@ class TreeMachine(RuleBasedStateMachine):
     @invariant()
     def lines_and_save_points_list_as_the_model_says(self) -> None:
         m = self.model
+        with self.tk.db.session() as session:  # what the tree keeps lists the same lines
+            adventure = unit_of_work.get_adventure(session, self.aid)
+            fast = branches.list_lines(session, adventure)
+            assert fast == branches.list_lines_slow(session, adventure)
         lines = tree_ops.list_lines(self.tk, self.aid).lines
         assert [line.id for line in lines] == m.leaves()
         for line in lines:

@@ -50,7 +50,7 @@ from talekeeper.store.models import (
     StorySummary,
     TurnInsight,
 )
-from talekeeper.story import canon_versions
+from talekeeper.story import canon_versions, line_ends
 
 from .bundle_export import remap_insight, remap_proposal
 from .bundle_format import LINE, ORDER
@@ -692,6 +692,7 @@ class _Writer:
         if meta.samplers is not None:
             restore_samplers(self.session, self.aid, meta.samplers)
         self.session.flush()
+        line_ends.recount(self.session, self.adventure)  # (children and line ends, at once)
         return self.adventure
 
 

@@ -112,7 +112,8 @@ class Node(Base):
     __tablename__ = "nodes"
     __table_args__ = (
         Index("ix_nodes_adventure_parent", "adventure_id", "parent_id"),
-        Index("ix_nodes_chain", "adventure_id", "chain", "depth"),
+        Index("ix_nodes_chain", "adventure_id", "chain", "depth", "child_count"),
+        Index("ix_nodes_line_end", "adventure_id", "line_end"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -138,6 +139,10 @@ class Node(Base):
     # The redo chain it is on: the run of turns Redo walks through it (story/chains.py,
     # migration 0010). Kept by every change of an active child; never null once written.
     chain: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # How many children it has, and whether it ends a line (a leaf the lines list shows):
+    # kept as the tree changes (story/line_ends.py, migration 0012).
+    child_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    line_end: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # (SQLite) Entered in the text index search reads (store/text_index.py, migration 0011).
     in_index: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     model: Mapped[str] = mapped_column(String(200), default="")

@@ -14,27 +14,32 @@ one being read, saved or named (`_Skeleton._is_line_end`).
   line removes (with the bare takes hanging off them). Everything above them is shared with
   another line and stays.
 
-Listing reads one narrow row (id, parent, depth) per node of the adventure and works out
-everything in one pass each way, so it costs O(story size) however many lines there are;
-no snapshot or narration is loaded except the last turn's text of each line.
+Listing (`list_lines`) starts from the line ends the tree keeps (`line_ends`) and reads
+each end's path as a few redo chains' stretches (`chains`), so it costs what the lines and
+the places they part cost, not the story's length; no snapshot or narration is loaded
+except the last turn's text of each line. `list_lines_slow` works the same out from the
+whole tree (one narrow row per node): the tests hold the two equal, and deleting a line
+still reads the whole tree (`_Skeleton`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, select, text, true, update
 from sqlalchemy.orm import Session
 
 from talekeeper.store.models import Adventure, Node, SavePoint
-from talekeeper.story import chains, takes, tree
+from talekeeper.story import chains, line_ends, takes, tree
 from talekeeper.story.takes import STEPS, Sibling, families
 from talekeeper.story.tree import TreeError
 
 MAX_NAME = 80
 NAMED_IN_REFUSAL = 3
 _CHUNK = 500
+_RANGES = 200  # indexed ranges OR-ed in one query
 
 
 @dataclass(frozen=True)
@@ -214,8 +219,9 @@ class _Skeleton:
         return node_id
 
 
-def list_lines(session: Session, adventure: Adventure) -> list[Line]:
-    """Every line of the story, oldest first."""
+def list_lines_slow(session: Session, adventure: Adventure) -> list[Line]:
+    """Every line of the story, oldest first, worked out from the whole tree (O(story)):
+    what `list_lines` must always equal (the tests hold it to that)."""
     sk = _Skeleton(session, adventure)
     leaves = sorted(sk.visible)
     saved: dict[int, list[str]] = {}
@@ -268,6 +274,271 @@ def list_lines(session: Session, adventure: Adventure) -> list[Line]:
     return lines
 
 
+_END = select(
+    Node.id,
+    Node.adventure_id,
+    Node.depth,
+    Node.chain,
+    Node.action_kind,
+    Node.action_text,
+    Node.narration,
+    Node.branch_name,
+    Node.created_at,
+)
+
+
+@dataclass
+class _Branch:
+    """A turn two or more lines pass through and part at: the turn (chain, depth) and, per
+    way on, the lines that take it and the next branch or line end on it."""
+
+    chain: int
+    depth: int
+    ways: list[list[int]]  # line ends, per child that leads to a line
+    node: int = 0
+    children: list[int] = field(default_factory=list)  # the child each way starts with
+    after: list[int | None] = field(default_factory=list)  # its next branch (index), if any
+
+
+def list_lines(session: Session, adventure: Adventure) -> list[Line]:
+    """Every line of the story, oldest first, from what the tree keeps: the line ends
+    (`line_ends`) and the redo chains (`chains`), so its cost follows the number of lines
+    and the places they part, not the story's length.
+
+    Each end's path is a few chains' stretches; comparing them finds the turns where lines
+    part (two paths hold the same turn at a depth exactly when the same chain does), and
+    from those every field: where a line left its parent line (the deepest parting where
+    it does not take the oldest way on), that parent line (the oldest way on from there),
+    and its own turns (below its last parting: their count and their hanging takes follow
+    from the turns' children, `Node.child_count`, read where it is not one). A query a
+    step, each for every line at once."""
+    line_ends.settle(session)
+    head = tree.head(session, adventure)
+    ends = {
+        r.id: r
+        for r in session.execute(
+            _END.where(Node.adventure_id == adventure.id, Node.line_end == true())
+        )
+    }
+    paths = chains.paths(session, adventure.id, ends)
+    branches = _partings(paths)
+    _name_turns(session, adventure.id, branches, paths)
+    route: dict[int, list[tuple[_Branch, int]]] = {e: [] for e in ends}
+    for b in branches:
+        for way, members in enumerate(b.ways):
+            for e in members:
+                route[e].append((b, way))
+    for steps in route.values():
+        steps.sort(key=lambda step: step[0].depth)
+    saves = session.execute(
+        select(SavePoint.node_id, SavePoint.name, Node.chain, Node.depth)
+        .join(Node, Node.id == SavePoint.node_id)
+        .where(SavePoint.adventure_id == adventure.id)
+        .order_by(SavePoint.id)
+    ).all()
+    beside = _bare_takes(session, adventure.id, [steps[-1] for steps in route.values() if steps])
+    below_parting = {  # each line's turns below its last parting: only that line has them
+        e: (steps[-1][0].depth + 1, ends[e].depth) for e, steps in route.items() if steps
+    }
+    children = _children_below(session, adventure.id, paths, below_parting)
+    lines = []
+    for e in sorted(ends):
+        end, path, steps = ends[e], paths[e], route[e]
+        fork = next((b for b, way in reversed(steps) if b.children[way] != min(b.children)), None)
+        parent_line = _oldest_end(branches, fork) if fork is not None else None
+        own, mine = 0, e != adventure.root_node_id
+        below = -1  # the depth below which the line's turns are its own
+        if steps:
+            last, way = steps[-1]
+            below = last.depth
+            top = last.children[way]
+            own = 1 + children[e]
+            own += len(beside.get((last.node, top), ()))
+        lines.append(
+            Line(
+                id=e,
+                name=end.branch_name,
+                length=end.depth,
+                fork_id=fork.node if fork is not None else None,
+                fork_depth=fork.depth if fork is not None else None,
+                parent_line=parent_line if parent_line != e else None,
+                own_turns=own,
+                has_head=chains.on_path(path, head.chain, head.depth),
+                ends_at_head=e == head.id,
+                save_points=tuple(
+                    s.name
+                    for s in saves
+                    if mine and s.depth > below and chains.on_path(path, s.chain, s.depth)
+                ),
+                last_action_kind=end.action_kind,
+                last_action_text=end.action_text,
+                last_narration=end.narration,
+                created_at=end.created_at,
+            )
+        )
+    return lines
+
+
+def _partings(paths: dict[int, chains.Path]) -> list[_Branch]:
+    """The turns where the paths part, each with the ends that take each way on."""
+    found: list[_Branch] = []
+    todo: list[tuple[list[int], int]] = [(list(paths), 0)]  # ends sharing the turn at a depth
+    while todo:
+        group, depth = todo.pop()
+        if len(group) < 2:
+            continue
+        while True:
+            ways: dict[int, list[int]] = {}
+            reach = []
+            for e in group:
+                stretch = chains.chain_at(paths[e], depth + 1)
+                assert stretch is not None  # (an end is a leaf: nothing else goes through it)
+                ways.setdefault(stretch.chain, []).append(e)
+                reach.append(stretch.last)
+            if len(ways) > 1:
+                break
+            depth = min(reach)  # all on one chain as far as the first of them leaves it
+        stretch = chains.chain_at(paths[group[0]], depth)
+        assert stretch is not None
+        found.append(_Branch(stretch.chain, depth, list(ways.values())))
+        todo += [(members, depth + 1) for members in ways.values()]
+    return found
+
+
+def _name_turns(
+    session: Session, adventure_id: int, branches: list[_Branch], paths: dict[int, chains.Path]
+) -> None:
+    """Read the ids of the parting turns and of each way's first turn (a chain and a depth
+    name one turn), and link each way to the next parting on it."""
+    wanted = set()
+    for b in branches:
+        wanted.add((b.chain, b.depth))
+        for members in b.ways:
+            wanted.add((chains.chain_at(paths[members[0]], b.depth + 1).chain, b.depth + 1))
+    ids: dict[tuple[int, int], int] = {}
+    by_chain: dict[int, list[int]] = {}
+    for chain, depth in sorted(wanted):
+        by_chain.setdefault(chain, []).append(depth)
+    groups = list(by_chain.items())
+    for i in range(0, len(groups), _RANGES):
+        query = _each(
+            "chain, depth, id",
+            adventure_id,
+            [
+                f"chain = {chain:d} AND depth IN ({', '.join(f'{d:d}' for d in depths)})"
+                for chain, depths in groups[i : i + _RANGES]
+            ],
+        )
+        for row in session.execute(query):
+            ids[(row.chain, row.depth)] = row.id
+    for b in branches:
+        b.node = ids[(b.chain, b.depth)]
+        for members in b.ways:
+            b.children.append(
+                ids[(chains.chain_at(paths[members[0]], b.depth + 1).chain, b.depth + 1)]
+            )
+    by_members = {
+        tuple(sorted(m for way in b.ways for m in way)): i for i, b in enumerate(branches)
+    }
+    for b in branches:
+        b.after = [by_members.get(tuple(sorted(members))) for members in b.ways]
+
+
+def _oldest_end(branches: list[_Branch], b: _Branch) -> int:
+    """The line a turn is on when every later turn is the oldest way on."""
+    while True:
+        way = b.children.index(min(b.children))
+        nxt = b.after[way]
+        if nxt is None:
+            return b.ways[way][0]
+        b = branches[nxt]
+
+
+def _each(columns: str, adventure_id: int, terms: list[str]) -> Any:
+    """One query reading `columns` of the adventure's nodes that meet each of `terms`
+    (conditions made of integers only), one indexed range a term, the answers put
+    together; written as text, since building hundreds of expressions costs more than the
+    query (and an OR of the terms is read as a scan of the whole adventure)."""
+    return text(
+        " UNION ALL ".join(
+            f"SELECT {columns} FROM nodes WHERE adventure_id = {adventure_id:d} AND {t}"
+            for t in terms
+        )
+    )
+
+
+def _children_below(
+    session: Session,
+    adventure_id: int,
+    paths: dict[int, chains.Path],
+    spans: dict[int, tuple[int, int]],
+) -> dict[int, int]:
+    """For each end, how many children its path's turns from depth `first` to `last`
+    (`spans`) have in all: most turns have one, so only the others are read (indexed
+    ranges of the redo chains, a few hundred to a query)."""
+    ranges = []  # (end, chain, low, high)
+    for e, (first, last) in spans.items():
+        for s in paths[e]:
+            low, high = max(first, s.first), min(last, s.last)
+            if low <= high:
+                ranges.append((e, s.chain, low, high))
+    total = {e: 0 for e in spans}
+    by_chain: dict[int, list[tuple[int, int, int]]] = {}
+    for e, chain, low, high in ranges:
+        total[e] += high - low + 1
+        by_chain.setdefault(chain, []).append((e, low, high))
+    for i in range(0, len(ranges), _RANGES):
+        rows = session.execute(
+            _each(
+                "chain, depth, child_count",
+                adventure_id,
+                [
+                    f"chain = {chain:d} AND depth BETWEEN {low:d} AND {high:d} AND child_count != 1"
+                    for _, chain, low, high in ranges[i : i + _RANGES]
+                ],
+            )
+        )
+        for chain, depth, count in rows:
+            for e, low, high in by_chain[chain]:
+                if low <= depth <= high:
+                    total[e] += count - 1
+    return total
+
+
+def _bare_takes(
+    session: Session, adventure_id: int, steps: list[tuple[_Branch, int]]
+) -> dict[tuple[int, int], list[int]]:
+    """For each (parting turn, way on): the other takes of that way's first turn that end no
+    line and go nowhere (they go with the line when it is deleted)."""
+    if not steps:
+        return {}
+    parents = {b.node for b, _ in steps}
+    rows = session.execute(
+        select(
+            Node.parent_id,
+            Node.id,
+            Node.action_kind,
+            Node.action_text,
+            Node.take_of,
+            Node.child_count,
+            Node.line_end,
+        ).where(Node.adventure_id == adventure_id, Node.parent_id.in_(list(parents)))
+    ).all()
+    by_parent: dict[int, list[Any]] = {}
+    for r in rows:
+        by_parent.setdefault(r.parent_id, []).append(r)
+    out: dict[tuple[int, int], list[int]] = {}
+    for b, way in steps:
+        top, siblings = b.children[way], by_parent.get(b.node, [])
+        family = families(Sibling(r.id, r.action_kind, r.action_text, r.take_of) for r in siblings)
+        out[(b.node, top)] = [
+            r.id
+            for r in siblings
+            if r.id != top and not r.child_count and not r.line_end and family[r.id] == family[top]
+        ]
+    return out
+
+
 def _end_of_line(session: Session, node: Node) -> Node:
     if node.active_child_id is not None:
         raise TreeError(
@@ -284,6 +555,7 @@ def rename(session: Session, adventure: Adventure, leaf: Node, name: str | None)
     if name is not None and len(name) > MAX_NAME:
         raise TreeError(f"A line's name can be at most {MAX_NAME} characters.")
     leaf.branch_name = name
+    line_ends.touch(session, adventure.id, leaf.parent_id)  # a named take ends a line
     return leaf
 
 
@@ -340,7 +612,12 @@ def delete_turn(session: Session, adventure: Adventure, node: Node) -> Node:
         if redo is None:
             parent.active_child_id = None  # (its redo chain now ends at the parent)
         else:
-            chains.link(session, parent, session.get(Node, redo))
+            tree.set_active(session, adventure, parent, session.get(Node, redo))
+    parent.child_count -= 1
+    line_ends.touch(session, adventure.id, parent.id)
+    if not remaining:  # the parent ends its line again
+        line_ends.touch(session, adventure.id, parent.parent_id)
+        parent.line_end = parent.parent_id is None  # (the opening, alone again)
     return tree.head(session, adventure)
 
 
@@ -393,5 +670,7 @@ def delete_line(session: Session, adventure: Adventure, leaf: Node) -> int:
         session.execute(update(Node).where(Node.id.in_(batch)).values(parent_id=None))
         session.execute(delete(Node).where(Node.id.in_(batch)))
     if fork.active_child_id not in remaining:  # Redo followed the deleted line: the newest left
-        chains.link(session, fork, session.get(Node, max(remaining)))
+        tree.set_active(session, adventure, fork, session.get(Node, max(remaining)))
+    fork.child_count -= len(sk.children[fork.id]) - len(remaining)
+    line_ends.touch(session, adventure.id, fork.id)
     return len(own)

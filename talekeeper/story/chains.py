@@ -32,12 +32,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import bindparam, func, select, text, update
 from sqlalchemy.orm import Session
 
 from talekeeper.store.models import Node
 
 _nodes = Node.__table__.c
+_CHUNK = 200  # chains a query (SQLite reads at most 500 SELECTs joined)
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,57 @@ def segments(session: Session, node: Node) -> Path:
         chain, last = session.execute(_PARENT, {"id": parent_id}).one()
     out.reverse()
     return tuple(out)
+
+
+def paths(session: Session, adventure_id: int, ends: dict[int, Any]) -> dict[int, Path]:
+    """What `segments` gives for each of `ends` (id → a row with its `chain` and `depth`),
+    read a round at a time: one query for all the chains first met in a round (each top's
+    depth and the chain of the turn above it), however many ends share them."""
+    tops: dict[int, tuple[int, int | None]] = {}  # chain → (its top's depth, the chain above)
+    wanted = {r.chain for r in ends.values()}
+    while wanted:
+        found: set[int | None] = set()
+        ordered = sorted(wanted)
+        for i in range(0, len(ordered), _CHUNK):
+            for chain, depth, above in session.execute(
+                _tops(adventure_id, ordered[i : i + _CHUNK])
+            ):
+                tops[chain] = (depth, above)
+                found.add(above)
+        wanted = {c for c in found if c is not None and c not in tops}
+    out: dict[int, Path] = {}
+    for end, row in ends.items():
+        stretches: list[Stretch] = []
+        chain, last = row.chain, row.depth
+        while True:
+            first, above = tops[chain]
+            stretches.append(Stretch(chain, first, last))
+            if above is None:
+                break
+            chain, last = above, first - 1
+        stretches.reverse()
+        out[end] = tuple(stretches)
+    return out
+
+
+def _tops(adventure_id: int, labels: list[int]) -> Any:
+    """Each chain's top (an indexed seek a chain, as `_TOP`) and the chain above it, in one
+    query: written as text of integers, since hundreds of built expressions cost more than
+    the query (and a grouped min() reads every row of a chain)."""
+    each = " UNION ALL ".join(
+        f"SELECT * FROM (SELECT chain, depth, parent_id FROM nodes WHERE adventure_id = "
+        f"{adventure_id:d} AND chain = {label:d} ORDER BY depth LIMIT 1) AS t{i}"
+        for i, label in enumerate(labels)
+    )
+    return text(
+        f"SELECT t.chain, t.depth, above.chain FROM ({each}) AS t "
+        "LEFT JOIN nodes AS above ON above.id = t.parent_id"
+    )
+
+
+def chain_at(path: Path, depth: int) -> Stretch | None:
+    """The stretch of `path` that holds its turn at `depth`."""
+    return next((s for s in path if s.first <= depth <= s.last), None)
 
 
 def on_path(path: Path, chain: int | None, depth: int) -> bool:

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from talekeeper.store.models import Adventure, Node, SavePoint
-from talekeeper.story import chains, tree
+from talekeeper.story import chains, line_ends, tree
 from talekeeper.story.tree import TreeError
 
 MAX_NAME = 120
@@ -65,6 +65,7 @@ def create(session: Session, adventure: Adventure, name: str, note: str = "") ->
     sp = SavePoint(adventure_id=adventure.id, node_id=node.id, name=_name(name), note=_note(note))
     session.add(sp)
     session.flush()
+    line_ends.touch(session, adventure.id, node.parent_id)  # a saved take ends a line
     return sp
 
 
@@ -121,6 +122,9 @@ def rename(sp: SavePoint, name: str | None = None, note: str | None = None) -> S
 
 def delete(session: Session, sp: SavePoint) -> None:
     """Forget the name; the story it pointed at is untouched and the head does not move."""
+    node = session.get(Node, sp.node_id)
+    if node is not None:
+        line_ends.touch(session, sp.adventure_id, node.parent_id)
     session.delete(sp)
 
 

@@ -17,19 +17,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from talekeeper.store.models import Adventure, Node
-from talekeeper.story import chains, tree
+from talekeeper.story import tree
+from talekeeper.story.families import CORRECTION, STEPS, Sibling, families
 from talekeeper.story.tree import TreeError
 
-CORRECTION = "correction"
-STEPS = frozenset({CORRECTION, "update"})
-"""A step of the player's own (a state correction, an update from the scenario): never a
-take of the turn beside it, its own only take."""
+__all__ = ["CORRECTION", "STEPS", "Sibling", "families"]  # (kept here too, where they began)
 
 
 @dataclass(frozen=True)
@@ -58,34 +56,6 @@ class Take:
     model: str
     created_at: datetime | None
     has_future: bool  # something was written below this take
-
-
-class Sibling(NamedTuple):
-    id: int
-    action_kind: str
-    action_text: str
-    take_of: int | None
-
-
-def families(siblings: Iterable[Sibling]) -> dict[int, int]:
-    """Each child of one parent → the first turn of its family (the turn it tells again).
-
-    A retry or an edit joins the family of the turn it retells (`take_of`); a turn written
-    before that was recorded (or whose original is gone) joins an earlier sibling with the
-    same action, as the older rule had it; anything else — a new action — is a family of its
-    own. A correction is never a take."""
-    root: dict[int, int] = {}
-    first_with: dict[tuple[str, str], int] = {}
-    for s in sorted(siblings, key=lambda s: s.id):
-        if s.action_kind in STEPS:
-            root[s.id] = s.id
-            continue
-        if s.take_of is not None and s.take_of in root:
-            root[s.id] = root[s.take_of]
-        else:
-            root[s.id] = first_with.get((s.action_kind, s.action_text), s.id)
-        first_with.setdefault((s.action_kind, s.action_text), root[s.id])
-    return root
 
 
 def _siblings(session: Session, adventure_id: int, parent_ids: Iterable[int]) -> list[Any]:
@@ -187,7 +157,7 @@ def choose(session: Session, adventure: Adventure, take: Node) -> Node:
     if take.parent_id is not None:
         parent = session.get(Node, take.parent_id)
         assert parent is not None
-        chains.link(session, parent, take)
+        tree.set_active(session, adventure, parent, take)
     tree.move_head(adventure, take)
     return take
 

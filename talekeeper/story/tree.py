@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select, text
-from sqlalchemy.orm import Session, defer
+from sqlalchemy.orm import Session, defer, object_session
 
 from talekeeper.errors import Conflict
 from talekeeper.store.models import Adventure, Node, utcnow
-from talekeeper.story import canon_versions, chains
+from talekeeper.story import canon_versions, chains, line_ends
 
 
 class TreeError(Conflict):
@@ -55,6 +55,7 @@ def create_root(
         state=state,
         model="",
     )
+    root.line_end, root.child_count = True, 0
     session.add(root)
     chains.start(session, root)
     session.flush()
@@ -116,12 +117,16 @@ def append_child(session: Session, adventure: Adventure, parent: Node, turn: New
         node.branch_name, parent.branch_name = parent.branch_name, None
     if extends_line:
         node.chain = parent.chain  # it goes on with its parent's redo chain (story/chains)
+        parent.line_end = False  # (no longer a leaf; its takes' ends are settled below)
+        line_ends.touch(session, adventure.id, parent.parent_id)
+    parent.child_count = (parent.child_count or 0) + 1
     session.add(node)
     session.flush()
     if extends_line:
         parent.active_child_id = node.id
     else:
         chains.link(session, parent, node)  # a fork or a take: Redo now follows it
+    line_ends.touch(session, adventure.id, parent.id)
     move_head(adventure, node)
     return node
 
@@ -151,10 +156,26 @@ def settle(
     adventure.pending_turn_id = None
 
 
+def set_active(session: Session, adventure: Adventure, parent: Node, child: Node) -> None:
+    """Redo from `parent` now follows `child` (its redo chains and line ends kept)."""
+    chains.link(session, parent, child)
+    line_ends.touch(session, adventure.id, parent.id)
+
+
 def move_head(adventure: Adventure, node: Node) -> None:
     """Point the adventure at `node`: one row written; what is read next is read there.
     An adventure updated from its scenario takes the canon in force there along
-    (story/canon_versions; nothing to do for one never updated)."""
+    (story/canon_versions; nothing to do for one never updated). A take read ends a line,
+    so where the head leaves or reaches a leaf, its parent's line ends are settled."""
+    session = object_session(node)
+    if session is not None:
+        left = session.get(Node, adventure.head_node_id) if adventure.head_node_id else None
+        line_ends.touch(
+            session,
+            adventure.id,
+            left.parent_id if left is not None and not left.child_count else None,
+            node.parent_id if not node.child_count else None,
+        )
     adventure.head_node_id = node.id
     adventure.turn_count = node.depth
     adventure.last_played_at = utcnow()
@@ -234,7 +255,7 @@ def undo(session: Session, adventure: Adventure) -> Node:
         raise TreeError("Nothing to undo: this is the opening of the story.")
     parent = session.get(Node, current.parent_id)
     assert parent is not None
-    chains.link(session, parent, current)  # so Redo returns exactly here
+    set_active(session, adventure, parent, current)  # so Redo returns exactly here
     move_head(adventure, parent)
     return parent
 

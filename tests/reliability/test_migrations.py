@@ -24,6 +24,8 @@ from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.store import db as store_db
 from talekeeper.store.db import Database, MigrationFailed, migrate
+from talekeeper.store.models import Adventure
+from talekeeper.story import branches
 from talekeeper.web.app import create_app
 from tests.reliability.invariants import check_database
 
@@ -107,6 +109,17 @@ def old_database(path: Path) -> dict:
     return {"nodes": nodes}
 
 
+def lines_listed_from_their_ends(tk: Talekeeper) -> None:
+    """The old database's lines, listed from the line ends migration 0012 worked out, are
+    those the whole tree gives."""
+    with tk.db.session() as session:
+        for aid, ends in ((1, [3, 5]), (2, [6])):
+            old = session.get(Adventure, aid)
+            listed = branches.list_lines(session, old)
+            assert [line.id for line in listed] == ends
+            assert listed == branches.list_lines_slow(session, old)
+
+
 def dump(path: Path) -> list[str]:
     with sqlite3.connect(path) as db:
         return list(db.iterdump())
@@ -139,6 +152,7 @@ def test_an_old_database_is_upgraded_with_every_story_kept(tmp_path: Path) -> No
     assert len(backups) == 1 and OLD_REVISION in backups[0].name
     assert rows(backups[0], "SELECT version_num FROM alembic_version") == [(OLD_REVISION,)]
 
+    lines_listed_from_their_ends(tk)
     # And the app reads and plays it: the story at the head, the snapshots, a new turn.
     with TestClient(create_app(tk), base_url="http://127.0.0.1:8000") as client:
         story = client.get("/api/adventures/1").json()

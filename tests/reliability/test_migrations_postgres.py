@@ -29,7 +29,13 @@ from talekeeper.store.models import Base, Node, SavePoint
 from talekeeper.web.app import create_app
 from tests import pg
 from tests.reliability.invariants import check_database
-from tests.reliability.test_migrations import OLD_REVISION, STAMP, alembic_config, packed
+from tests.reliability.test_migrations import (
+    OLD_REVISION,
+    STAMP,
+    alembic_config,
+    lines_listed_from_their_ends,
+    packed,
+)
 
 HEAD = ScriptDirectory.from_config(alembic_config(store_db.MIGRATIONS)).get_current_head()
 
@@ -181,6 +187,7 @@ def test_an_old_postgresql_database_is_upgraded_with_every_story_kept(
             new_rows = [r for r in new_rows if r[0] == "old-tale"]
         assert [r[: len(old_columns)] for r in new_rows] == old_rows, table
 
+    lines_listed_from_their_ends(tk)
     with TestClient(create_app(tk), base_url="http://127.0.0.1:8000") as client:
         story = client.get("/api/adventures/1").json()
         assert [t["narration"] for t in story["turns_shown"]] == [

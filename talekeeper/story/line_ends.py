@@ -1,0 +1,155 @@
+"""Which turns end a line, and how many children each turn has, kept on the nodes as the
+tree changes (`Node.line_end`, `Node.child_count`, migration 0012), so the lines are listed
+from their ends (`branches.list_lines`) without reading the whole tree.
+
+Whether a leaf ends a line (`ends`) depends only on its parent's children: how many there
+are, which of them tell the same turn again (`families`), which go on, which one Redo
+follows from the parent, which one is being read, and whether one is saved or named. So
+whenever one of those changes, the writer marks that parent (`touch`), and before the
+transaction commits (or before the lines are read in it: `settle`) the children of every
+marked parent are read once and their flags written where they changed. Every change goes
+through the story layer: a new turn (`tree.append_child`), a head move (`tree.move_head`),
+a change of active child (`tree.set_active`), a Save Point made or deleted, a line named,
+a turn or a line deleted. A bundle import or the migration works all of it out at once
+(`recount`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import event, select, text, update
+from sqlalchemy.orm import Session
+
+from talekeeper.store.models import Adventure, Node, SavePoint
+from talekeeper.story.families import STEPS, Sibling, families
+
+_PENDING = "line_ends"  # session.info key: {(adventure id, parent id)} to settle
+
+
+def ends(
+    children: Sequence[Any], active: int | None, head: int | None, saved: set[int]
+) -> set[int]:
+    """The ids among `children` (all of one parent's: rows with `id`, `action_kind`,
+    `action_text`, `take_of`, `child_count` and `branch_name`) that end a line.
+
+    A leaf ends a line unless it is a bare take of a turn read through its `‹ 2/3 ›`: of
+    one turn's bare takes only the one read (else the one Redo follows, else the newest)
+    does, and none does once a take of that turn goes on; an undone step of the player's
+    (a correction written over) is none. A take being read, saved or named always does."""
+    family = families(Sibling(c.id, c.action_kind, c.action_text, c.take_of) for c in children)
+    goes_on = {family[c.id] for c in children if c.child_count}
+    out = set()
+    for c in children:
+        if c.child_count:
+            continue
+        if c.id in saved or c.branch_name is not None or len(children) == 1 or c.id == head:
+            out.add(c.id)
+        elif c.action_kind in STEPS and c.id != active:
+            continue  # undone, and something else was written in its place
+        elif family[c.id] not in goes_on:
+            same = [k.id for k in children if family[k.id] == family[c.id]]
+            rep = next((r for r in (head, active) if r in same), max(same))
+            if c.id == rep:
+                out.add(c.id)
+    return out
+
+
+def touch(session: Session, adventure_id: int, *parents: int | None) -> None:
+    """Mark `parents` (None: no parent, skipped): their children's flags are settled before
+    the transaction ends."""
+    pending = session.info.setdefault(_PENDING, set())
+    pending.update((adventure_id, p) for p in parents if p is not None)
+
+
+def settle(session: Session) -> None:
+    """Write the flags of every marked parent's children where they changed."""
+    pending = session.info.pop(_PENDING, None)
+    if not pending:
+        return
+    by_adventure: dict[int, list[int]] = {}
+    for adventure_id, parent in pending:
+        by_adventure.setdefault(adventure_id, []).append(parent)
+    for adventure_id, parents in by_adventure.items():
+        adventure = session.get(Adventure, adventure_id)
+        if adventure is not None:
+            _refresh(session, adventure, parents)
+
+
+@event.listens_for(Session, "before_commit")
+def _before_commit(session: Session) -> None:
+    settle(session)
+
+
+_CHILD = (  # what `ends` reads of each child
+    Node.id,
+    Node.parent_id,
+    Node.action_kind,
+    Node.action_text,
+    Node.take_of,
+    Node.child_count,
+    Node.branch_name,
+)
+
+
+def _refresh(session: Session, adventure: Adventure, parents: list[int]) -> None:
+    rows = session.execute(
+        select(*_CHILD, Node.line_end).where(
+            Node.adventure_id == adventure.id, Node.parent_id.in_(parents)
+        )
+    ).all()
+    actives = dict(
+        session.execute(select(Node.id, Node.active_child_id).where(Node.id.in_(parents))).all()
+    )
+    saved = set(
+        session.scalars(
+            select(SavePoint.node_id).where(SavePoint.node_id.in_([r.id for r in rows]))
+        )
+    )
+    by_parent: dict[int, list[Any]] = {}
+    for r in rows:
+        by_parent.setdefault(r.parent_id, []).append(r)
+    flip: dict[bool, list[int]] = {True: [], False: []}
+    for parent, children in by_parent.items():
+        line = ends(children, actives.get(parent), adventure.head_node_id, saved)
+        for c in children:
+            if bool(c.line_end) != (c.id in line):
+                flip[c.id in line].append(c.id)
+    for value, ids in flip.items():
+        if ids:
+            session.execute(update(Node).where(Node.id.in_(ids)).values(line_end=value))
+
+
+def recount(session: Session, adventure: Adventure) -> None:
+    """Work out every node's children and every line end of `adventure` at once (a bundle
+    import writes its nodes without them)."""
+    session.flush()
+    session.execute(_COUNT, {"adventure": adventure.id})
+    rows = session.execute(
+        select(*_CHILD, Node.active_child_id).where(Node.adventure_id == adventure.id)
+    ).all()
+    saved = set(
+        session.scalars(select(SavePoint.node_id).where(SavePoint.adventure_id == adventure.id))
+    )
+    active = {r.id: r.active_child_id for r in rows}
+    by_parent: dict[int | None, list[Any]] = {}
+    for r in rows:
+        by_parent.setdefault(r.parent_id, []).append(r)
+    line: set[int] = set()
+    for parent, children in by_parent.items():
+        if parent is None:
+            line.update(c.id for c in children if not c.child_count)  # a story of its opening
+        else:
+            line.update(ends(children, active.get(parent), adventure.head_node_id, saved))
+    ordered = sorted(line)
+    for i in range(0, len(ordered), 500):
+        chunk = ordered[i : i + 500]
+        session.execute(update(Node).where(Node.id.in_(chunk)).values(line_end=True))
+
+
+_COUNT = text(
+    "UPDATE nodes SET child_count = (SELECT count(*) FROM nodes AS c "
+    "WHERE c.adventure_id = nodes.adventure_id AND c.parent_id = nodes.id) "
+    "WHERE adventure_id = :adventure"
+)
