@@ -28,6 +28,7 @@ from talekeeper.web import (
     pages_context,
     pages_interop,
     pages_scenarios,
+    pages_settings,
     pages_state,
     pages_tree,
     rename,
@@ -72,6 +73,7 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     app.include_router(api_tree.router)
     app.include_router(api_state.router)
     app.include_router(pages.router)
+    app.include_router(pages_settings.router)
     app.include_router(rename.router)
     app.include_router(search.router)
     app.include_router(samplers.router)

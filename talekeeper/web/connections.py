@@ -1,7 +1,8 @@
 """Connections over HTTP: profiles, which one narrates, and the hosted services allowed.
 
-The JSON routes (`router`) and the pages (`page_router`: the Settings page's connections,
-one profile's page, the play page's switch) call the same services (service/profiles.py,
+The JSON routes (`router`) and the pages (`page_router`: one profile's page, the play
+page's switch; the Settings page's connections section is `pages_settings.py`, which uses
+the form helpers here) call the same services (service/profiles.py,
 service/hosted.py). No answer ever carries an API key: profiles say `has_key`.
 """
 
@@ -20,7 +21,6 @@ from talekeeper.llm.errors import LLMError
 from talekeeper.service import hosted, profiles
 from talekeeper.service import samplers as sampler_choice
 from talekeeper.service.views import settings as views
-from talekeeper.store import owner
 from talekeeper.web import flash
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS
@@ -139,19 +139,7 @@ def revoke_service(host: str, tk: Talekeeper = Depends(get_tk)) -> None:
 page_router = APIRouter(include_in_schema=False)
 
 
-def settings_context(tk: Talekeeper) -> dict[str, Any]:
-    """What the Settings page's connections section shows."""
-    return {
-        "connection": profiles.connection_view(tk),
-        "profiles": profiles.list_profiles(tk),
-        "services": service_views(),
-        "allowed": hosted.list_allowed(tk),
-        "may_allow": owner.may_manage_installation(),
-        "sentences": {s.host: hosted.sentence(s.host) for s in services.SERVICES if s.hosted},
-    }
-
-
-def _profile_in(form: Any, current: dict[str, Any] | None = None) -> profiles.ProfileIn:
+def profile_in(form: Any, current: dict[str, Any] | None = None) -> profiles.ProfileIn:
     """A profile from a form; fields the form does not carry keep `current`'s values."""
     current = current or {}
 
@@ -175,7 +163,7 @@ def _profile_in(form: Any, current: dict[str, Any] | None = None) -> profiles.Pr
     )
 
 
-def _refusal(exc: Exception) -> str:
+def refusal(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         error = exc.errors()[0]
         where = ".".join(str(p) for p in error["loc"])
@@ -183,7 +171,7 @@ def _refusal(exc: Exception) -> str:
     return str(exc)
 
 
-def _allow_if_asked(tk: Talekeeper, form: Any) -> None:
+def allow_if_asked(tk: Talekeeper, form: Any) -> None:
     """The form's "allow this host" box, ticked after reading the privacy sentence."""
     if form.get("allow_host"):
         preset = services.BY_ID.get(str(form.get("service") or ""))
@@ -191,26 +179,6 @@ def _allow_if_asked(tk: Talekeeper, form: Any) -> None:
         host = services.host_of(endpoint)
         if host:
             hosted.allow_host(tk, host)
-
-
-@page_router.post("/settings/profiles", response_class=HTMLResponse)
-async def add_profile(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
-    """Add a connection (allowing its hosted service first, when the box is ticked), then
-    open its page to pick a model."""
-    form = await request.form()
-    try:
-        _allow_if_asked(tk, form)
-        created = profiles.keep(tk, _profile_in(form))
-    except (TalekeeperError, ValidationError) as exc:
-        from talekeeper.web.pages import settings_page_with
-
-        return await settings_page_with(
-            request, tk, connection_error=_refusal(exc), form=dict(form)
-        )
-    return flash.redirect(
-        f"/settings/profiles/{created['id']}",
-        f"Saved “{created['name']}”. Pick a model, then use it.",
-    )
 
 
 async def _profile_page(
@@ -261,12 +229,12 @@ async def save_profile(
         current = profiles.read(tk, profile_id)
         if "samplers_shown" in form:  # the page's sampler fields are the profile's samplers
             current["samplers"] = samplers
-        saved = profiles.keep(tk, _profile_in(form, current), profile_id)
+        saved = profiles.keep(tk, profile_in(form, current), profile_id)
         if form.get("use"):
             profiles.use_by_default(tk, saved["id"])
     except (TalekeeperError, ValidationError) as exc:
         return await _profile_page(
-            request, tk, profile_id, message=_refusal(exc), status=422, typed=samplers
+            request, tk, profile_id, message=refusal(exc), status=422, typed=samplers
         )
     if form.get("use"):
         return flash.redirect("/settings#connections", f"Now narrating with “{saved['name']}”.")
