@@ -109,7 +109,7 @@ def stored_prompts(client: TestClient, aid: int) -> list[tuple[str, str]]:
         for text in allowed:  # the whole prompt as sent, less the state pass's own text
             sent = sent.replace(text, "")
         found.append((f"record {n}, as sent", sent))
-        found += [(f"record {n}, call {c['role']}", c["prompt"]) for c in record.get("calls", [])]
+        found += [(f"record {n}, call {c['role']}", c["prompt"]) for c in record.get("calls") or []]
     return found
 
 

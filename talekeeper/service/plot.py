@@ -21,6 +21,7 @@ from talekeeper.context.triggers import MAX_CARDS
 from talekeeper.errors import Invalid, NotFound
 from talekeeper.memory import bank
 from talekeeper.service.unit_of_work import reading, writing
+from talekeeper.service.views.context import Plot
 from talekeeper.store.models import Adventure, Node
 
 if TYPE_CHECKING:
@@ -175,14 +176,14 @@ def delete_card(adventure: Adventure, index: int) -> None:
 # --- entry points (each owns its transaction; edits hold the adventure's writer lock) ---------
 
 
-def plot_of(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+def plot_of(tk: Talekeeper, adventure_id: int) -> Plot:
     with reading(tk, adventure_id) as (session, adventure):
-        return plot_view(session, adventure)
+        return Plot.model_validate(plot_view(session, adventure))
 
 
-def edit_plot(tk: Talekeeper, adventure_id: int, update: PlotUpdate) -> dict[str, Any]:
+def edit_plot(tk: Talekeeper, adventure_id: int, update: PlotUpdate) -> Plot:
     with writing(tk, adventure_id) as (session, adventure):
-        return update_plot(session, adventure, update)
+        return Plot.model_validate(update_plot(session, adventure, update))
 
 
 def cards_of(tk: Talekeeper, adventure_id: int) -> list[dict[str, Any]]:

@@ -61,14 +61,14 @@ async def get_next_insights(
 
 
 @router.get("/adventures/{adventure_id}/plot", response_model=views.Plot)
-def get_plot(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def get_plot(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> views.Plot:
     return plot_service.plot_of(tk, adventure_id)
 
 
 @router.put("/adventures/{adventure_id}/plot", response_model=views.Plot)
 def put_plot(
     adventure_id: int, body: plot_service.PlotUpdate, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.Plot:
     """Edit plot components mid-story. A story summary edit is kept at the current turn and
     is the base of the next automatic update."""
     return plot_service.edit_plot(tk, adventure_id, body)

@@ -19,7 +19,6 @@ from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.service import adventures, corrections, hand, insights, memories, scenario_update
 from talekeeper.service import plot as plot_service
 from talekeeper.service.unit_of_work import AdventureNotFound
-from talekeeper.service.views.context import Plot
 from talekeeper.service.views.state import AuditEntry
 from talekeeper.story.actions import ActionKind, RetoldKind
 from talekeeper.web import flash
@@ -223,7 +222,7 @@ def plot_page(
     message: str | None = None,
     tk: Talekeeper = Depends(get_tk),
 ) -> HTMLResponse:
-    data = Plot.model_validate(plot_service.plot_of(tk, adventure_id))  # the API's own view
+    data = plot_service.plot_of(tk, adventure_id)  # the API's own view
     title = _title(tk, adventure_id)
     return render(
         request, "plot.html", adventure_id=adventure_id, title=title, plot=data, message=message
