@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import event, select, text, update
-from sqlalchemy.orm import Session
+from sqlalchemy import event, exists, select, text, update
+from sqlalchemy.orm import Session, aliased
 
 from talekeeper.store.models import Adventure, Node, SavePoint
 from talekeeper.story.families import STEPS, Sibling, families
@@ -93,20 +93,24 @@ _CHILD = (  # what `ends` reads of each child
 )
 
 
+_PARENT = aliased(Node)
+
+
 def _refresh(session: Session, adventure: Adventure, parents: list[int]) -> None:
+    """One query (it runs at every turn's commit): the children of `parents`, each with its
+    parent's active child and whether a Save Point names it."""
     rows = session.execute(
-        select(*_CHILD, Node.line_end).where(
-            Node.adventure_id == adventure.id, Node.parent_id.in_(parents)
+        select(
+            *_CHILD,
+            Node.line_end,
+            _PARENT.active_child_id.label("active"),
+            exists().where(SavePoint.node_id == Node.id).label("saved"),
         )
+        .join(_PARENT, _PARENT.id == Node.parent_id)
+        .where(Node.adventure_id == adventure.id, Node.parent_id.in_(parents))
     ).all()
-    actives = dict(
-        session.execute(select(Node.id, Node.active_child_id).where(Node.id.in_(parents))).all()
-    )
-    saved = set(
-        session.scalars(
-            select(SavePoint.node_id).where(SavePoint.node_id.in_([r.id for r in rows]))
-        )
-    )
+    actives = {r.parent_id: r.active for r in rows}
+    saved = {r.id for r in rows if r.saved}
     by_parent: dict[int, list[Any]] = {}
     for r in rows:
         by_parent.setdefault(r.parent_id, []).append(r)

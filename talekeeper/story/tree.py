@@ -112,6 +112,7 @@ def append_child(session: Session, adventure: Adventure, parent: Node, turn: New
         proposal=turn.proposal,
         model=turn.model,
         take_of=turn.take_of,
+        line_end=extends_line,  # (an only child ends its line: nothing to write when settled)
     )
     if extends_line and parent.branch_name:
         node.branch_name, parent.branch_name = parent.branch_name, None
