@@ -42,7 +42,6 @@ NOT_YET = {
     "service/corrections.py:turn_proposal",
     "service/hand.py:write_turn",
     "service/hand.py:suggest",
-    "service/hand.py:recent_calls",
     "service/plot.py:cards_of",
     "service/plot.py:add_card_to",
     "service/plot.py:replace_card_in",

@@ -24,6 +24,7 @@ from talekeeper.errors import Invalid
 from talekeeper.service import guards
 from talekeeper.service.context import Call, build, prompt_text
 from talekeeper.service.roles import Role
+from talekeeper.service.views.context import HandCall
 from talekeeper.state import visible_prefix
 from talekeeper.store.models import Setting
 from talekeeper.story.actions import DRAFTED
@@ -186,7 +187,7 @@ async def suggest(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
     return {"suggestions": found, "note": note}
 
 
-def recent_calls(tk: Talekeeper, adventure_id: int) -> list[dict[str, Any]]:
+def recent_calls(tk: Talekeeper, adventure_id: int) -> list[HandCall]:
     """The latest hand calls with their prompt and answer, newest first (Insights)."""
     with tk.db.session() as session:
         row = session.get(Setting, hand_key(adventure_id))
@@ -194,12 +195,12 @@ def recent_calls(tk: Talekeeper, adventure_id: int) -> list[dict[str, Any]]:
         wanted = {c[k] for c in calls for k in ("h", "a") if c.get(k)}
         texts = insights.texts_for(session, adventure_id, wanted)
     return [
-        {
-            "role": "Write my turn" if c.get("role") == "player" else "Suggest",
-            "at": c.get("at"),
-            "prompt": texts.get(c.get("h"), ""),
-            "answer": texts.get(c.get("a"), ""),
-            "note": c.get("note"),
-        }
+        HandCall(
+            role="Write my turn" if c.get("role") == "player" else "Suggest",
+            at=c.get("at"),
+            prompt=texts.get(c.get("h"), ""),
+            answer=texts.get(c.get("a"), ""),
+            note=c.get("note"),
+        )
         for c in reversed(calls)
     ]

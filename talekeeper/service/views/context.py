@@ -152,6 +152,16 @@ class StoryCardView(View, StoryCard):
     rules_in_words: list[str] = Field(description="The card's rules as sentences.")
 
 
+class HandCall(View):
+    """A recent "Write my turn" or "Suggest" call, as Insights shows it."""
+
+    role: str = Field(description="“Write my turn” or “Suggest”.")
+    at: str | None = Field(description="When it was made (ISO 8601).")
+    prompt: str = Field(description="What the model was sent.")
+    answer: str = Field(description="What it answered.")
+    note: str | None = Field(description="What became of the answer, where something did.")
+
+
 class Memory(View):
     """One memory: a summary of a stretch of turns, retrieved when it matters."""
 
