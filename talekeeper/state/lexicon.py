@@ -80,6 +80,8 @@ rope"): a voice or a laugh may carry from afar, a face may be a memory, boots ma
 without their owner, but hands are where their owner is."""
 PASS_OUT = frozenset({("pass", "out"), ("black", "out"), ("keel", "over")})
 """Verb and particle that knock someone out ("passes out on the quay")."""
+BACK_PREPS = frozenset({"at", "in", "on", "to", "inside", "aboard"})
+"""After "is back": where someone has returned to ("you're back on the quay")."""
 STATE_WORDS = {
     "dead": "dead",
     "asleep": "asleep",

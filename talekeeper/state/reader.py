@@ -1165,6 +1165,14 @@ class _Reader:
             add(kind, object=target)
             add("acts", act="move", where=None)
             return
+        # "You're back at the quay", "Tobin is back in his cottage": a return told outright
+        if base == "be" and g.tense == "present" and _word_at(rest, 0) == "back":
+            found = _place_at(rest, 2, self.gaz) if _word_at(rest, 1) in lx.BACK_PREPS else None
+            if found is not None:
+                kind = "arrives" if not player and found[0] == self.here and self.here else "moves"
+                add(kind, object=found[0])
+                add("acts", act="move", where=None)
+                return
         # "Maren is fast asleep", "Brannoc lies dead on the quay": a state said outright
         if (base == "be" or base in lx.POSTURE) and g.tense == "present":
             k = 0

@@ -193,3 +193,43 @@ def test_insights_shows_the_refusal_in_words(
     assert "refused: the narration has Maren speaking" in insights
     assert "never tells that Maren is dead" in insights
     assert "Set a status only when the narration tells it: Maren is still speaking." in insights
+
+
+FEN = {"where": "fenmouth", "origin": "deserter", "player_at": "chapel"}
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("You're back to the quay.", "quay"),  # SmolLM2's words in play, after "go back"
+        ("You are back at the quay.", "quay"),
+        ("You're back on the quay, soaked.", "quay"),
+        ("You are back in the harbour office.", "harbour_office"),
+    ],
+)
+def test_a_return_told_outright_moves_you_not_a_clash(text: str, where: str) -> None:
+    """Told with the player in the chapel: a move, where it used to be a place clash."""
+    clashes, events = read(text, **FEN)
+    assert not clashes, text
+    assert events[0] == {"type": "set_location", "entity": "player", "location": where}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "You're back to square one.",
+        "If you are back at the quay, you rest.",
+        "You are not back at the quay.",
+        "You were back at the quay.",
+        "You'll be back at the quay soon.",
+        "Are you back at the quay?",
+        "You're back at the quay in your mind.",
+    ],
+)
+def test_a_return_not_told_is_silence(text: str) -> None:
+    assert read(text, **FEN) == (set(), [])
+
+
+def test_someone_else_back_here_arrives() -> None:
+    _, events = read("Oda is back at the chapel.", **FEN)
+    assert events[0] == {"type": "set_location", "entity": "oda_fenn", "location": "chapel"}
