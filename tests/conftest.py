@@ -146,3 +146,14 @@ def served_by_cli(monkeypatch: pytest.MonkeyPatch) -> dict:
     monkeypatch.setattr(terminal, "ready_lines", ready_lines)
     monkeypatch.setattr(terminal, "warm_up", lambda tk: None)
     return served
+
+
+@pytest.fixture(autouse=True)
+def sse_streams_open() -> Iterator[None]:
+    """sse-starlette ends every event stream of the process for good once any uvicorn server
+    in it is told to stop (it patches Server.handle_exit to set a process-wide flag): a test
+    that stops a server must not leave every later test's turns streaming nothing."""
+    from sse_starlette.sse import AppStatus
+
+    yield
+    AppStatus.should_exit = False
