@@ -545,6 +545,12 @@ class VisibleStream:
         start = text.line_start(cut)
         if self._judge("last", start, cut):
             cut = start
+            # The line held may yet be the reminder echoed: a bare fence or a label line
+            # just before it goes with it ("State:" then "After the story, …").
+            body = text.ink_before(cut)
+            start = text.line_start(body)
+            if self._judge("fence", start, body) or self._judge("label", start, body):
+                cut = start
         return cut
 
     def _judge(self, kind: str, a: int, b: int) -> bool:

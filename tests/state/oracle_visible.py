@@ -473,6 +473,12 @@ def visible_prefix(streaming_text: str) -> str:
         or any(r.startswith(_norm_line(last)) for r in _REMINDER_LINES)
     ):
         shown = shown[:start]  # the unfinished last line may still become a label or an echo
+        body = shown.rstrip()  # …and a bare fence or a label line before it goes with it
+        start = body.rfind("\n") + 1
+        if (_FENCE_ONLY.match(body[start:]) and _fences(body) % 2) or _LABEL_LINE.match(
+            body[start:]
+        ):
+            shown = shown[:start]
     return shown
 
 

@@ -124,3 +124,15 @@ def test_the_finished_reply_is_read_as_before(reply) -> None:
     from talekeeper.state import extract_reply
 
     assert extract_reply(reply) == oracle_visible.extract_reply(reply)
+
+
+def test_a_label_or_bare_fence_before_an_echoed_reminder_is_never_shown_then_taken_back() -> None:
+    reminder = emit_instructions().strip().splitlines()[0]
+    for opening in ("State:\n", "```\n"):
+        reply = opening + reminder
+        shown = ""
+        for i in range(len(reply) + 1):
+            now = visible_prefix(reply[:i])
+            assert now.startswith(shown), (reply[:i], shown, now)
+            shown = now
+        assert shown == ""
