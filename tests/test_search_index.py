@@ -152,3 +152,41 @@ def test_no_index_reads_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert search_story(tk, aid, "quayside") == reference(tk, aid, "quayside")
     assert len(search_story(tk, aid, "quayside").matches) == 2
     tk.db.dispose()
+
+
+def test_a_database_that_lost_the_index_triggers_gets_them_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 0012 rebuilt `nodes` on SQLite and dropped the triggers that keep the
+    index true; 0013 makes them again and has every row entered afresh, so a text changed
+    meanwhile is found by its new words, not its old ones."""
+    import sqlite3
+
+    from talekeeper.store import db as store_db
+
+    monkeypatch.delenv(store_db.DATABASE_URL_ENV, raising=False)
+    tk = Talekeeper(tmp_path / "home")
+    aid = build(tk, ["quayside nets"], [])
+    assert len(search_story(tk, aid, "quayside").matches) == 1  # entered
+    path = tk.db.url.database
+    tk.db.dispose()
+    with sqlite3.connect(path) as db:
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'node_words'").fetchall():
+            pytest.skip("this SQLite has no trigram tokenizer: no index, nothing to keep")
+        triggers = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
+        assert {"node_words_gone", "node_words_changed"} <= triggers  # a new database has them
+        for name in triggers:
+            db.execute(f"DROP TRIGGER {name}")
+        db.execute(
+            "UPDATE nodes SET narration = 'harbour lamps' WHERE narration LIKE 'quayside nets%'"
+        )
+        db.execute("UPDATE alembic_version SET version_num = '0012'")
+    tk = Talekeeper(tmp_path / "home")  # upgraded at start
+    assert search_story(tk, aid, "quayside").matches == []
+    assert len(search_story(tk, aid, "harbour").matches) == 1
+    with tk.db.session() as session:
+        adventure = session.get(Adventure, aid)
+        tree.head(session, adventure).narration = "quayside again"
+    assert search_story(tk, aid, "harbour").matches == []  # the trigger took the old words out
+    assert len(search_story(tk, aid, "quayside").matches) == 1
+    tk.db.dispose()

@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session, defer, object_session
+from sqlalchemy.orm.util import identity_key
 
 from talekeeper.errors import Conflict
 from talekeeper.store.models import Adventure, Node, utcnow
@@ -163,6 +164,20 @@ def set_active(session: Session, adventure: Adventure, parent: Node, child: Node
     line_ends.touch(session, adventure.id, parent.id)
 
 
+def _parent_and_children(session: Session, node_id: int | None) -> Any:
+    """The turn the head leaves: as loaded where it is, else two columns, never the whole
+    row (its state snapshot is large, and a turn reads one snapshot only)."""
+    if node_id is None:
+        return None
+    loaded = session.identity_map.get(identity_key(Node, node_id))
+    if loaded is not None:
+        return loaded
+    with session.no_autoflush:
+        return session.execute(
+            select(Node.parent_id, Node.child_count).where(Node.id == node_id)
+        ).first()
+
+
 def move_head(adventure: Adventure, node: Node) -> None:
     """Point the adventure at `node`: one row written; what is read next is read there.
     An adventure updated from its scenario takes the canon in force there along
@@ -170,7 +185,7 @@ def move_head(adventure: Adventure, node: Node) -> None:
     so where the head leaves or reaches a leaf, its parent's line ends are settled."""
     session = object_session(node)
     if session is not None:
-        left = session.get(Node, adventure.head_node_id) if adventure.head_node_id else None
+        left = _parent_and_children(session, adventure.head_node_id)
         line_ends.touch(
             session,
             adventure.id,
