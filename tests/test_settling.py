@@ -311,6 +311,10 @@ def test_another_process_waits_for_a_state_pass_and_refuses_a_streaming_turn(
     assert not took.wait(0.5)  # waiting, not refused
     with first.db.session() as session:  # settled: the mark cleared, then the lock let go
         session.get(Adventure, aid).pending_turn_id = None
+    # Between the two, the step still holds the lock: a writer looking now is told to wait,
+    # not refused (the waiting thread hit this moment in CI and gave up).
+    with pytest.raises(StillSettling):
+        second.locks.acquire(aid)
     first.locks.release(aid)
     assert took.wait(waiting.bound(10))
     waiter.join(waiting.bound(10))

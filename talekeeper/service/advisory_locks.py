@@ -9,30 +9,43 @@ work commits as before. If the process dies, PostgreSQL ends its session and the
 with it, so a crash never leaves an adventure locked.
 
 When another process holds the lock, whether it is a turn's background step (worth
-waiting for, locks.StillSettling) or any other writer (AdventureBusy) is read from the
-adventure's `pending_turn_id`, which that step's turn set when it was written.
+waiting for, locks.StillSettling) or any other writer (AdventureBusy) is read from a
+second key, the settling key, which the holder takes when it lends the lock to that step
+and gives back only after the lock itself, so it is held whenever a settling step holds
+the lock; and from the adventure's `pending_turn_id`. The adventure's mark alone is not
+enough: the step clears it in its last commit, a moment before it lets go of the lock,
+and a writer looking in that moment would be refused instead of going ahead.
 """
 
 from __future__ import annotations
+
+import logging
 
 from sqlalchemy import Connection, Engine, text
 
 from talekeeper.service.locks import AdventureBusy, AdventureLocks, StillSettling
 from talekeeper.store.db import Database
 
+log = logging.getLogger(__name__)
+
 # The first half of every key: keeps talekeeper's locks apart from any other advisory
 # locks an application sharing the server might take ("tk").
 NAMESPACE = 0x746B
+SETTLING = 0x746C  # the settling key's first half: held while a turn's step holds the lock
 
 _INT4 = (-(2**31), 2**31 - 1)  # PostgreSQL's integer: adventure ids and lock keys
 _TRY = text("SELECT pg_try_advisory_lock(CAST(:ns AS integer), CAST(:id AS integer))")
 _UNLOCK = text("SELECT pg_advisory_unlock(CAST(:ns AS integer), CAST(:id AS integer))")
-_HELD = text(
-    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
-    "AND classid::bigint = :ns AND objid::bigint = :id AND objsubid = 2 "
+_HELD_WHERE = (
+    "EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+    "AND classid::bigint = {ns} AND objid::bigint = :id AND objsubid = 2 "
     "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))"
 )
-_PENDING = text("SELECT pending_turn_id IS NOT NULL FROM adventures WHERE id = :id")
+_HELD = text("SELECT " + _HELD_WHERE.format(ns=":ns"))
+_SETTLING = text(
+    "SELECT " + _HELD_WHERE.format(ns=":settling")
+    + " OR EXISTS (SELECT 1 FROM adventures WHERE id = :id AND pending_turn_id IS NOT NULL)"
+)
 
 
 class AdvisoryLocks(AdventureLocks):
@@ -44,6 +57,7 @@ class AdvisoryLocks(AdventureLocks):
         super().__init__()
         self._engine = engine  # autocommit: holding a lock opens no transaction
         self._connections: dict[int, Connection] = {}
+        self._lent: set[int] = set()  # adventures whose connection holds the settling key
 
     def acquire(self, adventure_id: int) -> None:
         super().acquire(adventure_id)
@@ -52,16 +66,20 @@ class AdvisoryLocks(AdventureLocks):
         try:
             connection = self._engine.connect()
             try:
-                got = connection.execute(_TRY, {"ns": NAMESPACE, "id": adventure_id}).scalar()
+                got = self._try(connection, adventure_id)
+                if not got:
+                    settling = connection.execute(
+                        _SETTLING, {"settling": SETTLING, "id": adventure_id}
+                    ).scalar()
+                    # Not settling now: either another writer holds the lock, or a step let
+                    # go of it since the first try (the settling key goes last). Try again.
+                    got = not settling and self._try(connection, adventure_id)
             except BaseException:
                 connection.invalidate()
                 connection.close()
                 raise
             if not got:
-                try:
-                    settling = connection.execute(_PENDING, {"id": adventure_id}).scalar()
-                finally:
-                    connection.close()
+                connection.close()
                 raise StillSettling(adventure_id) if settling else AdventureBusy(adventure_id)
         except BaseException:
             super().release(adventure_id)
@@ -69,12 +87,36 @@ class AdvisoryLocks(AdventureLocks):
         with self._guard:
             self._connections[adventure_id] = connection
 
+    @staticmethod
+    def _try(connection: Connection, adventure_id: int) -> bool:
+        return bool(connection.execute(_TRY, {"ns": NAMESPACE, "id": adventure_id}).scalar())
+
+    def lend_to_settle(self, adventure_id: int) -> None:
+        super().lend_to_settle(adventure_id)
+        with self._guard:
+            connection = self._connections.get(adventure_id)
+        if connection is None:
+            return
+        try:  # only the lock's holder takes it, so the try fails only in the moment a
+            # previous holder is letting go of both; then the adventure's mark still says
+            took = bool(connection.execute(_TRY, {"ns": SETTLING, "id": adventure_id}).scalar())
+        except Exception:  # the lock is lent all the same; release drops the connection
+            log.warning("adventure %s: could not take the settling key", adventure_id)
+            return
+        if took:
+            with self._guard:
+                self._lent.add(adventure_id)
+
     def release(self, adventure_id: int) -> None:
         with self._guard:
             connection = self._connections.pop(adventure_id, None)
+            lent = adventure_id in self._lent
+            self._lent.discard(adventure_id)
         if connection is not None:
             try:
                 connection.execute(_UNLOCK, {"ns": NAMESPACE, "id": adventure_id})
+                if lent:  # after the lock itself, so a writer never sees it held unlent
+                    connection.execute(_UNLOCK, {"ns": SETTLING, "id": adventure_id})
             except Exception:
                 # Could not say so: drop the connection instead, which ends its database
                 # session and so releases the lock all the same.
