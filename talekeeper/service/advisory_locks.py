@@ -43,7 +43,8 @@ _HELD_WHERE = (
 )
 _HELD = text("SELECT " + _HELD_WHERE.format(ns=":ns"))
 _SETTLING = text(
-    "SELECT " + _HELD_WHERE.format(ns=":settling")
+    "SELECT "
+    + _HELD_WHERE.format(ns=":settling")
     + " OR EXISTS (SELECT 1 FROM adventures WHERE id = :id AND pending_turn_id IS NOT NULL)"
 )
 
