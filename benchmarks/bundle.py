@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.interop import bundles
 from talekeeper.service import adventures, unit_of_work
 from talekeeper.service import state_engine as world  # noqa: E402
+from talekeeper.service.app import Talekeeper  # noqa: E402
 from talekeeper.state import load_rules, normalise  # noqa: E402
 from talekeeper.story import savepoints, tree  # noqa: E402
 

@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.interop import bundles  # noqa: E402
 from talekeeper.interop.containers import Refused  # noqa: E402
 from talekeeper.interop.detect import convert  # noqa: E402
+from talekeeper.service.app import Talekeeper  # noqa: E402
 from tests.test_interop_cards import make_png, v2_card  # noqa: E402
 
 MB = 1024 * 1024

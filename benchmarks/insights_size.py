@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.llm.scripted import ScriptedProvider  # noqa: E402
 from talekeeper.memory.worker import worker_for  # noqa: E402
 from talekeeper.service import adventures  # noqa: E402
+from talekeeper.service.app import Talekeeper  # noqa: E402
 from talekeeper.service.settings import SettingsUpdate, update_settings  # noqa: E402
 from talekeeper.service.turns import collect_turn  # noqa: E402
 from talekeeper.store.models import ContextText, Node, TurnInsight  # noqa: E402

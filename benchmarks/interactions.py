@@ -56,7 +56,6 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.turn_overhead import NARRATION, FakeModel, Served, bank_rows  # noqa: E402
-from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.memory.worker import worker_for  # noqa: E402
 from talekeeper.service import (
     adventures,  # noqa: E402
@@ -64,6 +63,7 @@ from talekeeper.service import (
 )
 from talekeeper.service import state_engine as world  # noqa: E402
 from talekeeper.service.adventures import FIRST_PAINT  # noqa: E402
+from talekeeper.service.app import Talekeeper  # noqa: E402
 from talekeeper.state import load_rules, normalise  # noqa: E402
 from talekeeper.store.models import utcnow  # noqa: E402
 from talekeeper.story import savepoints, tree  # noqa: E402

@@ -55,8 +55,8 @@ from typing import NamedTuple
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from talekeeper.context import insights  # noqa: E402
-from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.service import adventures, state_engine, unit_of_work  # noqa: E402
+from talekeeper.service.app import Talekeeper  # noqa: E402
 from talekeeper.service.settings import SettingsUpdate, update_settings  # noqa: E402
 from talekeeper.service.turns import play_turn  # noqa: E402
 from talekeeper.state import Document  # noqa: E402

@@ -45,10 +45,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from talekeeper.context.settings import update_context_settings  # noqa: E402
-from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.llm.base import GenerationRequest, Message  # noqa: E402
 from talekeeper.memory.worker import worker_for  # noqa: E402
 from talekeeper.service import adventures  # noqa: E402
+from talekeeper.service.app import Talekeeper  # noqa: E402
 from talekeeper.service.settings import SettingsUpdate, update_settings  # noqa: E402
 from talekeeper.service.turns import build_context, play_turn  # noqa: E402
 from talekeeper.story import tree  # noqa: E402

@@ -38,10 +38,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from talekeeper.context.settings import update_context_settings  # noqa: E402
-from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.llm.openai import OpenAIProvider  # noqa: E402
 from talekeeper.service import adventures  # noqa: E402
 from talekeeper.service import settings as settings_service  # noqa: E402
+from talekeeper.service.app import Talekeeper  # noqa: E402
 from talekeeper.service.insights import of_next  # noqa: E402
 from talekeeper.service.turns import play_turn  # noqa: E402
 from tests.llm.fakeserver import FakeOpenAIServer, RecordedRequest  # noqa: E402

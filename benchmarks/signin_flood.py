@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from talekeeper import accounts  # noqa: E402
-from talekeeper.core import Talekeeper  # noqa: E402
+from talekeeper.service.app import Talekeeper  # noqa: E402
 from tests.reliability.crash import free_port  # noqa: E402
 
 PASSWORD = "correct horse battery staple"

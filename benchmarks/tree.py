@@ -39,9 +39,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.llm.scripted import ScriptedProvider  # noqa: E402
 from talekeeper.service import adventures, tree_ops, unit_of_work  # noqa: E402
+from talekeeper.service.app import Talekeeper  # noqa: E402
 from talekeeper.service.turns import collect_turn  # noqa: E402
 from talekeeper.store.models import Node  # noqa: E402
 from talekeeper.story import branches, savepoints, tree  # noqa: E402

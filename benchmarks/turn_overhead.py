@@ -53,12 +53,12 @@ from sqlalchemy.orm import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from talekeeper.core import Talekeeper  # noqa: E402
 from talekeeper.memory.worker import MemoryWorker, worker_for  # noqa: E402
 from talekeeper.service import (
     adventures,  # noqa: E402
     unit_of_work,
 )
+from talekeeper.service.app import Talekeeper  # noqa: E402
 from talekeeper.store.models import Memory, StorySummary, utcnow  # noqa: E402
 from talekeeper.story import tree  # noqa: E402
 

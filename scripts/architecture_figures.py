@@ -237,9 +237,9 @@ def turn_figures() -> None:
 
     from talekeeper import accounts
     from talekeeper.context.settings import update_context_settings
-    from talekeeper.core import Talekeeper
     from talekeeper.llm.scripted import ScriptedProvider
     from talekeeper.service import adventures
+    from talekeeper.service.app import Talekeeper
     from talekeeper.service.turn_events import Done, Settled
     from talekeeper.service.turns import play_turn
     from talekeeper.store import owner

@@ -24,11 +24,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from talekeeper.core import Talekeeper
 from talekeeper.interop import bundles
 from talekeeper.interop.starter import STARTER
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import adventures, tree_ops
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import play_turn
 
 TITLE = "The Lantern of Greywater — a story to continue"

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from playwright.sync_api import expect, sync_playwright
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service.app import Talekeeper
 from talekeeper.web.app import create_app
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, live_server
 from tests.test_interop_cards import make_png, v2_card

@@ -57,7 +57,7 @@ def _open(
     database_url: str | None = None,
     accounts: bool | None = None,
 ):
-    from talekeeper.core import Talekeeper
+    from talekeeper.service.app import Talekeeper
     from talekeeper.store.db import UnsupportedDatabase
 
     overrides: dict[str, Any] = {"endpoint": endpoint, "model": model, "provider": provider}

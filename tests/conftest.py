@@ -20,8 +20,8 @@ from hypothesis import core as hypothesis_core
 from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service.app import Talekeeper
 from talekeeper.store.db import DATABASE_URL_ENV
 from talekeeper.web.app import create_app
 from tests import pg

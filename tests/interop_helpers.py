@@ -13,11 +13,11 @@ from typing import Any
 from sqlalchemy import func, select
 
 from talekeeper.context.insights import text_digest
-from talekeeper.core import Talekeeper
 from talekeeper.interop import bundles
 from talekeeper.memory import bank
 from talekeeper.service import adventures
 from talekeeper.service import state_engine as world
+from talekeeper.service.app import Talekeeper
 from talekeeper.state import load_rules, normalise
 from talekeeper.store.models import (
     Adventure,

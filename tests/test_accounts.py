@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 
 from talekeeper import accounts
 from talekeeper.cli import app as cli
-from talekeeper.core import Talekeeper
 from talekeeper.errors import Conflict
 from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service.app import Talekeeper
 from talekeeper.store.models import Invitation, User, UserSession
 from talekeeper.web.accounts import _local_target
 from talekeeper.web.app import create_app

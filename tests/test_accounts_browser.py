@@ -12,8 +12,8 @@ from argon2 import PasswordHasher
 from playwright.sync_api import expect
 
 from talekeeper import accounts
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service.app import Talekeeper
 from talekeeper.web.app import create_app
 from tests.browser import browser_page, live_server, needs_chromium
 

@@ -21,11 +21,11 @@ from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
 
 from talekeeper import accounts
-from talekeeper.core import Talekeeper
 from talekeeper.errors import NotFound
 from talekeeper.interop import bundles
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import adventures, hosted, scenarios, tree_ops, turns
+from talekeeper.service.app import Talekeeper
 from talekeeper.store import owner
 from talekeeper.store.models import Memory
 from talekeeper.web.app import create_app

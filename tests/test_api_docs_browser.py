@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from playwright.sync_api import Route, expect
 
-from talekeeper.core import Talekeeper
+from talekeeper.service.app import Talekeeper
 from talekeeper.web.app import create_app
 from talekeeper.web.security import CSP
 from tests.browser import browser_page, live_server, needs_chromium

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from talekeeper.core import Talekeeper
 from talekeeper.interop.bundle_format import bundle_schema
 from talekeeper.interop.bundles import BundleInvalid
+from talekeeper.service.app import Talekeeper
 from tests import pg
 from tests.interop_helpers import (
     assert_same_story,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from talekeeper.core import Talekeeper
+from talekeeper.service.app import Talekeeper
 from talekeeper.web.app import create_app
 from tests import pg
 from tests.interop_helpers import export_bytes, import_bytes

@@ -21,12 +21,12 @@ from hypothesis import strategies as st
 
 from talekeeper.context import echo
 from talekeeper.context.settings import update_context_settings
-from talekeeper.core import Talekeeper
 from talekeeper.llm.base import GenerationRequest
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.memory import prompts
 from talekeeper.memory.worker import worker_for
 from talekeeper.service import adventures, state_engine
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.settings import SettingsUpdate, update_settings
 from talekeeper.service.turns import play_turn
 from talekeeper.state.sentences import same_line

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import chips, corrections, state_engine
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.names import Names
 from talekeeper.state import initial_document, load_rules
 from talekeeper.state.events import EVENTS

@@ -11,8 +11,8 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service.app import Talekeeper
 from tests.test_api_turns import sse_events
 from tests.test_worlds import start
 

@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
-from talekeeper.core import Talekeeper
+from talekeeper.service.app import Talekeeper
 from talekeeper.store.db import DATABASE_URL_ENV
 from talekeeper.web.app import create_app
 from tests.conftest import DEMO

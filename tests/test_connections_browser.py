@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from talekeeper.core import Talekeeper
+from talekeeper.service.app import Talekeeper
 from talekeeper.web.app import create_app
 from tests.browser import browser_page, live_server, needs_chromium
 from tests.llm.fakeserver import FakeOpenAIServer, FakeReply

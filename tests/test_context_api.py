@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.memory import bank
 from talekeeper.memory.worker import worker_for
+from talekeeper.service.app import Talekeeper
 from talekeeper.store.models import Adventure, ContextText, Memory, TurnInsight
 
 

@@ -9,9 +9,9 @@ import json
 
 from fastapi.testclient import TestClient
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import tree_ops
+from talekeeper.service.app import Talekeeper
 from tests.test_tree_api import play, story
 
 ABSENT = "Tobin hands you a mug of tea and grins."

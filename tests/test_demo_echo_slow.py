@@ -16,8 +16,8 @@ import pytest
 from playwright.sync_api import expect
 
 from talekeeper.context import insights
-from talekeeper.core import Talekeeper
 from talekeeper.service import adventures
+from talekeeper.service.app import Talekeeper
 from talekeeper.store.models import Memory, Node
 from talekeeper.web.app import create_app
 from tests import waiting

@@ -5,8 +5,8 @@ import asyncio
 
 import pytest
 
-from talekeeper.core import Talekeeper
 from talekeeper.service import adventures, unit_of_work
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import collect_turn, current_state_mode
 
 pytestmark = pytest.mark.embedded

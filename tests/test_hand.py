@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service.app import Talekeeper
 
 
 def test_write_my_turn_drafts_an_action_and_writes_nothing(

@@ -7,9 +7,9 @@ import asyncio
 import itertools
 
 from talekeeper.context.prompt import PROTOCOL
-from talekeeper.core import Talekeeper
 from talekeeper.memory.worker import worker_for
 from talekeeper.service import adventures
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import build_context, collect_turn
 from tests.llm.fakeserver import FakeOpenAIServer
 

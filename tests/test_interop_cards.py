@@ -17,10 +17,10 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from talekeeper.core import Talekeeper
 from talekeeper.interop.containers import Refused
 from talekeeper.interop.detect import convert
 from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.scenarios import check_scenario
 from tests.interop_helpers import row_counts
 

@@ -23,10 +23,10 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from talekeeper.cli import app
-from talekeeper.core import Talekeeper
 from talekeeper.interop import imports
 from talekeeper.interop.imports import own_scenarios
 from talekeeper.service import json_depth
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.json_depth import TooDeep
 from tests import waiting
 from tests.interop_fixtures import BRACKETS, b64, card_v2, files, make_charx, make_png

@@ -20,7 +20,6 @@ ROOT = Path(__file__).parents[1] / "talekeeper"
 LAYERS: list[set[str]] = [
     {"cli"},
     {"web", "terminal"},
-    {"core"},  # the public name of service.app's application object
     # other apps' files and bundles (converters, and the doors that store them); players
     {"interop", "accounts"},
     {"service"},

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from talekeeper.context.settings import ContextSettings, update_context_settings
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.memory import bank, lexical, prompts
 from talekeeper.memory.vectors import VectorIndex, pack, unpack
 from talekeeper.memory.worker import run_post_turn
 from talekeeper.service import adventures
+from talekeeper.service.app import Talekeeper
 from talekeeper.store.models import Adventure, Memory, Node
 from talekeeper.story import tree
 

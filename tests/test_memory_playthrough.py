@@ -15,13 +15,13 @@ import re
 from pathlib import Path
 
 from talekeeper.context.settings import update_context_settings
-from talekeeper.core import Talekeeper
 from talekeeper.llm.base import GenerationRequest
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.memory import bank, prompts
 from talekeeper.memory.panel import panel
 from talekeeper.memory.worker import worker_for
 from talekeeper.service import adventures
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.insights import of_next, of_turn
 from talekeeper.service.settings import SettingsUpdate, update_settings
 from talekeeper.service.turns import collect_turn

@@ -7,11 +7,11 @@ import asyncio
 from pathlib import Path
 
 from talekeeper.context.settings import update_context_settings
-from talekeeper.core import Talekeeper
 from talekeeper.llm.base import GenerationRequest
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.memory.worker import worker_for
 from talekeeper.service import adventures
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.settings import SettingsUpdate, update_settings
 from talekeeper.service.turns import collect_turn
 

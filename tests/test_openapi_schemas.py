@@ -11,7 +11,6 @@ from fastapi.testclient import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from talekeeper.core import Talekeeper
 from talekeeper.service import (
     adventures,
     corrections,
@@ -21,6 +20,7 @@ from talekeeper.service import (
     scenarios,
     settings,
 )
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.views.base import View
 from talekeeper.web.app import create_app
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 from fastapi.testclient import TestClient
 
-from talekeeper.core import Talekeeper
+from talekeeper.service.app import Talekeeper
 from talekeeper.web.app import create_app
 from tests import waiting
 from tests.llm.fakeserver import FakeOpenAIServer, FakeReply

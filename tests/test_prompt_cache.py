@@ -17,7 +17,7 @@ from talekeeper.context.prompt import (
     flat_prompt,
     shared_prefix_share,
 )
-from talekeeper.core import Talekeeper
+from talekeeper.service.app import Talekeeper
 from talekeeper.web.app import create_app
 from tests.llm.fakeserver import FakeOpenAIServer
 

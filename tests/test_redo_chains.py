@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from sqlalchemy import create_engine, event, select
 from sqlalchemy.pool import NullPool
 
-from talekeeper.core import Talekeeper
 from talekeeper.interop import bundles
 from talekeeper.service import adventures
+from talekeeper.service.app import Talekeeper
 from talekeeper.store.db import MIGRATIONS, _migration_pragmas, migrate
 from talekeeper.store.models import Adventure, Node, SavePoint
 from talekeeper.story import branches, chains, savepoints, takes, tree

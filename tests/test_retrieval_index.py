@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import update
 
-from talekeeper.core import Talekeeper
 from talekeeper.memory import bank, lexical, recall
 from talekeeper.service import adventures, unit_of_work
+from talekeeper.service.app import Talekeeper
 from talekeeper.store.models import Memory, Node
 from talekeeper.story import paths, tree
 

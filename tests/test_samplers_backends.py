@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from talekeeper.core import Talekeeper
+from talekeeper.service.app import Talekeeper
 from talekeeper.web.app import create_app
 from tests.conftest import DEMO
 from tests.llm.fakeserver import FakeOpenAIServer, FakeReply, RecordedRequest

@@ -22,9 +22,9 @@ from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
 
 from talekeeper import accounts
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import scenarios
+from talekeeper.service.app import Talekeeper
 from talekeeper.store import owner
 from talekeeper.web.app import create_app
 

@@ -14,9 +14,9 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import adventures, scenario_update, scenarios, state_engine, tree_ops
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import collect_turn
 from talekeeper.store.models import Adventure
 from talekeeper.story import tree

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import adventures, unit_of_work
+from talekeeper.service.app import Talekeeper
 from talekeeper.web.app import create_app
 from tests.browser import browser_page, live_server, needs_chromium
 from tests.test_scenario_update import copy_of, newer, save

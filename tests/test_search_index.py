@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import or_, select
 
-from talekeeper.core import Talekeeper
 from talekeeper.service import adventures, search
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.search import excerpt, search_story
 from talekeeper.service.views.story import SearchMatch, SearchResult
 from talekeeper.store.models import Adventure, Node

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.memory import worker
 from talekeeper.service import memories, tree_ops
+from talekeeper.service.app import Talekeeper
 from talekeeper.store.models import Memory, Node
 from tests.test_terminal_ux import run_play
 from tests.test_tree_api import play, story

@@ -12,9 +12,9 @@ import httpx
 from rich.console import Console
 
 from talekeeper import cli, terminal
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import adventures
+from talekeeper.service.app import Talekeeper
 from talekeeper.terminal import loop
 from talekeeper.web.app import create_app
 from tests.browser import free_port

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from talekeeper.core import Talekeeper
+from talekeeper.service.app import Talekeeper
 
 
 def test_stored_then_environment_then_flag(

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.base import GenerationRequest
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import adventures, settling, tree_ops
 from talekeeper.service import settings as settings_service
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.locks import AdventureBusy, AdventureLocks, StillSettling
 from talekeeper.service.turns import play_turn
 from talekeeper.service.views.story import Story

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from talekeeper.core import Talekeeper
 from talekeeper.interop.starter import STARTER
 from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.chips import turn_chips
 from tests.jargon import jargon_in
 from tests.test_terminal_ux import run_play

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import adventures, corrections
+from talekeeper.service.app import Talekeeper
 from talekeeper.terminal.fix import FixInvalid, events_from_words
 from tests.test_terminal_ux import run_play
 from tests.test_web_pages import block, visible

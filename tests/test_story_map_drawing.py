@@ -7,9 +7,9 @@ import re
 
 from fastapi.testclient import TestClient
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import story_map
+from talekeeper.service.app import Talekeeper
 from tests.test_tree_api import play
 
 

@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import adventures
 from talekeeper.service.adventures import Shown
+from talekeeper.service.app import Talekeeper
 from talekeeper.store.models import Node
 from talekeeper.story import takes, tree
 from talekeeper.web import turns

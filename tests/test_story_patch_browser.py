@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import adventures, unit_of_work
+from talekeeper.service.app import Talekeeper
 from talekeeper.store.models import Node
 from talekeeper.story import tree
 from talekeeper.web.app import create_app

@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service.app import Talekeeper
 from talekeeper.store.models import Node
 from talekeeper.story.takes import Sibling, families
 from tests.test_tree_api import play, story

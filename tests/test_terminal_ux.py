@@ -11,12 +11,12 @@ import threading
 import pytest
 from rich.console import Console
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm import embedded
 from talekeeper.llm.base import GenerationRequest, Message
 from talekeeper.llm.errors import EmbeddedModelError, ServerUnavailable
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import adventures, state_engine, unit_of_work
+from talekeeper.service.app import Talekeeper
 from talekeeper.story import tree
 from talekeeper.terminal import loop as terminal
 

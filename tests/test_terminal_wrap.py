@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import adventures
+from talekeeper.service.app import Talekeeper
 from talekeeper.terminal import loop as terminal
 from talekeeper.terminal.tree import _preview
 from talekeeper.terminal.wrap import StreamWrap

@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import tree_ops
+from talekeeper.service.app import Talekeeper
 from talekeeper.store.models import Node
 from tests.test_api_turns import sse_events
 

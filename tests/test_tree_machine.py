@@ -39,9 +39,9 @@ from hypothesis.stateful import (
 )
 from sqlalchemy import select
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import adventures, tree_ops, unit_of_work
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.service.turn_events import Done
 from talekeeper.service.turns import TurnEvent, collect_turn

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import adventures, tree_ops, unit_of_work
+from talekeeper.service.app import Talekeeper
 from talekeeper.terminal import loop as terminal
 
 

@@ -10,9 +10,9 @@ import asyncio
 from sqlalchemy import event
 
 from talekeeper.context.settings import update_context_settings
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import adventures
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.turn_events import Done
 from talekeeper.service.turns import play_turn
 from talekeeper.store.models import Memory, StorySummary

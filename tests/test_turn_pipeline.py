@@ -13,10 +13,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import event
 
 from talekeeper.context.settings import update_context_settings
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import adventures
 from talekeeper.service import settings as settings_service
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.turn_events import KINDS, Done, Settled
 from talekeeper.service.turns import play_turn
 

@@ -2,8 +2,8 @@
 
 from fastapi.testclient import TestClient
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service.app import Talekeeper
 from talekeeper.web.app import create_app
 
 

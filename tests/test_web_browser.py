@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import pytest
 from playwright.sync_api import Page, expect
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import tree_ops
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.views.story import Story
 from talekeeper.web.app import create_app
 from tests.browser import browser_page, live_server, needs_chromium

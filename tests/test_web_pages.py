@@ -9,9 +9,9 @@ import re
 
 from fastapi.testclient import TestClient
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import scenarios, story_map
+from talekeeper.service.app import Talekeeper
 from tests.conftest import DEMO
 
 HX = {"HX-Request": "true"}

@@ -2,8 +2,8 @@
 
 Like datasette's `Datasette`, the web app and the CLI both build one of these and hand
 it to the services; tests build one on a temporary directory. It lives in the service
-layer (services take it and open their own transactions on its database); the public
-import is `talekeeper.core.Talekeeper`.
+layer (services take it and open their own transactions on its database), so nothing in
+`service/` imports upwards; everything imports it from here, by one path.
 """
 
 from __future__ import annotations

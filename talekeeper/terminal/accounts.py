@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from talekeeper import accounts
-from talekeeper.core import Talekeeper
 from talekeeper.errors import TalekeeperError
+from talekeeper.service.app import Talekeeper
 
 console = Console(highlight=False)
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
-from talekeeper.core import Talekeeper
 from talekeeper.interop import bundles
 from talekeeper.service import adventures
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.unit_of_work import AdventureNotFound
 
 console = Console(highlight=False)

@@ -16,8 +16,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from talekeeper import accounts
-from talekeeper.core import Talekeeper
 from talekeeper.errors import Forbidden, TalekeeperError
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.views.accounts import (
     AccountView,
     InvitationView,

@@ -9,8 +9,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from talekeeper.core import Talekeeper
 from talekeeper.service import adventures, tree_ops
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.plot import Persona
 from talekeeper.service.turns import play_turn
 from talekeeper.service.views import story as views

@@ -26,10 +26,10 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from talekeeper.context.settings import ContextSettings
-from talekeeper.core import Talekeeper
 from talekeeper.service import insights, memories, scenario_update
 from talekeeper.service import plot as plot_service
 from talekeeper.service import settings as settings_service
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.views import context as views
 from talekeeper.service.views import state as state_views
 from talekeeper.story.actions import ActionKind, RetoldKind

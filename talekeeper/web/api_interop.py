@@ -26,9 +26,9 @@ from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from talekeeper.core import Talekeeper
 from talekeeper.interop import bundles, imports, starter
 from talekeeper.interop.bundle_format import MEDIA_TYPE, bundle_schema
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.views.scenarios import CharacterCard, ImportPreview, ScenarioSaved
 from talekeeper.service.views.state import JsonSchemaDocument
 from talekeeper.service.views.story import AdventureImported

@@ -24,8 +24,8 @@ from fastapi import APIRouter, Body, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 
-from talekeeper.core import Talekeeper
 from talekeeper.service import scenarios
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.views import scenarios as views
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS

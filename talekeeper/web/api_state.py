@@ -8,9 +8,9 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from talekeeper.core import Talekeeper
 from talekeeper.errors import NotFound
 from talekeeper.service import adventures, corrections
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.views import state as views
 from talekeeper.state import document_schema, proposal_schema, rules_schema
 from talekeeper.state.schema import canon_log_schema, origin_schema, scenario_schema

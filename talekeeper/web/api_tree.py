@@ -11,8 +11,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from talekeeper.core import Talekeeper
 from talekeeper.service import tree_ops
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.views import story as views
 from talekeeper.story import branches, savepoints
 from talekeeper.story.actions import RetoldKind

@@ -35,8 +35,8 @@ from starlette.responses import JSONResponse, RedirectResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from talekeeper import accounts
-from talekeeper.core import Talekeeper
 from talekeeper.errors import TalekeeperError
+from talekeeper.service.app import Talekeeper
 from talekeeper.store import owner
 from talekeeper.web.errors import error_body, refused
 

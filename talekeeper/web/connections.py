@@ -14,12 +14,12 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
 
-from talekeeper.core import Talekeeper
 from talekeeper.errors import TalekeeperError
 from talekeeper.llm import services
 from talekeeper.llm.errors import LLMError
 from talekeeper.service import hosted, profiles
 from talekeeper.service import samplers as sampler_choice
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.views import settings as views
 from talekeeper.web import flash
 from talekeeper.web.deps import get_tk

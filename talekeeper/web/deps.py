@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from talekeeper.core import Talekeeper
+from talekeeper.service.app import Talekeeper
 
 
 def get_tk(request: Request) -> Talekeeper:

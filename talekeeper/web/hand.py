@@ -11,8 +11,8 @@ from typing import Any
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from talekeeper.core import Talekeeper
 from talekeeper.service import hand
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.views.base import View
 from talekeeper.story.actions import ActionKind, DraftedKind
 from talekeeper.web.deps import get_tk

@@ -11,11 +11,11 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
-from talekeeper.core import Talekeeper
 from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.service import adventures, corrections, scenarios, tree_ops
 from talekeeper.service import plot as plot_service
 from talekeeper.service.adventures import Shown
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import warm_next_turn
 from talekeeper.service.views.scenarios import ScenarioListed
 from talekeeper.state.creation import CreationError

@@ -14,10 +14,10 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
-from talekeeper.core import Talekeeper
 from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.service import adventures, corrections, hand, insights, memories, scenario_update
 from talekeeper.service import plot as plot_service
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.unit_of_work import AdventureNotFound
 from talekeeper.service.views.state import AuditEntry
 from talekeeper.story.actions import ActionKind, RetoldKind

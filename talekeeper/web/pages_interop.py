@@ -10,11 +10,11 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from talekeeper.core import Talekeeper
 from talekeeper.errors import TalekeeperError
 from talekeeper.interop import bundles, imports, starter
 from talekeeper.interop.bundle_format import MEDIA_TYPE
 from talekeeper.service import json_depth
+from talekeeper.service.app import Talekeeper
 from talekeeper.web import flash, pages
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render

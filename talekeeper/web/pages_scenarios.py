@@ -22,8 +22,8 @@ from pydantic import ValidationError
 
 from talekeeper.context.cardspec import StoryCard, rules_in_words
 from talekeeper.context.triggers import MAX_CARDS
-from talekeeper.core import Talekeeper
 from talekeeper.service import json_depth, scenarios
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.views.scenarios import ScenarioListed
 from talekeeper.web import flash
 from talekeeper.web.card_form import card_from_form

@@ -14,7 +14,6 @@ from pydantic import BaseModel, ValidationError
 
 from talekeeper.context.generation import GenerationSettings
 from talekeeper.context.settings import ContextSettings
-from talekeeper.core import Talekeeper
 from talekeeper.errors import TalekeeperError
 from talekeeper.llm import services
 from talekeeper.llm.errors import EndpointRefused, LLMError
@@ -22,6 +21,7 @@ from talekeeper.llm.settings import ModelSettings
 from talekeeper.service import hosted, profiles
 from talekeeper.service import samplers as samplers_service
 from talekeeper.service import settings as settings_service
+from talekeeper.service.app import Talekeeper
 from talekeeper.store import owner
 from talekeeper.web import connections, flash
 from talekeeper.web.deps import get_tk

@@ -16,9 +16,9 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
-from talekeeper.core import Talekeeper
 from talekeeper.errors import Conflict
 from talekeeper.service import corrections, json_depth
+from talekeeper.service.app import Talekeeper
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render
 

@@ -14,9 +14,9 @@ from typing import Any
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse
 
-from talekeeper.core import Talekeeper
 from talekeeper.service import adventures, story_map, tree_ops, unit_of_work
 from talekeeper.service.adventures import PageAnswer, Shown
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.story.tree import TreeError
 from talekeeper.web import turns

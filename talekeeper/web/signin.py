@@ -47,8 +47,8 @@ from typing import Any, TypeVar
 
 from starlette.requests import Request
 
-from talekeeper.core import Talekeeper
 from talekeeper.errors import TooMany, Unavailable
+from talekeeper.service.app import Talekeeper
 
 T = TypeVar("T")
 

@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 import pytest
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service.app import Talekeeper
 from talekeeper.web.app import create_app
 from tests import waiting
 from tests.browser import live_server

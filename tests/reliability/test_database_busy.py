@@ -19,8 +19,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.exc import OperationalError
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service.app import Talekeeper
 from talekeeper.store import db
 from talekeeper.store.db import DatabaseBusy, WriteConflict, database_refusal
 from talekeeper.web.app import create_app

@@ -30,9 +30,9 @@ from hypothesis import strategies as st
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.memory.worker import MemoryWorker
+from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import INTERNAL_ERROR
 from talekeeper.state import FENCE_INFO, RulesError, extract_reply, load_rules
 from talekeeper.web.app import create_app

@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from talekeeper.core import Talekeeper
+from talekeeper.service.app import Talekeeper
 from talekeeper.web.app import create_app
 from talekeeper.web.security import SECURITY_HEADERS, BodyLimits, LocalOnlyMiddleware
 from tests import waiting

@@ -17,9 +17,9 @@ import pytest
 from argon2 import PasswordHasher
 
 from talekeeper import accounts
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.memory.worker import MemoryWorker
+from talekeeper.service.app import Talekeeper
 from talekeeper.web import signin
 from talekeeper.web.app import create_app
 from tests.conftest import DEMO

@@ -13,7 +13,7 @@ from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
 
 from talekeeper import accounts
-from talekeeper.core import Talekeeper
+from talekeeper.service.app import Talekeeper
 from talekeeper.web.app import create_app
 
 HUGE = "9" * 5000

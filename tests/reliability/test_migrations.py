@@ -20,8 +20,8 @@ from alembic.script import ScriptDirectory
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service.app import Talekeeper
 from talekeeper.store import db as store_db
 from talekeeper.store.db import Database, MigrationFailed, migrate
 from talekeeper.store.models import Adventure

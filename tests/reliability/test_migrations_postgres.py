@@ -20,8 +20,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.pool import NullPool
 
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
+from talekeeper.service.app import Talekeeper
 from talekeeper.store import db as store_db
 from talekeeper.store import text_index
 from talekeeper.store.db import Database, MigrationFailed, migrate

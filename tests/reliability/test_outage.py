@@ -22,9 +22,9 @@ from sqlalchemy import create_engine
 from sqlalchemy.orm import sessionmaker
 
 from talekeeper import accounts
-from talekeeper.core import Talekeeper
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.memory.worker import MemoryWorker
+from talekeeper.service.app import Talekeeper
 from talekeeper.store.db import DatabaseUnavailable
 from talekeeper.web.app import create_app
 from tests.conftest import DEMO
