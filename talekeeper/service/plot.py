@@ -21,7 +21,7 @@ from talekeeper.context.triggers import MAX_CARDS
 from talekeeper.errors import Invalid, NotFound
 from talekeeper.memory import bank
 from talekeeper.service.unit_of_work import reading, writing
-from talekeeper.service.views.context import Plot
+from talekeeper.service.views.context import Plot, StoryCardView
 from talekeeper.store.models import Adventure, Node
 
 if TYPE_CHECKING:
@@ -112,18 +112,20 @@ def update_plot(session: Session, adventure: Adventure, update: PlotUpdate) -> d
     return plot_view(session, adventure)
 
 
-def cards(adventure: Adventure) -> list[dict[str, Any]]:
+def cards(adventure: Adventure) -> list[StoryCardView]:
     return [card_view(i, c) for i, c in enumerate((adventure.plot or {}).get("story_cards") or [])]
 
 
-def card_view(index: int, card: dict[str, Any]) -> dict[str, Any]:
+def card_view(index: int, card: dict[str, Any]) -> StoryCardView:
     model = load_card(card)
-    return {
-        "index": index,
-        **model.view(),
-        "trigger_list": split_keys(model.triggers),
-        "rules_in_words": rules_in_words(model),
-    }
+    return StoryCardView.model_validate(
+        {
+            "index": index,
+            **model.view(),
+            "trigger_list": split_keys(model.triggers),
+            "rules_in_words": rules_in_words(model),
+        }
+    )
 
 
 def _card_list(adventure: Adventure) -> list[dict[str, Any]]:
@@ -145,7 +147,7 @@ def _check(adventure: Adventure, card: StoryCard) -> None:
         raise CardInvalid(errors)
 
 
-def add_card(adventure: Adventure, card: StoryCard) -> dict[str, Any]:
+def add_card(adventure: Adventure, card: StoryCard) -> StoryCardView:
     _check(adventure, card)
     items = _card_list(adventure)
     if len(items) >= MAX_CARDS:
@@ -155,7 +157,7 @@ def add_card(adventure: Adventure, card: StoryCard) -> dict[str, Any]:
     return card_view(len(items) - 1, items[-1])
 
 
-def replace_card(adventure: Adventure, index: int, card: StoryCard) -> dict[str, Any]:
+def replace_card(adventure: Adventure, index: int, card: StoryCard) -> StoryCardView:
     _check(adventure, card)
     items = _card_list(adventure)
     if not 0 <= index < len(items):
@@ -186,19 +188,19 @@ def edit_plot(tk: Talekeeper, adventure_id: int, update: PlotUpdate) -> Plot:
         return Plot.model_validate(update_plot(session, adventure, update))
 
 
-def cards_of(tk: Talekeeper, adventure_id: int) -> list[dict[str, Any]]:
+def cards_of(tk: Talekeeper, adventure_id: int) -> list[StoryCardView]:
     with reading(tk, adventure_id) as (_session, adventure):
         return cards(adventure)
 
 
-def add_card_to(tk: Talekeeper, adventure_id: int, card: StoryCard) -> dict[str, Any]:
+def add_card_to(tk: Talekeeper, adventure_id: int, card: StoryCard) -> StoryCardView:
     with writing(tk, adventure_id) as (_session, adventure):
         return add_card(adventure, card)
 
 
 def replace_card_in(
     tk: Talekeeper, adventure_id: int, index: int, card: StoryCard
-) -> dict[str, Any]:
+) -> StoryCardView:
     with writing(tk, adventure_id) as (_session, adventure):
         return replace_card(adventure, index, card)
 

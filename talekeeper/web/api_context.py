@@ -105,7 +105,7 @@ def post_scenario_update(
 
 
 @router.get("/adventures/{adventure_id}/story-cards", response_model=list[views.StoryCardView])
-def list_cards(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> list[dict[str, Any]]:
+def list_cards(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> list[views.StoryCardView]:
     return plot_service.cards_of(tk, adventure_id)
 
 
@@ -114,14 +114,14 @@ def list_cards(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> list[dict
 )
 def add_card(
     adventure_id: int, body: plot_service.StoryCard, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.StoryCardView:
     return plot_service.add_card_to(tk, adventure_id, body)
 
 
 @router.put("/adventures/{adventure_id}/story-cards/{index}", response_model=views.StoryCardView)
 def replace_card(
     adventure_id: int, index: int, body: plot_service.StoryCard, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.StoryCardView:
     return plot_service.replace_card_in(tk, adventure_id, index, body)
 
 
