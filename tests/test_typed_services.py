@@ -40,8 +40,6 @@ NOT_YET = {
     "service/corrections.py:accept",
     "service/corrections.py:audit",
     "service/corrections.py:turn_proposal",
-    "service/hand.py:write_turn",
-    "service/hand.py:suggest",
     "service/profiles.py:list_profiles",
     "service/profiles.py:read",
     "service/profiles.py:keep",

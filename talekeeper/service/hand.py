@@ -24,7 +24,7 @@ from talekeeper.errors import Invalid
 from talekeeper.service import guards
 from talekeeper.service.context import Call, build, prompt_text
 from talekeeper.service.roles import Role
-from talekeeper.service.views.context import HandCall
+from talekeeper.service.views.context import Draft, HandCall, Suggestions
 from talekeeper.state import visible_prefix
 from talekeeper.store.models import Setting
 from talekeeper.story.actions import DRAFTED
@@ -163,7 +163,7 @@ def _remember(
             row.value = value
 
 
-async def write_turn(tk: Talekeeper, adventure_id: int, kind: str = "do") -> dict[str, Any]:
+async def write_turn(tk: Talekeeper, adventure_id: int, kind: str = "do") -> Draft:
     """A draft of the player's next action, for the box (nothing is sent or written)."""
     if kind not in KINDS:
         raise HandRefused(f"“Write my turn” writes a Do, a Say or a Story line, not {kind!r}.")
@@ -173,10 +173,10 @@ async def write_turn(tk: Talekeeper, adventure_id: int, kind: str = "do") -> dic
     await asyncio.to_thread(_remember, tk, adventure_id, "player", prompt, answer, note)
     if not draft:
         raise HandRefused("The model wrote no usable action this time; try again.")
-    return {"kind": kind, "text": draft, "note": note}
+    return Draft(kind=kind, text=draft, note=note)
 
 
-async def suggest(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+async def suggest(tk: Talekeeper, adventure_id: int) -> Suggestions:
     """Three short things the player could do next (fewer when the model offered fewer)."""
     prompt, answer, removed, text = await _call(tk, adventure_id, SUGGEST_ROLE, SUGGEST_TOKENS)
     found = _suggestions(text)
@@ -184,7 +184,7 @@ async def suggest(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
     await asyncio.to_thread(_remember, tk, adventure_id, "suggest", prompt, answer, note)
     if not found:
         raise HandRefused("The model offered no usable suggestions this time; try again.")
-    return {"suggestions": found, "note": note}
+    return Suggestions(suggestions=found, note=note)
 
 
 def recent_calls(tk: Talekeeper, adventure_id: int) -> list[HandCall]:

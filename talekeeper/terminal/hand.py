@@ -60,16 +60,16 @@ def run(
             kind = arg or "do"
             with console.status("Writing your turn …"):
                 draft = run_async(hand.write_turn(tk, adventure_id, kind))
-            held.draft = (draft["kind"], draft["text"])
+            held.draft = (draft.kind, draft.text)
             console.print(
-                f"[bold]Your turn, drafted[/] ({escape(kind)}): {escape(draft['text'])}",
+                f"[bold]Your turn, drafted[/] ({escape(kind)}): {escape(draft.text)}",
                 highlight=False,
             )
             console.print("[dim]/use sends it; or type your own action.[/]")
         elif name == "/suggest":
             with console.status("Thinking of what you could do …"):
                 found = run_async(hand.suggest(tk, adventure_id))
-            held.suggestions = found["suggestions"]
+            held.suggestions = found.suggestions
             for number, text in enumerate(held.suggestions, 1):
                 console.print(f"  {number}. {escape(text)}", highlight=False)
             console.print("[dim]/use N sends suggestion N; or type your own action.[/]")

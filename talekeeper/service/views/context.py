@@ -1,7 +1,7 @@
 """Views of what the model is sent: Insights, plot components, story cards, memories.
 
 Built by `service/insights.py` (from `context.insights.view` and `Assembly.as_dict`),
-`service/plot.py` and `memory/panel.py`.
+`service/plot.py`, `service/hand.py` and `memory/panel.py`.
 """
 
 from __future__ import annotations
@@ -160,6 +160,21 @@ class HandCall(View):
     prompt: str = Field(description="What the model was sent.")
     answer: str = Field(description="What it answered.")
     note: str | None = Field(description="What became of the answer, where something did.")
+
+
+class Draft(View):
+    """A draft of the player's next action: for the box, never sent by itself."""
+
+    kind: str
+    text: str
+    note: str = Field(description="What the guards took out of the model's answer ('' if none).")
+
+
+class Suggestions(View):
+    """Short things the player could do next (up to three)."""
+
+    suggestions: list[str]
+    note: str = Field(description="What the guards took out of the model's answer ('' if none).")
 
 
 class Memory(View):
