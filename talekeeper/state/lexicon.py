@@ -78,6 +78,20 @@ BODY_PARTS = frozenset("hand hands fingers fist fists knuckles arm arms shoulder
 """What of someone acts only where they are ("the keeper's gnarled hands fumble with a
 rope"): a voice or a laugh may carry from afar, a face may be a memory, boots may stand
 without their owner, but hands are where their owner is."""
+GRIP_NOUNS = frozenset("grip hold grasp".split())
+HOLDING_PARTS = frozenset("hand hands fingers fist fists knuckles palm palms".split())
+HOLDING_PREPS = frozenset("on around round".split())
+"""A grip or a hand on an item is someone holding it ("Maren's grip on the key is tight",
+"her fingers tighten around the key"): a possessive, one of these nouns, one of these
+prepositions, the item."""
+GRIP_VERBS = frozenset(
+    "close tighten clench curl wrap clamp lock squeeze fasten whiten grip clutch clasp".split()
+)
+"""What hands do when they close on something ("your fingers close on the key") —
+known here even where `lemma` does not know them, since "close" and "wrap" read as
+verbs everywhere would split clauses at an adjective ("sits by the fire, close to it")."""
+KEEP_GRIP = frozenset("keep have hold tighten maintain take get lose relax shift adjust".split())
+"""Verbs whose object "a/her firm grip on the key" is the subject's own grip."""
 PASS_OUT = frozenset({("pass", "out"), ("black", "out"), ("keel", "over")})
 """Verb and particle that knock someone out ("passes out on the quay")."""
 BACK_PREPS = frozenset({"at", "in", "on", "to", "inside", "aboard"})

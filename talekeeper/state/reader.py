@@ -722,6 +722,8 @@ class _SV:
     group: VerbGroup
     inherited: bool = False
     frame: str = ""
+    held: str | None = None
+    """An item the subject's grip or hand is on ("Maren's grip on the key is tight")."""
 
 
 class _Reader:
@@ -1043,11 +1045,28 @@ class _Reader:
         for j in range(i + 1, min(i + 4, len(toks))):
             if toks[j].kind != "word":
                 return None
-            if toks[j].low in lx.BODY_PARTS:
+            part = toks[j].low
+            holding = part in lx.GRIP_NOUNS or part in lx.HOLDING_PARTS
+            if part in lx.BODY_PARTS or holding:
                 if who is None:
                     return None
-                group = verb_group(toks, j + 1, you=False, plural=toks[j].low.endswith("s"))
-                if group is None or group.lemma in ("be", "have"):
+                plural = part.endswith("s")
+                held = _held_after(toks, j + 1) if holding else None
+                if held is not None:  # "Maren's grip on the key is tight"
+                    group = verb_group(toks, held[1], you=False, plural=plural)
+                    if group is None:
+                        return None
+                    return _SV(who, _skind(tok, who), j, group, held=held[0])
+                group = verb_group(toks, j + 1, you=False, plural=plural)
+                if holding and group is None:
+                    group = _grip_verb(toks, j + 1, plural)
+                if group is None:
+                    return None
+                if holding and (_grip_lemma(group.lemma) or group.lemma == "be"):
+                    held = _held_after(toks, group.end, after_verb=True)
+                    if held is not None:  # "her fingers tighten on the key"
+                        return _SV(who, _skind(tok, who), j, group, held=held[0])
+                if part not in lx.BODY_PARTS or group.lemma in ("be", "have"):
                     return None
                 return _SV(who, _skind(tok, who), j, group)
         return None
@@ -1102,6 +1121,10 @@ class _Reader:
             self.claims.append(
                 Claim(kind, who, mood=mood, verb=g.text, sentence=sentence, **kw)  # type: ignore[arg-type]
             )
+
+        if sv.held is not None:  # "Maren's grip on the key is tight": she holds it
+            add("uses", object=sv.held)
+            return
 
         # "…the cottage, where Tobin lives": a clause about somewhere else
         distant_clause = clause.joiner.lstrip(",") == "where"
@@ -1353,6 +1376,11 @@ class _Reader:
         if (base in lx.USE or base in lx.OFFER or base in lx.GIVE) and item is not None:
             add("uses", object=item)
             return
+        if base in lx.KEEP_GRIP or _grip_lemma(base):
+            gripped = _grip_object(rest)  # "keeps a firm grip on the key"
+            if gripped is not None:
+                add("uses", object=gripped)
+                return
         if with_item is not None:
             add("uses", object=with_item)
 
@@ -1605,6 +1633,82 @@ def _direct_item(rest: list[Tok]) -> str | None:
         gap += 1
         if gap > 2:
             return None
+    return None
+
+
+_GRIP_STATES = frozenset("tight tightly firm firmly white hard fast".split())
+_GRIP_ENDINGS = (
+    ("", "present"),
+    ("s", "present"),
+    ("es", "present"),
+    ("ed", "past"),
+    ("d", "past"),
+)
+
+
+def _grip_form(word: str) -> tuple[str, str, str] | None:
+    """(base, ending, tense) for a form of a verb of closing a hand: close, closes,
+    clenches, closed, wrapped."""
+    for ending, tense in _GRIP_ENDINGS:
+        if not word.endswith(ending):
+            continue
+        base = word[: len(word) - len(ending)]
+        if ending == "ed" and len(base) > 2 and base[-1] == base[-2]:
+            base = base[:-1]  # wrapped, clamped
+        if base in lx.GRIP_VERBS:
+            return base, ending, tense
+    return None
+
+
+def _grip_lemma(base: str) -> bool:
+    """Whether a lemma is a verb of closing a hand ("clenche": an -s form `lemma` guessed)."""
+    return base in lx.GRIP_VERBS or (base.endswith("e") and base[:-1] in lx.GRIP_VERBS)
+
+
+def _held_after(toks: list[Tok], k: int, after_verb: bool = False) -> tuple[str, int] | None:
+    """(item, index after it) for "on the key" at `k` (after a verb also "wrapped tight
+    around the brass key"): what a grip or a hand is on."""
+    for _ in range(2 if after_verb else 0):
+        word = _word_at(toks, k)
+        if word and word not in lx.HOLDING_PREPS and (word in _GRIP_STATES or _grip_form(word)):
+            k += 1
+    if _word_at(toks, k) not in lx.HOLDING_PREPS or k + 1 >= len(toks):
+        return None
+    item = _item(toks[k + 1])
+    return (item, k + 2) if item is not None else None
+
+
+def _grip_verb(toks: list[Tok], j: int, plural: bool) -> VerbGroup | None:
+    """ "fingers close", "her hand closes", "his knuckles whitened": a verb of closing a
+    hand the lexicon's `lemma` does not know, agreeing with its noun."""
+    found = _grip_form(_word_at(toks, j))
+    if found is None:
+        return None
+    base, ending, tense = found
+    if tense == "present" and (ending == "") != plural:
+        return None
+    return VerbGroup(j, j + 1, base, tense, text=toks[j].text)
+
+
+def _grip_object(rest: list[Tok]) -> str | None:
+    """The item of "keeps a firm grip on the key", "closes her hand around the key": a
+    grip or a hand of the subject's own (a, an, her, his, their, your), then on it."""
+    k = 0
+    while _word_at(rest, k) and _adverb(_word_at(rest, k)):
+        k += 1
+    if k < len(rest) and rest[k].kind == "you" and rest[k].low == "your":
+        k += 1
+    elif _word_at(rest, k) in ("a", "an", "her", "his", "their"):
+        k += 1
+    else:
+        return None
+    for j in range(k, min(k + 3, len(rest))):
+        word = _word_at(rest, j)
+        if not word:
+            return None
+        if word in lx.GRIP_NOUNS or word in lx.HOLDING_PARTS:
+            found = _held_after(rest, j + 1, after_verb=True)
+            return found[0] if found is not None else None
     return None
 
 

@@ -95,6 +95,13 @@ FLAGGED = [
         {"where": "fenmouth", "origin": "pilgrim"},
         ("place", "player"),
     ),
+    # a grip or a hand on an item is holding it, whatever the verb after it
+    ("Maren's grip on the key is tight.", {}, ("item", "brass_key")),
+    ("Maren's fingers close around the brass key.", {}, ("item", "brass_key")),
+    ("Maren's hands are wrapped tight around the key.", {}, ("item", "brass_key")),
+    ("Maren keeps a firm grip on the brass key.", {}, ("item", "brass_key")),
+    ("Maren closes her hand around the brass key.", {}, ("item", "brass_key")),
+    ("Your knuckles whiten on the brass key.", {}, ("item", "brass_key")),
 ]
 
 
@@ -128,6 +135,16 @@ SILENT = [
     ("You stand on the busy quay.", {"where": "fenmouth", "origin": "deserter"}),
     ("You nearly pass out from the pain.", {}),
     ("Tobin nearly falls asleep.", {"player_at": "cottage"}),
+    ("Maren's grip on the rail is tight.", {}),
+    ("Maren's grip on the key is tight.", {"holds": {"brass_key": "maren"}}),
+    ("Maren's grip on the key would be tight.", {}),
+    ("Maren's grip on his key is tight.", {}),
+    ("Maren's gaze rests on the brass key.", {}),
+    ("Maren's hand hovers over the brass key.", {}),
+    ("Maren's fingers do not close on the key.", {}),
+    ("Maren breaks his grip on the key.", {}),
+    ("Maren loosens Tobin's grip on the key.", {}),
+    ("You picture Maren's grip on the key.", {}),
 ]
 
 
