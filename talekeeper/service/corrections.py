@@ -17,6 +17,7 @@ from talekeeper.service.adventures import get_turn, story_view
 from talekeeper.service.names import Names
 from talekeeper.service.state_engine import ProposalRecord
 from talekeeper.service.unit_of_work import reading, writing
+from talekeeper.service.views.state import AuditEntry, CanonLog, Corrected
 from talekeeper.state import Document
 from talekeeper.state.canon import canon_log as build_canon_log
 from talekeeper.state.document import PLAYER_ID
@@ -74,18 +75,19 @@ def scene_note(document: Document) -> str | None:
     )
 
 
-def canon_log(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+def canon_log(tk: Talekeeper, adventure_id: int) -> CanonLog:
     """The canon log at the head: what every model role reads — hidden stats only as their
     band word, no character's private knowledge."""
     with reading(tk, adventure_id) as (session, adventure):
         head = tree.head(session, adventure)
         rules = state_engine.rules_of(adventure)
-        return build_canon_log(state_engine.document_of(head.state, rules), rules, head.depth)
+        document = state_engine.document_of(head.state, rules)
+        return CanonLog.model_validate(build_canon_log(document, rules, head.depth))
 
 
 def correct(
     tk: Talekeeper, adventure_id: int, events: list[Any], answers: dict[str, int] | None = None
-) -> dict[str, Any]:
+) -> Corrected:
     """Apply the player's correction below the head; the verdicts and the story after it.
     `answers`: the turn and warning it accepts (service/reading) — that turn must still be
     the head, or nothing is written."""
@@ -95,7 +97,7 @@ def correct(
 
 def _correct(
     session: Session, adventure: Adventure, events: list[Any], answers: dict[str, int] | None
-) -> dict[str, Any]:
+) -> Corrected:
     """`correct`'s work, inside the writer's transaction (a warning's acceptance reads the
     warning in the same one, under the same lock)."""
     if len(events) > MAX_EVENTS:
@@ -131,7 +133,9 @@ def _correct(
             model="player",
         ),
     )
-    return {"changes": outcomes, "story": story_view(session, adventure, limit=5)}
+    return Corrected.model_validate(
+        {"changes": outcomes, "story": story_view(session, adventure, limit=5)}
+    )
 
 
 def scene_follows(before: Document, after: Document, events: list[Any]) -> dict[str, Any] | None:
@@ -175,7 +179,7 @@ class NoSuchWarning(NotFound):
     """The turn has no such warning."""
 
 
-def accept(tk: Talekeeper, adventure_id: int, node_id: int, index: int) -> dict[str, Any]:
+def accept(tk: Talekeeper, adventure_id: int, node_id: int, index: int) -> Corrected:
     """It's right — update the state: the events a turn's warning implies (what its
     narration said, made true: Tobin brought into the scene, the key given to you), as your
     own correction below the turn — the same validator, a step Undo takes back. The turn
@@ -195,32 +199,33 @@ def _changes_something(outcome: dict[str, Any]) -> bool:
     return outcome.get("before") is None or outcome.get("before") != outcome.get("after")
 
 
-def _audit_entry(node) -> dict[str, Any]:
+def _audit_entry(node) -> AuditEntry:
     record = ProposalRecord.of(node.proposal)
-    return {
-        "turn_id": node.id,
-        "depth": node.depth,
-        "source": record.source,
-        "raw": record.raw,
-        "parse_error": record.parse_error,
-        "events": record.events,
-        "changes": state_engine.changes_of(node),
-        "read": (record.read or {}).get("changes") or [],
-        "contradictions": state_engine.stored_contradictions(node),
-        "retold": record.retold,
-    }
+    return AuditEntry.model_validate(
+        {
+            "turn_id": node.id,
+            "depth": node.depth,
+            "source": record.source,
+            "raw": record.raw,
+            "parse_error": record.parse_error,
+            "events": record.events,
+            "changes": state_engine.changes_of(node),
+            "read": (record.read or {}).get("changes") or [],
+            "contradictions": state_engine.stored_contradictions(node),
+            "retold": record.retold,
+        }
+    )
 
 
-def audit(tk: Talekeeper, adventure_id: int, limit: int = 50) -> list[dict[str, Any]]:
+def audit(tk: Talekeeper, adventure_id: int, limit: int = 50) -> list[AuditEntry]:
     """Every proposal on the line being read, newest first: raw text, parse errors, verdicts."""
     with reading(tk, adventure_id) as (session, adventure):
         nodes = tree.path_to(session, tree.head(session, adventure), limit=limit)
         return [_audit_entry(n) for n in reversed(nodes) if ProposalRecord.of(n.proposal).proposed]
 
 
-def turn_proposal(tk: Talekeeper, adventure_id: int, node_id: int) -> dict[str, Any]:
-    """What was proposed with one turn (raw text, parse error, events) and what became of it."""
+def turn_proposal(tk: Talekeeper, adventure_id: int, node_id: int) -> AuditEntry:
+    """What was proposed with one turn (raw text, parse error, events) and what became of it:
+    its entry in the audit trail."""
     with reading(tk, adventure_id) as (session, adventure):
-        entry = _audit_entry(get_turn(session, adventure, node_id))
-        keys = ("source", "raw", "parse_error", "events", "changes", "read", "contradictions")
-        return {k: entry[k] for k in (*keys, "retold")}
+        return _audit_entry(get_turn(session, adventure, node_id))

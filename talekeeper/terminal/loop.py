@@ -289,7 +289,7 @@ def _accept(tk: Talekeeper, adventure_id: int, line: str) -> None:
         console.print(f"[red]{escape(str(exc))}[/]")
         return
     console.print("[bold]The state now agrees with the story[/] (Undo takes it back):")
-    show_changes(answer["changes"])
+    show_changes(answer.changes)
 
 
 def print_remark(by: str, text: str) -> None:
@@ -329,7 +329,7 @@ def _fix(tk: Talekeeper, adventure_id: int, line: str) -> None:
         console.print(f"[red]{escape(str(exc))}[/]")
         return
     console.print("[bold]Corrected[/] (Undo takes it back):")
-    show_changes(answer["changes"])
+    show_changes(answer.changes)
 
 
 def play(tk: Talekeeper, scenario_id: str | None = None, adventure_id: int | None = None) -> None:

@@ -51,7 +51,7 @@ def get_state(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, 
 @router.post("/adventures/{adventure_id}/state/corrections", response_model=views.Corrected)
 def post_correction(
     adventure_id: int, body: Correction, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.Corrected:
     """Correct the state by hand. Corrections pass the same validator as the model's
     proposals, are recorded as the player's (they outrank the story), and become a step of
     the story of their own, so Undo takes one back. If nothing would change, nothing is
@@ -65,7 +65,7 @@ def post_correction(
 )
 def accept_contradiction(
     adventure_id: int, turn_id: int, index: int, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.Corrected:
     """ "It's right — update the state": make the state agree with what the turn's narration
     said (its `contradictions[index]`, counted from 0) — the events the warning implies, as
     your own correction: the same validator, a step of the story of its own that Undo takes
@@ -77,13 +77,13 @@ def accept_contradiction(
 @router.get("/adventures/{adventure_id}/state/audit", response_model=list[views.AuditEntry])
 def audit(
     adventure_id: int, limit: int = Query(50, ge=1, le=500), tk: Talekeeper = Depends(get_tk)
-) -> list[dict[str, Any]]:
+) -> list[views.AuditEntry]:
     """Every proposal on the line being read, newest first: raw text, parse errors, verdicts."""
     return corrections.audit(tk, adventure_id, limit)
 
 
 @router.get("/adventures/{adventure_id}/canon-log", response_model=views.CanonLog)
-def canon_log(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def canon_log(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> views.CanonLog:
     """The canon log at the head (`/api/schemas/canon-log`): what every model role reads —
     hidden stats only as their band word, no character's private knowledge."""
     return corrections.canon_log(tk, adventure_id)

@@ -19,7 +19,6 @@ from talekeeper.service import adventures, corrections, hand, insights, memories
 from talekeeper.service import plot as plot_service
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.unit_of_work import AdventureNotFound
-from talekeeper.service.views.state import AuditEntry
 from talekeeper.story.actions import ActionKind, RetoldKind
 from talekeeper.web import flash
 from talekeeper.web.card_form import card_from_form
@@ -82,7 +81,7 @@ def audit_page(
 ) -> HTMLResponse:
     """The audit trail, in Insights with the rest of what the model wrote: every proposal on
     the line being read, newest first — raw text, parse errors, verdicts."""
-    trail = [AuditEntry.model_validate(e) for e in corrections.audit(tk, adventure_id, limit=100)]
+    trail = corrections.audit(tk, adventure_id, limit=100)
     return render(
         request,
         "audit.html",

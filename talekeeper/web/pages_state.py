@@ -182,6 +182,6 @@ async def correct(
         return _panel(
             request, tk, adventure_id, result={"ok": False, "message": message, "changes": []}
         )
-    response = _panel(request, tk, adventure_id, result={"ok": True, "changes": answer["changes"]})
+    response = _panel(request, tk, adventure_id, result={"ok": True, "changes": answer.changes})
     response.headers["HX-Trigger"] = "story-changed"
     return response
