@@ -229,7 +229,7 @@ ADVERBS = frozenset(
     "still just already then now slowly finally also suddenly quietly only even again "
     "too simply merely soon at last first gently carefully quickly softly "
     "briskly calmly silently abruptly instantly immediately swiftly wearily stiffly "
-    "grudgingly reluctantly eventually promptly here there back all himself herself "
+    "grudgingly reluctantly eventually promptly here there back all both himself herself "
     "themselves yourself itself".split()
 )
 """Words that may sit between a subject and its verb."""

@@ -733,6 +733,11 @@ class _Reader:
         self.claims: list[Claim] = []
         self.persons_seen: set[str] = set()
         self.unnamed_seen = False
+        self.group: tuple[str, ...] | None = None
+        """The people "they both" means: the last list of named people, while no one
+        else, and nothing in the plural, has been named since."""
+        self.group_at = -1
+        self.sentence_no = 0
         self.here = (
             doc.scene.location or doc.entities[PLAYER_ID].location
             if PLAYER_ID in doc.entities
@@ -750,8 +755,9 @@ class _Reader:
         return None
 
     def read(self, text: str) -> list[Claim]:
-        for masked, written in sentences(text):
+        for n, (masked, written) in enumerate(sentences(text)):
             self.sentence = written
+            self.sentence_no = n
             self._sentence(masked)
         for i, claim in enumerate(self.claims):
             object.__setattr__(claim, "index", i)
@@ -883,7 +889,43 @@ class _Reader:
         skind = "you" if toks[0].kind == "you" else ("player" if subject == PLAYER_ID else "person")
         return _SV(subject, skind, -1, VerbGroup(0, 0, "", "present"))
 
+    def _group_after(
+        self, group: tuple[str, ...] | None, toks: list[Tok]
+    ) -> tuple[tuple[str, ...] | None, bool]:
+        """The people "they both" means after `toks`, and whether `toks` listed them: a
+        list of named people ("Maren and Tobin") sets it; anyone else named, people the
+        state does not name, or a plural, unset it."""
+        listed = False
+        k = 0
+        while k < len(toks):
+            tok = toks[k]
+            if tok.kind == "ent" and tok.ekind == "person" and not tok.poss:
+                members, after = _subject_list(toks, k)
+                ids = tuple(self._resolve(toks[m]) or "" for m in members)
+                if len(ids) > 1:
+                    whole = _word_at(toks, after) not in ("and", "or", "nor")
+                    known = all(x and x != PLAYER_ID for x in ids) and len(set(ids)) == len(ids)
+                    group = ids if whole and known else None
+                    listed = group is not None
+                    k = after
+                    continue
+                if group is not None and tok.eid not in group:
+                    group = None
+            elif tok.kind == "ent" and tok.ekind == "person" and tok.eid not in (group or ()):
+                group = None  # "Wat's boat": Wat is named
+            elif tok.kind == "word" and (
+                tok.low in lx.UNNAMED_PEOPLE
+                or tok.low.rstrip("s'") in lx.UNNAMED_PEOPLE
+                or _plural_noun(tok.low)
+            ):
+                group = None  # "two gulls": they, too, may be "they both"
+            k += 1
+        return group, listed and group is not None
+
     def _note_people(self, clause: Clause) -> None:
+        self.group, listed = self._group_after(self.group, clause.front + clause.toks)
+        if listed:
+            self.group_at = self.sentence_no
         for tok in clause.toks:
             if tok.kind == "ent" and tok.ekind == "person" and tok.eid:
                 self.persons_seen.add(tok.eid)
@@ -998,6 +1040,12 @@ class _Reader:
                     and not prev.poss
                 ):
                     subject, skind = prev.eid, "person"
+            if subject is None and tok.kind == "word":
+                both = self._both(toks, i)  # "they both laugh", "the two of them argue"
+                if both:
+                    out += both
+                    i = both[0].group.end
+                    continue
             if subject is None:
                 part = self._body_part(toks, i)  # "the keeper's gnarled hands fumble …"
                 if part is not None:
@@ -1032,6 +1080,23 @@ class _Reader:
             if inverted_sv is not None:
                 out.append(inverted_sv)
         return out
+
+    def _both(self, toks: list[Tok], i: int) -> list[_SV]:
+        """ "They both laugh", "they are all asleep", "both of them nod", "the two of
+        them argue": each of the people last listed by name does it. Plain "they" may
+        mean anyone (boats, fishermen, the scenario's unnamed), so it claims nothing."""
+        span = _group_span(toks, i)
+        if span is None:
+            return []
+        after, size = span
+        recent = self.group if self.sentence_no - self.group_at <= 1 else None
+        group, _ = self._group_after(recent, toks[:i])
+        if not group or (size is not None and len(group) != size):
+            return []
+        g = verb_group(toks, after, you=False, plural=True)
+        if g is None:
+            return []
+        return [_SV(who, "person", i, g) for who in group]
 
     def _body_part(self, toks: list[Tok], i: int) -> _SV | None:
         """ "The keeper's gnarled hands fumble with a rope", "your fingers close on the key":
@@ -1383,6 +1448,50 @@ class _Reader:
                 return
         if with_item is not None:
             add("uses", object=with_item)
+
+
+_GROUP_PHRASES = {
+    ("both", "of", "them"): 2,
+    ("all", "of", "them"): None,
+    ("the", "two", "of", "them"): 2,
+    ("the", "pair", "of", "them"): 2,
+}
+
+
+_NOT_PLURAL = frozenset(
+    "is was has does his hers its this thus as us yes always perhaps towards afterwards "
+    "backwards across unless whereas besides sometimes ours yours theirs less".split()
+)
+
+
+def _plural_noun(word: str) -> bool:
+    """A word that may be a plural noun ("gulls", "boats"): ends in -s, is no verb the
+    lexicon knows and no closed word."""
+    return (
+        len(word) > 3
+        and word.endswith("s")
+        and not word.endswith(("ss", "'s"))
+        and word not in _NOT_PLURAL
+        and lx.lemma(word) is None
+    )
+
+
+def _group_span(toks: list[Tok], i: int) -> tuple[int, int | None] | None:
+    """(index after, how many it says or None) for a subject that means several named
+    people at once: "they" with "both" or "all" before its verb ("they both", "they are
+    all"), "both of them", "the two of them"."""
+    word = _word_at(toks, i)
+    if word == "they":
+        near = [_word_at(toks, k) for k in range(i + 1, i + 4)]
+        if "both" in near:
+            return i + 1, 2
+        if "all" in near[:2]:
+            return i + 1, None
+        return None
+    for phrase, size in _GROUP_PHRASES.items():
+        if all(_word_at(toks, i + n) == w for n, w in enumerate(phrase)):
+            return i + len(phrase), size
+    return None
 
 
 def _participle(toks: list[Tok]) -> bool:

@@ -102,6 +102,12 @@ FLAGGED = [
     ("Maren keeps a firm grip on the brass key.", {}, ("item", "brass_key")),
     ("Maren closes her hand around the brass key.", {}, ("item", "brass_key")),
     ("Your knuckles whiten on the brass key.", {}, ("item", "brass_key")),
+    # "they both", "the two of them": each of the people just listed by name
+    ("You look at Maren and Tobin. They both laugh.", {}, ("presence", "tobin")),
+    ("You look at Maren and Tobin, and they are both holding the key.", {}, ("presence", "tobin")),
+    ("You look at Maren and Tobin, and they both hold the key.", {}, ("item", "brass_key")),
+    ("You nod to Maren and Tobin. The two of them grin.", {}, ("presence", "tobin")),
+    ("You nod to Maren and Tobin. Both of them grin.", {}, ("presence", "tobin")),
 ]
 
 
@@ -145,6 +151,16 @@ SILENT = [
     ("Maren breaks his grip on the key.", {}),
     ("Maren loosens Tobin's grip on the key.", {}),
     ("You picture Maren's grip on the key.", {}),
+    ("You look at Maren and Tobin. They laugh.", {}),
+    ("You think of Maren and Tobin. They both laughed once.", {}),
+    ("You think of Maren and Tobin. They both would laugh at you.", {}),
+    ("You think of Maren and Tobin. The gulls wheel. Maren sighs. They both nod.", {}),
+    ("You look at Maren and Tobin as the boats rock. They both laugh.", {}),
+    ("You think of Maren and Tobin, and of the fishermen. They all laugh.", {}),
+    ("You think of Maren and Wat's boat. They both laugh.", {}),
+    ("Maren or Tobin must have it. They both laugh.", {}),
+    ("You and Maren wait. They both nod.", {}),
+    ("Maren and Tobin's boats rock. They both creak.", {}),
 ]
 
 
