@@ -32,11 +32,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from talekeeper.service.origins import with_origin  # noqa: E402
-from talekeeper.service.scenarios import (  # noqa: E402
-    builtin_scenarios,
-    fill_placeholders,
-    placeholder_answers,
-)
+from talekeeper.service.scenarios import fill_placeholders, placeholder_answers  # noqa: E402
+from talekeeper.service.shipped_scenarios import builtin_scenarios  # noqa: E402
 from talekeeper.state import Document, Rules, initial_document, load_rules  # noqa: E402
 from talekeeper.state.document import PLAYER_ID  # noqa: E402
 from talekeeper.state.situation import Situation  # noqa: E402

@@ -20,7 +20,8 @@ import pytest
 from talekeeper.interop.card_export import to_card
 from talekeeper.interop.containers import Refused
 from talekeeper.interop.detect import convert
-from talekeeper.service.scenarios import builtin_scenarios, check_scenario
+from talekeeper.service.scenarios import check_scenario
+from talekeeper.service.shipped_scenarios import builtin_scenarios
 from tests.interop_fixtures import b64, documents, make_png
 
 MUTANTS: tuple[Any, ...] = (None, True, 0, 2.5, "x", [], {}, ["x"], {"a": 1})

@@ -16,7 +16,8 @@ from talekeeper.context.cardspec import load_card
 from talekeeper.context.keys import split_keys
 from talekeeper.interop.card_export import to_card, to_png
 from talekeeper.interop.detect import convert
-from talekeeper.service.scenarios import builtin_scenarios, check_scenario
+from talekeeper.service.scenarios import check_scenario
+from talekeeper.service.shipped_scenarios import builtin_scenarios
 
 WORDS = st.sampled_from(
     "harbour lantern Maren ferry storm gull tower keeper lighthouse 月光城 마법사 ป้อมปราการ".split()

@@ -114,3 +114,90 @@ def test_fronts_open_no_session_and_take_no_lock(front: str) -> None:
         text = path.read_text(encoding="utf-8")
         for needle in (".db.session(", ".locks.hold(", ".locks.acquire(", ".locks.release("):
             assert needle not in text, f"{front}/{path.name} calls {needle}: call a service instead"
+
+
+def _own_imports(path: Path, names: set[str]) -> set[str]:
+    """The talekeeper modules `path` imports, wherever the import stands (a function body,
+    `if TYPE_CHECKING:`), each resolved to the module that defines what it names."""
+    own = _module_name(path)
+    package = own if path.name == "__init__.py" else own.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            module = ".".join([*base, node.module] if node.module else base)
+            module = module if node.level else node.module or ""
+            submodules = [f"{module}.{a.name}" for a in node.names if f"{module}.{a.name}" in names]
+            targets = submodules or [module]  # `from pkg import module`, or names in `module`
+        else:
+            continue
+        for target in targets:
+            while target and target not in names:  # `talekeeper.service.app.Talekeeper`
+                target = target.rpartition(".")[0]
+            if target and target != own:
+                found.add(target)
+    return found
+
+
+def _module_circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Groups of more than one module that import each other (Tarjan's strongly connected
+    components; iterative, so depth is no limit)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    return groups
+
+
+def _module_edges() -> dict[str, set[str]]:
+    paths = {_module_name(p): p for p in _modules()}
+    return {name: _own_imports(path, set(paths)) for name, path in paths.items()}
+
+
+def test_no_import_circle_between_modules() -> None:
+    """Inside a package too (`service/` above all): no two modules import each other, even
+    through others, counting imports inside functions and under `TYPE_CHECKING` — a circle
+    dodged by a late import is still a circle. What both sides need moves down into a
+    module both can import (service/connection_in_force.py), or is passed as a value."""
+    assert _module_circles(_module_edges()) == []
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set()}
+    assert _module_circles(edges) == [["a", "b", "c"]]
+    assert _module_circles({"a": {"b"}, "b": set()}) == []

@@ -243,7 +243,7 @@ def test_a_turn_left_pending_by_a_stopped_process_is_marked_on_the_next_start(
     assert [c.type for c in last.changes] == ["not_updated"]
     assert "not updated" in last.changes[0].reason
     assert storm(again, aid) == 4
-    assert settling.sweep(again) == 0  # nothing left to mark
+    assert settling.sweep(again.db, again.locks) == 0  # nothing left to mark
     again.db.dispose()
 
 

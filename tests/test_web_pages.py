@@ -10,7 +10,7 @@ import re
 from fastapi.testclient import TestClient
 
 from talekeeper.llm.scripted import ScriptedProvider
-from talekeeper.service import scenarios, story_map
+from talekeeper.service import scenarios, shipped_scenarios, story_map
 from talekeeper.service.app import Talekeeper
 from tests.conftest import DEMO
 
@@ -225,7 +225,7 @@ def test_start_with_a_persona_and_an_origin(client: TestClient) -> None:
 
 
 def test_scenario_mistakes_are_reported_by_path() -> None:
-    demo = next(s for s in scenarios.builtin_scenarios() if s["id"] == DEMO)
+    demo = next(s for s in shipped_scenarios.builtin_scenarios() if s["id"] == DEMO)
     assert scenarios.check_scenario(demo) == []
     broken = json.loads(json.dumps(demo))
     broken["rules"]["stats"]["world"]["storm"]["max"] = -5

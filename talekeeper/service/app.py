@@ -3,7 +3,9 @@
 Like datasette's `Datasette`, the web app and the CLI both build one of these and hand
 it to the services; tests build one on a temporary directory. It lives in the service
 layer (services take it and open their own transactions on its database), so nothing in
-`service/` imports upwards; everything imports it from here, by one path.
+`service/` imports upwards; everything imports it from here, by one path. It is built only
+on modules that work in a caller's transaction and never take it (the connection in force,
+the shipped scenarios, the settling sweep), so no module it imports imports it back.
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ from sqlalchemy.orm import Session
 from talekeeper.llm.base import Provider
 from talekeeper.llm.policy import Resolver
 from talekeeper.llm.settings import ModelSettings
-from talekeeper.service import scenarios, settling
+from talekeeper.service import settling
 from talekeeper.service.advisory_locks import locks_for
-from talekeeper.service.settings import (
+from talekeeper.service.connection_in_force import (
     effective_model_settings,
     generation_settings,
     seal_plain_key,
 )
+from talekeeper.service.shipped_scenarios import install_builtins
 from talekeeper.store.db import DATABASE_URL_ENV, Database
 from talekeeper.store.secrets import KeyBox
 
@@ -75,9 +78,9 @@ class Talekeeper:
         self._providers: dict[str, Provider] = {}
         self._memory_worker = None  # created on first use by talekeeper.memory.worker
         with self.db.session() as session:
-            scenarios.install_builtins(session)
+            install_builtins(session)
             seal_plain_key(session, self.keys)
-        settling.sweep(self)  # turns a stopped process left pending
+        settling.sweep(self.db, self.locks)  # turns a stopped process left pending
 
     @classmethod
     def open(cls, data_dir: Path | None = None, **kwargs: Any) -> Talekeeper:

@@ -37,10 +37,10 @@ from talekeeper.context.tokens import counter_for
 from talekeeper.llm.base import GenerationRequest, Provider
 from talekeeper.memory import bank
 from talekeeper.memory.worker import embed_with
-from talekeeper.service import kept_history, profiles
+from talekeeper.service import connection_in_force, kept_history
 from talekeeper.service import samplers as sampler_choice
+from talekeeper.service.connection_in_force import generation_settings
 from talekeeper.service.roles import NARRATOR, STATE_PASS, Role, role_for_turn
-from talekeeper.service.settings import generation_settings
 from talekeeper.state import Document, Rules
 from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import Adventure, Node
@@ -240,7 +240,7 @@ def turn_setting_keys(adventure_id: int) -> set[str]:
     """The settings keys a turn reads (its own and, with accounts on, the player's)."""
     keys = {CONTEXT_KEY, "generation", "model", sampler_choice.adventure_key(adventure_id)}
     keys |= {owner.setting_key(CONTEXT_KEY), owner.setting_key("generation")}
-    keys |= profiles.setting_keys(adventure_id)
+    keys |= connection_in_force.setting_keys(adventure_id)
     return keys | {owner.setting_key(sampler_choice.PRESETS_KEY)}
 
 
@@ -275,7 +275,9 @@ def load(
     # (cards with no timers of their own linger `trigger_window_turns`: see prompt.select_cards)
     lookback = max(_timer_lookback(plot), settings.trigger_window_turns + 1)
     recent = insights.records_on(session, path[-lookback:])  # the head's among them (lookback ≥ 1)
-    extras = profiles.extras(session, adventure.id)  # the connection's samplers and budget
+    extras = connection_in_force.extras(
+        session, adventure.id
+    )  # the connection's samplers and budget
     generation = extras.applied_to(generation_settings(session))
     return ContextStart(
         adventure_id=adventure.id,

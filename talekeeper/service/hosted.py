@@ -23,14 +23,14 @@ from sqlalchemy.orm import Session
 
 from talekeeper.errors import Forbidden, Invalid, NotFound
 from talekeeper.llm import services
+from talekeeper.service.connection_in_force import HOSTED_KEY, hosted_permissions
 from talekeeper.service.views.settings import HostedServiceView
-from talekeeper.store import owner, setting_rows
+from talekeeper.store import owner
 from talekeeper.store.models import Setting
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper
 
-KEY = "hosted_services"
 MAX_HOSTS = 100
 
 
@@ -70,21 +70,10 @@ def normal_host(host: str) -> str:
     return name
 
 
-def permissions(session: Session) -> dict[str, dict[str, Any]]:
-    """host → {"allowed_at": ISO time}, as stored."""
-    row = setting_rows.row(session, KEY)
-    value = row.value if row is not None and isinstance(row.value, dict) else {}
-    return {str(h): dict(v) if isinstance(v, dict) else {} for h, v in value.items()}
-
-
-def allowed_hosts(session: Session) -> tuple[str, ...]:
-    return tuple(sorted(permissions(session)))
-
-
 def _write(session: Session, value: dict[str, dict[str, Any]]) -> None:
-    row = session.get(Setting, KEY)
+    row = session.get(Setting, HOSTED_KEY)
     if row is None:
-        session.add(Setting(key=KEY, value=value))
+        session.add(Setting(key=HOSTED_KEY, value=value))
     else:
         row.value = value
 
@@ -93,7 +82,7 @@ def allow(session: Session, host: str) -> HostedServiceView:
     if not owner.may_manage_installation():
         raise OnlyHostsAllow()
     name = normal_host(host)
-    stored = permissions(session)
+    stored = hosted_permissions(session)
     if name not in stored and len(stored) >= MAX_HOSTS:
         raise HostNotAllowed(f"At most {MAX_HOSTS} hosted services; take one back first.")
     stored.setdefault(name, {"allowed_at": datetime.now(UTC).isoformat(timespec="seconds")})
@@ -105,7 +94,7 @@ def revoke(session: Session, host: str) -> None:
     if not owner.may_manage_installation():
         raise OnlyHostsAllow()
     name = normal_host(host)
-    stored = permissions(session)
+    stored = hosted_permissions(session)
     if name not in stored:
         raise PermissionNotFound(f"{name} is not among the allowed hosted services.")
     del stored[name]
@@ -135,7 +124,7 @@ def sent_to(endpoint: str | None, allowed: tuple[str, ...]) -> str | None:
 
 def list_allowed(tk: Talekeeper) -> list[HostedServiceView]:
     with tk.db.session() as session:
-        return [view(host, record) for host, record in sorted(permissions(session).items())]
+        return [view(host, record) for host, record in sorted(hosted_permissions(session).items())]
 
 
 def allow_host(tk: Talekeeper, host: str) -> HostedServiceView:

@@ -16,7 +16,6 @@ allowed (service/hosted.py) — a server on the host's own network is the host's
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -28,20 +27,28 @@ from talekeeper.llm import services
 from talekeeper.llm.policy import check_endpoint
 from talekeeper.llm.settings import ModelSettings, operator_allows_remote
 from talekeeper.service import hosted
-from talekeeper.store import owner, setting_rows
+from talekeeper.service.connection_in_force import (
+    DEFAULT_KEY,
+    EMBEDDED,
+    SERVER,
+    Choice,
+    adventure_key,
+    allowed_hosts,
+    effective_model_settings,
+    resolve,
+    settings_of,
+)
+from talekeeper.service.samplers import Offer, SamplersInvalid, clean, offer_of
+from talekeeper.service.unit_of_work import reading
+from talekeeper.store import owner
 from talekeeper.store.models import ConnectionProfile, Setting
 from talekeeper.store.secrets import KeyBox, SecretUnreadable
 
 if TYPE_CHECKING:
-    from talekeeper.context.generation import GenerationSettings
     from talekeeper.llm.policy import Resolver
     from talekeeper.service.app import Talekeeper
-    from talekeeper.service.samplers import Offer
 
-DEFAULT_KEY = "connection"
 MAX_PROFILES = 50
-EMBEDDED, SERVER = "embedded", "server"
-Choice = int | Literal["embedded", "server"]
 
 
 class ProfileInvalid(Invalid):
@@ -107,19 +114,6 @@ def get_profile(session: Session, profile_id: int) -> ConnectionProfile:
     return profile
 
 
-def settings_of(profile: ConnectionProfile, keys: KeyBox | None) -> dict[str, Any]:
-    """The model settings a profile stands for (its key revealed only with `keys`)."""
-    values: dict[str, Any] = {
-        "provider": profile.provider,
-        "endpoint": profile.endpoint,
-        "model": profile.model,
-        "mode": profile.mode,
-    }
-    if profile.key_sealed and keys is not None:
-        values["api_key"] = keys.reveal(profile.key_sealed)
-    return values
-
-
 def view(profile: ConnectionProfile, allowed: tuple[str, ...] = ()) -> dict[str, Any]:
     """A profile as pages and the API show it: never its key, only whether one is kept."""
     preset = services.service(profile.service)
@@ -159,7 +153,7 @@ def _checked(
         ModelSettings(provider=preset.provider, endpoint=endpoint, model=data.model)
     except ValidationError as exc:
         raise ProfileInvalid(f"endpoint: {exc.errors()[0]['msg']}") from exc
-    allowed = hosted.allowed_hosts(session)
+    allowed = allowed_hosts(session)
     host = services.host_of(endpoint)
     if not owner.may_manage_installation() and host not in allowed:
         raise HostedOnly(host)
@@ -168,8 +162,6 @@ def _checked(
 
 
 def _samplers(values: dict[str, Any]) -> dict[str, Any]:
-    from talekeeper.service.samplers import SamplersInvalid, clean
-
     try:
         return clean(values)
     except SamplersInvalid as exc:
@@ -225,18 +217,6 @@ def delete(session: Session, profile_id: int) -> None:
 # --- which connection narrates ---------------------------------------------------------------
 
 
-def adventure_key(adventure_id: int) -> str:
-    return f"adventure_connection:{adventure_id}"
-
-
-def _choice_of(session: Session, key: str) -> Choice | None:
-    row = setting_rows.row(session, key)
-    value = row.value.get("use") if row is not None and isinstance(row.value, dict) else None
-    if value in (EMBEDDED, SERVER):
-        return value
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def parse_choice(value: Any) -> Choice | None:
     """A choice as a form or the API gives it: "embedded", "server", a profile id, or
     empty (None: follow the default)."""
@@ -275,78 +255,9 @@ def choose_for_adventure(session: Session, adventure_id: int, choice: Choice | N
     _store_choice(session, adventure_key(adventure_id), choice)
 
 
-def setting_keys(adventure_id: int | None) -> set[str]:
-    """The settings rows `resolve` reads (for a unit of work's prefetch)."""
-    keys = {owner.setting_key(DEFAULT_KEY), hosted.KEY}
-    return keys | ({adventure_key(adventure_id)} if adventure_id is not None else set())
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """The connection in force: where it came from, and what it adds to the settings."""
-
-    use: Choice  # what narrates: a profile id, "embedded" or "server"
-    chosen_by: Literal["adventure", "default", "none"]
-    values: dict[str, Any] | None = None  # model settings (None: the server settings)
-    samplers: dict[str, Any] = field(default_factory=dict)
-    context_budget: int | None = None
-    name: str = ""
-
-
-def resolve(session: Session, adventure_id: int | None, keys: KeyBox | None) -> Resolved:
-    """Which connection narrates this adventure (or, without one, by default)."""
-    found: list[tuple[Choice | None, Literal["adventure", "default"]]] = []
-    if adventure_id is not None:
-        found.append((_choice_of(session, adventure_key(adventure_id)), "adventure"))
-    found.append((_choice_of(session, owner.setting_key(DEFAULT_KEY)), "default"))
-    for choice, chosen_by in found:
-        if choice is None:
-            continue
-        if choice == EMBEDDED:
-            return Resolved(EMBEDDED, chosen_by, {"provider": "embedded"}, name="Built-in model")
-        if choice == SERVER:
-            return Resolved(SERVER, chosen_by, name="Server settings")
-        profile = session.get(ConnectionProfile, int(choice))
-        if profile is None or not owner.visible(profile):
-            continue  # deleted since: the next choice down
-        return Resolved(
-            profile.id,
-            chosen_by,
-            settings_of(profile, keys),
-            dict(profile.samplers or {}),
-            profile.context_budget,
-            profile.name,
-        )
-    return Resolved(SERVER, "none", name="Server settings")
-
-
-@dataclass(frozen=True)
-class Extras:
-    """What the connection in force adds to a turn besides where it goes."""
-
-    samplers: dict[str, Any] = field(default_factory=dict)
-    context_budget: int | None = None
-
-    def applied_to(self, generation: GenerationSettings) -> GenerationSettings:
-        if self.context_budget is None:
-            return generation
-        return generation.model_copy(update={"context_budget": self.context_budget})
-
-
-def extras(session: Session, adventure_id: int | None) -> Extras:
-    """The chosen profile's samplers and context budget (none when the environment fixes
-    the connection for this run: service/settings.CONNECTION_FIELDS)."""
-    from talekeeper.service.settings import CONNECTION_FIELDS, env_model_overrides
-
-    if CONNECTION_FIELDS & env_model_overrides().keys():
-        return Extras()
-    chosen = resolve(session, adventure_id, None)
-    return Extras(chosen.samplers, chosen.context_budget)
-
-
 def choices(session: Session) -> list[dict[str, Any]]:
     """Every connection a player can pick, built-in model first."""
-    allowed = hosted.allowed_hosts(session)
+    allowed = allowed_hosts(session)
     found = [{"use": EMBEDDED, "label": "Built-in model (demo quality)", "sent_to": None}]
     found.append({"use": SERVER, "label": "Server settings", "sent_to": None})
     for profile in all_profiles(session):
@@ -366,19 +277,19 @@ def choices(session: Session) -> list[dict[str, Any]]:
 
 def list_profiles(tk: Talekeeper) -> list[dict[str, Any]]:
     with tk.db.session() as session:
-        allowed = hosted.allowed_hosts(session)
+        allowed = allowed_hosts(session)
         return [view(p, allowed) for p in all_profiles(session)]
 
 
 def read(tk: Talekeeper, profile_id: int) -> dict[str, Any]:
     with tk.db.session() as session:
-        return view(get_profile(session, profile_id), hosted.allowed_hosts(session))
+        return view(get_profile(session, profile_id), allowed_hosts(session))
 
 
 def keep(tk: Talekeeper, data: ProfileIn, profile_id: int | None = None) -> dict[str, Any]:
     with tk.db.session() as session:
         profile = save(session, data, tk.keys, profile_id, tk.resolver)
-        return view(profile, hosted.allowed_hosts(session))
+        return view(profile, allowed_hosts(session))
 
 
 def forget(tk: Talekeeper, profile_id: int) -> None:
@@ -394,8 +305,6 @@ def use_by_default(tk: Talekeeper, choice: Choice | None) -> None:
 def use_for_adventure(tk: Talekeeper, adventure_id: int, choice: Choice | None) -> None:
     """Switch this adventure's connection (no writer lock: a turn in flight has read its
     own already, and the next turn uses this one)."""
-    from talekeeper.service.unit_of_work import reading
-
     with reading(tk, adventure_id) as (session, _adventure):
         choose_for_adventure(session, adventure_id, choice)
 
@@ -410,8 +319,6 @@ def sent_to(settings: ModelSettings) -> str | None:
 def connection_view(tk: Talekeeper, adventure_id: int | None = None) -> dict[str, Any]:
     """Which connection narrates (this adventure's, or by default), in words, and every
     connection that could."""
-    from talekeeper.service.settings import effective_model_settings
-
     with tk.db.session() as session:
         chosen = resolve(session, adventure_id, None)
         settings = effective_model_settings(session, tk.model_overrides, adventure_id)
@@ -435,15 +342,13 @@ def _profile_settings(tk: Talekeeper, profile_id: int) -> tuple[ModelSettings, i
         except SecretUnreadable:  # its page must open, for the key to be entered again
             values = settings_of(profile, None)
         budget = profile.context_budget
-        allowed = hosted.allowed_hosts(session)
+        allowed = allowed_hosts(session)
     settings = ModelSettings(**values, allow_remote=operator_allows_remote(), allowed_hosts=allowed)
     return settings, budget
 
 
 async def offered_for(tk: Talekeeper, profile_id: int) -> Offer:
     """The samplers a profile's server takes (asked of it once)."""
-    from talekeeper.service.samplers import offer_of
-
     settings, _budget = await asyncio.to_thread(_profile_settings, tk, profile_id)
     return offer_of(await tk.provider(settings).backend())
 

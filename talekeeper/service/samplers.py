@@ -25,6 +25,8 @@ from sqlalchemy.orm import Session
 from talekeeper.context.generation import GenerationSettings
 from talekeeper.errors import Invalid, NotFound
 from talekeeper.llm.backends import SAMPLERS, Backend
+from talekeeper.service.connection_in_force import extras
+from talekeeper.service.unit_of_work import reading, writing
 from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import Setting
 from talekeeper.store.secrets import SecretUnreadable
@@ -232,9 +234,6 @@ def forget_preset(tk: Talekeeper, name: str) -> None:
 def of_adventure(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
     """This adventure's title, preset and own values, every preset, and what its turns ask
     the model for (`effective`)."""
-    from talekeeper.service import profiles
-    from talekeeper.service.unit_of_work import reading
-
     with reading(tk, adventure_id) as (session, adventure):
         return {
             "title": adventure.title,
@@ -244,7 +243,7 @@ def of_adventure(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
                 session,
                 adventure_id,
                 tk.generation(),
-                profiles.extras(session, adventure_id).samplers,
+                extras(session, adventure_id).samplers,
             ),
         }
 
@@ -254,8 +253,6 @@ def choose(
 ) -> dict[str, Any]:
     """Set this adventure's preset and own values (optionally keeping the values as a
     preset too), in one transaction: a refusal keeps neither."""
-    from talekeeper.service.unit_of_work import writing
-
     with writing(tk, adventure_id) as (session, _adventure):
         if keep_as:
             save_preset(session, keep_as, values)
@@ -270,8 +267,6 @@ def starter_views() -> dict[str, dict[str, Any]]:
 
 def choose_preset(tk: Talekeeper, adventure_id: int, preset: str | None) -> dict[str, Any]:
     """Follow `preset` (None: none), keeping the adventure's own values."""
-    from talekeeper.service.unit_of_work import writing
-
     with writing(tk, adventure_id) as (session, _adventure):
         own = adventure_choice(session, adventure_id)["values"]
         return set_adventure_choice(session, adventure_id, preset, own)

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import json
 import re
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from anyascii import anyascii
+from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from talekeeper.context.cardspec import card_errors
+from talekeeper.context.triggers import MAX_CARDS
 from talekeeper.errors import Invalid, NotFound
 from talekeeper.service import json_depth
 from talekeeper.service.origins import before_answers, origin_summaries
+from talekeeper.service.plot import Persona
+from talekeeper.state import check_rules
+from talekeeper.state.rules import MAX_UNKNOWN_LISTED
 from talekeeper.store import owner
 from talekeeper.store.models import Scenario
 
@@ -32,33 +37,6 @@ class ScenarioError(Invalid):
 
 class ScenarioNotFound(NotFound):
     pass
-
-
-def builtin_scenarios() -> list[dict[str, Any]]:
-    folder = resources.files("talekeeper") / "scenarios"
-    found = []
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".json"):
-            found.append(json.loads(entry.read_text(encoding="utf-8")))
-    return found
-
-
-def install_builtins(session: Session) -> None:
-    """Keep the shipped scenarios current in the database (they are read-only there)."""
-    for data in builtin_scenarios():
-        row = session.get(Scenario, data["id"])
-        if row is None:
-            session.add(
-                Scenario(
-                    id=data["id"],
-                    title=data["title"],
-                    description=data.get("description", ""),
-                    data=data,
-                    builtin=True,
-                )
-            )
-        elif row.builtin and row.data != data:
-            row.title, row.description, row.data = data["title"], data.get("description", ""), data
 
 
 DEMO_SCENARIO = "greywater-lantern"
@@ -184,14 +162,6 @@ class ScenarioInvalid(ScenarioError):
 
 def check_scenario(data: Any) -> list[str]:
     """Every mistake in a scenario document, each starting with its path; [] when valid."""
-    from pydantic import ValidationError
-
-    from talekeeper.context.cardspec import card_errors
-    from talekeeper.context.triggers import MAX_CARDS
-    from talekeeper.service.plot import Persona
-    from talekeeper.state import check_rules
-    from talekeeper.state.rules import MAX_UNKNOWN_LISTED
-
     if not isinstance(data, dict):
         return ["(scenario): must be a JSON object"]
     unknown = [key for key in data if key not in SCENARIO_KEYS]

@@ -17,8 +17,16 @@ from sqlalchemy.orm import Session
 from talekeeper.context.generation import GenerationSettings
 from talekeeper.context.settings import ContextSettings, context_settings, update_context_settings
 from talekeeper.errors import Forbidden, Invalid
+from talekeeper.llm.policy import check_endpoint
 from talekeeper.llm.settings import ModelSettings, operator_allows_remote
-from talekeeper.store import owner, setting_rows
+from talekeeper.service import profiles
+from talekeeper.service.connection_in_force import (
+    ENV_OVERRIDES,
+    PLAYER_KEYS,
+    allowed_hosts,
+    stored_value,
+)
+from talekeeper.store import owner
 from talekeeper.store.models import Setting
 from talekeeper.store.secrets import KeyBox
 
@@ -26,14 +34,6 @@ if TYPE_CHECKING:
     from talekeeper.llm.policy import Resolver
     from talekeeper.service.app import Talekeeper
 
-ENV_OVERRIDES = {
-    "TALEKEEPER_ENDPOINT": "endpoint",
-    "TALEKEEPER_MODEL": "model",
-    "TALEKEEPER_PROVIDER": "provider",
-    "TALEKEEPER_API_KEY": "api_key",
-    "TALEKEEPER_MODE": "mode",
-    "TALEKEEPER_EMBEDDED_MODEL": "embedded_model_path",
-}
 ALLOW_REMOTE_ENV = "TALEKEEPER_ALLOW_REMOTE_ENDPOINT"
 
 
@@ -55,116 +55,19 @@ class HostOnly(Forbidden):
         super().__init__("Only a host of this talekeeper can change the model it uses.")
 
 
-# With accounts on, each player keeps generation settings of their own (falling back to the
-# installation's); the model endpoint is the host's, one for everyone.
-PLAYER_KEYS = {"generation"}
-
-
-def _stored(session: Session, key: str) -> dict[str, Any]:
-    row = None
-    own = owner.setting_key(key) if key in PLAYER_KEYS else key
-    if own != key:
-        row = setting_rows.row(session, own)
-    row = row or setting_rows.row(session, key)
-    return dict(row.value) if row and isinstance(row.value, dict) else {}
-
-
 def may_change_model() -> bool:
     """Whether this request may change the model settings (a host, or accounts off)."""
     return owner.may_manage_installation()
 
 
-def env_model_overrides(environ: dict[str, str] | None = None) -> dict[str, Any]:
-    environ = os.environ if environ is None else environ
-    found: dict[str, Any] = {
-        field: environ[var] for var, field in ENV_OVERRIDES.items() if environ.get(var)
-    }
-    return found
-
-
-# Fields that choose the connection itself: when the environment or a flag sets any of
-# them, the operator has fixed the model for this run and no profile is used (a profile's
-# key is never sent to an address it was not saved for).
-CONNECTION_FIELDS = {"endpoint", "provider", "model", "api_key", "mode"}
-
-
-def _server_values(session: Session, keys: KeyBox | None) -> dict[str, Any]:
-    """The server settings as stored, their sealed key revealed only with `keys`."""
-    values = _stored(session, "model")
-    values.pop("allow_remote", None)
-    values.pop("allowed_hosts", None)
-    sealed = values.pop("api_key_sealed", None)
-    if sealed and keys is not None:
-        values["api_key"] = keys.reveal(sealed)
-    elif keys is None:
-        values.pop("api_key", None)  # (a key stored before keys were sealed, until resealed)
-    return values
-
-
-def effective_model_settings(
-    session: Session,
-    flag_overrides: dict[str, Any] | None = None,
-    adventure_id: int | None = None,
-    keys: KeyBox | None = None,
-) -> ModelSettings:
-    """The model settings in force: the connection chosen for the adventure (or by default,
-    service/profiles), overridden by the environment, overridden by flags. The API key is
-    filled in only with `keys` (what talks to the model); anything shown leaves it out."""
-    from talekeeper.service import hosted, profiles
-
-    setting_rows.prefetch(session, {"model", *profiles.setting_keys(adventure_id)})
-    flags = {k: v for k, v in (flag_overrides or {}).items() if v is not None}
-    operator = {**env_model_overrides(), **flags}
-    chosen = (
-        profiles.resolve(session, adventure_id, keys)
-        if not CONNECTION_FIELDS & operator.keys()
-        else None
-    )
-    values = (
-        dict(chosen.values)
-        if chosen is not None and chosen.values is not None
-        else _server_values(session, keys)
-    )
-    values.update(operator)
-    values["allow_remote"] = operator_allows_remote()
-    values["allowed_hosts"] = hosted.allowed_hosts(session)
-    try:
-        return ModelSettings(**values)
-    except ValidationError:
-        # A stored value that no longer validates must not lock the player out:
-        # fall back to the overrides alone and let the settings page show the problem.
-        return ModelSettings(
-            **operator,
-            allow_remote=operator_allows_remote(),
-            allowed_hosts=hosted.allowed_hosts(session),
-        )
-
-
-def seal_plain_key(session: Session, keys: KeyBox) -> None:
-    """Seal an API key the server settings kept in plain text (before keys were sealed)."""
-    row = session.get(Setting, "model")
-    if row is None or not isinstance(row.value, dict) or not row.value.get("api_key"):
-        return
-    value = dict(row.value)
-    value["api_key_sealed"] = keys.seal(str(value.pop("api_key")))
-    row.value = value
-
-
-def generation_settings(session: Session) -> GenerationSettings:
-    try:
-        return GenerationSettings(**_stored(session, "generation"))
-    except ValidationError:
-        return GenerationSettings()
-
-
 def stored_settings(session: Session) -> dict[str, Any]:
     """What is stored, as pages and the API show it: never a key, only whether one is kept."""
-    model = _stored(session, "model")
+    model = stored_value(session, "model")
     has_key = bool(model.pop("api_key", None) or model.pop("api_key_sealed", None))
     model.pop("api_key_sealed", None)
     if has_key:
         model["has_api_key"] = True
-    return {"model": model, "generation": _stored(session, "generation")}
+    return {"model": model, "generation": stored_value(session, "generation")}
 
 
 def overridden_fields(flag_overrides: dict[str, Any] | None = None) -> dict[str, str]:
@@ -188,14 +91,11 @@ def update_settings(
 ) -> dict[str, Any]:
     """Validate and store new values; nothing is stored unless everything validates. A new
     API key is stored sealed (`keys`); `"api_key": null` forgets the stored one."""
-    from talekeeper.llm.policy import check_endpoint
-    from talekeeper.service import hosted
-
     new_model = None
     if update.model is not None and not may_change_model():
         raise HostOnly()
     if update.model is not None:
-        stored = _stored(session, "model")
+        stored = stored_value(session, "model")
         sealed = stored.pop("api_key_sealed", None)
         plain = stored.pop("api_key", None)  # stored before keys were sealed
         given = dict(update.model)
@@ -210,7 +110,7 @@ def update_settings(
             raise SettingsError(_validation_message(exc, "model")) from exc
         if model.endpoint:
             check_endpoint(
-                model.endpoint, operator_allows_remote(), resolver, hosted.allowed_hosts(session)
+                model.endpoint, operator_allows_remote(), resolver, allowed_hosts(session)
             )
         new_model = model.model_dump(
             exclude_none=True, exclude={"allow_remote", "allowed_hosts", "api_key"}
@@ -229,7 +129,7 @@ def update_settings(
     if update.generation is not None:
         try:
             generation = GenerationSettings(
-                **{**_stored(session, "generation"), **update.generation}
+                **{**stored_value(session, "generation"), **update.generation}
             )
         except ValidationError as exc:
             raise SettingsError(_validation_message(exc, "generation")) from exc
@@ -281,8 +181,6 @@ def save(
     with tk.db.session() as session:
         result = update_settings(session, update, tk.keys, tk.resolver)
         if update.model is not None:  # the server settings, just saved, are what narrates
-            from talekeeper.service import profiles
-
             profiles.choose_default(session, None)
         if context is not None:
             update_context_settings(session, context)

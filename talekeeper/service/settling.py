@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from talekeeper.service.locks import AdventureBusy
+from talekeeper.service.locks import AdventureBusy, AdventureLocks
 from talekeeper.service.state_engine import ProposalRecord
+from talekeeper.store.db import Database
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story import tree
 
 if TYPE_CHECKING:
-    from talekeeper.service.app import Talekeeper
     from talekeeper.service.views.story import TurnResult
 
 log = logging.getLogger(__name__)
@@ -105,24 +105,25 @@ def recover(session: Session, adventure: Adventure) -> bool:
     return True
 
 
-def sweep(tk: Talekeeper) -> int:
-    """At start: mark every turn left pending with nothing settling it. Each adventure is
-    taken under its writer lock, without waiting: one another process (PostgreSQL) is
-    settling right now is left to it. Returns how many turns were marked."""
-    with tk.db.session() as session:
+def sweep(db: Database, locks: AdventureLocks) -> int:
+    """At start (the application object is being built, so it is given its database and
+    locks): mark every turn left pending with nothing settling it. Each adventure is taken
+    under its writer lock, without waiting: one another process (PostgreSQL) is settling
+    right now is left to it. Returns how many turns were marked."""
+    with db.session() as session:
         ids = list(
             session.scalars(select(Adventure.id).where(Adventure.pending_turn_id.is_not(None)))
         )
     marked = 0
     for adventure_id in ids:
         try:
-            tk.locks.acquire(adventure_id)
+            locks.acquire(adventure_id)
         except AdventureBusy:
             continue
         try:
-            with tk.db.session() as session:
+            with db.session() as session:
                 adventure = session.get(Adventure, adventure_id)
                 marked += adventure is not None and recover(session, adventure)
         finally:
-            tk.locks.release(adventure_id)
+            locks.release(adventure_id)
     return marked

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from talekeeper.service.scenarios import builtin_scenarios, fill_placeholders, placeholder_answers
+from talekeeper.service.scenarios import fill_placeholders, placeholder_answers
+from talekeeper.service.shipped_scenarios import builtin_scenarios
 from talekeeper.state import Document, apply_proposal, initial_document, load_rules
 from talekeeper.state.document import PLAYER_ID
 from talekeeper.state.reader import read_claims

@@ -12,7 +12,8 @@ from functools import cache
 import pytest
 
 from talekeeper.service.origins import with_origin
-from talekeeper.service.scenarios import builtin_scenarios, fill_placeholders, placeholder_answers
+from talekeeper.service.scenarios import fill_placeholders, placeholder_answers
+from talekeeper.service.shipped_scenarios import builtin_scenarios
 from talekeeper.state import Document, initial_document, load_rules
 from talekeeper.state.document import PLAYER_ID
 from talekeeper.state.situation import Situation
