@@ -78,17 +78,17 @@ def test_every_name_state_prints_is_one_fix_accepts(
     aid = start(tk)
     out = run_play(tk, ["/state"], monkeypatch, adventure_id=aid)
     state = corrections.state_at_head(tk, aid)
-    for stat in state["view"]["stats"]:
-        if stat["label"] in ("Trust",):  # two characters have one: answered below
+    for stat in state.at.view.stats:
+        if stat.label in ("Trust",):  # two characters have one: answered below
             continue
-        assert stat["label"] in out, stat["label"]
-        said = "set" if stat["kind"] == "text" else "add"
+        assert stat.label in out, stat.label
+        said = "set" if stat.kind == "text" else "add"
         value = "quiet sorrow" if said == "set" else "1"
-        (event,) = events_from_words(f"/fix {said} {stat['label']} {value}", state)
-        assert event["stat"] == stat["path"]
-    for flag in state["view"]["flags"]:
-        assert flag["desc"] in out
-        assert events_from_words(f"/fix flag {flag['desc']} on", state)[0]["flag"] == flag["name"]
+        (event,) = events_from_words(f"/fix {said} {stat.label} {value}", state)
+        assert event["stat"] == stat.path
+    for flag in state.at.view.flags:
+        assert flag.desc in out
+        assert events_from_words(f"/fix flag {flag.desc} on", state)[0]["flag"] == flag.name
 
 
 def test_a_name_two_things_share_is_asked_about_in_names(tk: Talekeeper) -> None:

@@ -34,7 +34,6 @@ NOT_YET = {
     "interop/imports.py:save",
     "interop/imports.py:add_cards",
     "interop/imports.py:own_scenarios",
-    "service/corrections.py:state_at_head",
     "service/profiles.py:list_profiles",
     "service/profiles.py:read",
     "service/profiles.py:keep",

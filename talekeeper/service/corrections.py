@@ -17,7 +17,13 @@ from talekeeper.service.adventures import get_turn, story_view
 from talekeeper.service.names import Names
 from talekeeper.service.state_engine import ProposalRecord
 from talekeeper.service.unit_of_work import reading, writing
-from talekeeper.service.views.state import AuditEntry, CanonLog, Corrected
+from talekeeper.service.views.state import (
+    AuditEntry,
+    CanonLog,
+    Corrected,
+    HeadState,
+    StateAtHead,
+)
 from talekeeper.state import Document
 from talekeeper.state.canon import canon_log as build_canon_log
 from talekeeper.state.document import PLAYER_ID
@@ -44,21 +50,26 @@ class CorrectionRefused(Invalid):
         self.errors = outcomes
 
 
-def state_at_head(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+def state_at_head(tk: Talekeeper, adventure_id: int) -> HeadState:
     """The state at the moment being read, grouped for display, plus its raw document."""
     with reading(tk, adventure_id) as (session, adventure):
         head = tree.head(session, adventure)
         rules = state_engine.rules_of(adventure)
         document = state_engine.document_of(head.state, rules)
-        return {
-            "head_id": head.id,
-            "has_rules": bool(adventure.rules),
-            "view": state_engine.state_view(document, rules),
-            "document": document.to_json(),
-            "names": {e.id: e.name for e in document.entities.values()},
-            "changes": state_engine.changes_of(head),
-            "scene_note": scene_note(document),
-        }
+        at = StateAtHead.model_validate(
+            {
+                "head_id": head.id,
+                "view": state_engine.state_view(document, rules),
+                "document": document.to_json(),
+                "changes": state_engine.changes_of(head),
+            }
+        )
+        return HeadState(
+            at=at,
+            has_rules=bool(adventure.rules),
+            names={e.id: e.name for e in document.entities.values()},
+            scene_note=scene_note(document),
+        )
 
 
 def scene_note(document: Document) -> str | None:

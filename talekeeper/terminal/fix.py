@@ -16,6 +16,7 @@ from typing import Any
 from talekeeper.errors import Invalid
 from talekeeper.service import json_depth
 from talekeeper.service.names import either, find
+from talekeeper.service.views.state import HeadState
 
 USAGE = (
     "/fix set <stat> <value> · /fix add <stat> <±amount> · /fix flag <flag> on|off · "
@@ -49,44 +50,44 @@ def _one(said: str, candidates: dict[str, list[str]], what: str) -> str:
     raise FixInvalid(f"There is no {what} {said!r} (known: {known}).")
 
 
-def _candidates(state: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
+def _candidates(state: HeadState) -> dict[str, dict[str, list[str]]]:
     """What each kind of thing goes by, its shown name first: stats by their label
     ("Maren's trust", "Storm"), their own name and an alias's possessive; flags and
     milestones by their description and name; entities by name, alias and id."""
-    view = state["view"]
-    entities = {
-        e["id"]: e for kind in view["entities"].values() for e in kind
-    }  # id → entity, with aliases
+    view = state.at.view
+    entities = {e.id: e for kind in view.entities.values() for e in kind}  # with aliases
 
     def known_as(eid: str) -> list[str]:
-        entity = entities.get(eid, {})
+        entity = entities.get(eid)
         me = ["me", "myself", "you"] if eid == "player" else []
-        return [entity.get("name") or eid, *entity.get("aliases", []), eid, *me]
+        if entity is None:
+            return [eid, eid, *me]
+        return [entity.name or eid, *entity.aliases, eid, *me]
 
     stats: dict[str, list[str]] = {}
-    for stat in view["stats"]:
-        path, name = stat["path"], stat["name"]
-        said = [stat["label"], name, path]
-        if stat["owner"] == "player":
+    for stat in view.stats:
+        path, name = stat.path, stat.name
+        said = [stat.label, name, path]
+        if stat.owner == "player":
             said += [f"your {name}", f"my {name}"]
-        elif stat["owner"] != "world":
-            said += [f"{who}'s {name}" for who in known_as(stat["owner"])]
+        elif stat.owner != "world":
+            said += [f"{who}'s {name}" for who in known_as(stat.owner)]
         stats[path] = said
     return {
         "stat": stats,
-        "flag": {f["name"]: [f["desc"] or f["name"], f["name"]] for f in view["flags"]},
-        "milestone": {m["id"]: [m["desc"] or m["id"], m["id"]] for m in view["milestones"]},
+        "flag": {f.name: [f.desc or f.name, f.name] for f in view.flags},
+        "milestone": {m.id: [m.desc or m.id, m.id] for m in view.milestones},
         "entity": {eid: known_as(eid) for eid in entities},
-        "place": {e["id"]: known_as(e["id"]) for e in view["entities"].get("place", [])},
+        "place": {e.id: known_as(e.id) for e in view.entities.get("place", [])},
     }
 
 
 def _stat_and_value(
-    words: list[str], stats: dict[str, list[str]], state: dict[str, Any]
+    words: list[str], stats: dict[str, list[str]], state: HeadState
 ) -> tuple[str, Any]:
     """The stat the first words name and the value the rest give: a number, or for a text
     stat its words ("/fix set Tobin's grief quiet sorrow")."""
-    text_stats = {s["path"] for s in state["view"]["stats"] if s["kind"] == "text"}
+    text_stats = {s.path for s in state.at.view.stats if s.kind == "text"}
     for cut in range(len(words) - 1, 0, -1):
         found = find(" ".join(words[:cut]), stats)
         if len(found) == 1 and (found[0] in text_stats or cut == len(words) - 1):
@@ -102,7 +103,7 @@ def _split_to(words: list[str], verb: str) -> tuple[str, str]:
     return " ".join(words[:cut]), " ".join(words[cut + 1 :])
 
 
-def events_from_words(line: str, state: dict[str, Any]) -> list[Any]:
+def events_from_words(line: str, state: HeadState) -> list[Any]:
     """The events a `/fix …` line asks for, given the state at the head
     (`corrections.state_at_head`)."""
     rest = line.removeprefix("/fix").strip()

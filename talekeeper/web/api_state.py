@@ -42,10 +42,9 @@ class Correction(BaseModel):
 
 
 @router.get("/adventures/{adventure_id}/state", response_model=views.StateAtHead)
-def get_state(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def get_state(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> views.StateAtHead:
     """The state at the moment being read, grouped for display, plus its raw document."""
-    state = corrections.state_at_head(tk, adventure_id)
-    return {k: state[k] for k in ("head_id", "view", "document", "changes")}
+    return corrections.state_at_head(tk, adventure_id).at
 
 
 @router.post("/adventures/{adventure_id}/state/corrections", response_model=views.Corrected)

@@ -19,6 +19,8 @@ from fastapi.responses import HTMLResponse
 from talekeeper.errors import Conflict
 from talekeeper.service import corrections, json_depth
 from talekeeper.service.app import Talekeeper
+from talekeeper.service.views.state import StatRow
+from talekeeper.state.document import Entity
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render
 
@@ -39,58 +41,55 @@ def _number(text: str) -> Any:
 def panel_context(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
     """The grouped state at the moment being read, and the choices the correction form offers."""
     state = corrections.state_at_head(tk, adventure_id)
-    view, names, has_rules = state["view"], state["names"], state["has_rules"]
-    holders = {p["item"]: p["holder_name"] for p in view["possessions"]}
-    groups: list[tuple[str, list[dict[str, Any]]]] = []
+    view, names = state.at.view, state.names
+    entities = view.entities
+    holders = {p.item: p.holder_name for p in view.possessions}
+    groups: list[tuple[str, list[Entity]]] = []
     for kind in ("person", "place", "item"):
-        if view["entities"].get(kind):
-            groups.append((GROUPS[kind], view["entities"][kind]))
-    for kind, items in sorted(view["entities"].items()):
+        if entities.get(kind):
+            groups.append((GROUPS[kind], entities[kind]))
+    for kind, items in sorted(entities.items()):
         if kind not in GROUPS and kind != "player":
             groups.append((kind.replace("_", " ").capitalize(), items))
-    stat_groups: dict[str, list[dict[str, Any]]] = {}
-    for stat in view["stats"]:
+    stat_groups: dict[str, list[StatRow]] = {}
+    for stat in view.stats:
         owner = {"world": "The world", "player": "You"}.get(
-            stat["owner"], names.get(stat["owner"], stat["owner"])
+            stat.owner, names.get(stat.owner, stat.owner)
         )
         stat_groups.setdefault(owner, []).append(stat)
-    player = (view["entities"].get("player") or [None])[0]
-    scene = view["scene"]
+    player = (entities.get("player") or [None])[0]
+    scene = view.scene
     return {
         "adventure_id": adventure_id,
-        "has_rules": has_rules,
+        "has_rules": state.has_rules,
         "view": view,
         "player": player,
         "scene": {
-            "location": names.get(scene["location"], scene["location"])
-            if scene["location"]
-            else None,
-            "present": [names.get(p, p) for p in scene["present"]],
-            "time": scene["time"],
-            "summary": scene["summary"],
+            "location": names.get(scene.location, scene.location) if scene.location else None,
+            "present": [names.get(p, p) for p in scene.present],
+            "time": scene.time,
+            "summary": scene.summary,
         },
         "names": names,
-        "scene_note": state["scene_note"],
+        "scene_note": state.scene_note,
         "holders": holders,
         "groups": groups,
         "stat_groups": stat_groups,
-        "open_threads": [t for t in view["threads"] if t["status"] == "open"],
-        "closed_threads": [t for t in view["threads"] if t["status"] != "open"],
-        "facts": [f for f in view["facts"] if f["status"] == "active"],
-        "relationships": [r for r in view["relationships"] if r["status"] == "active"],
+        "open_threads": [t for t in view.threads if t.status == "open"],
+        "closed_threads": [t for t in view.threads if t.status != "open"],
+        "facts": [f for f in view.facts if f.status == "active"],
+        "relationships": [r for r in view.relationships if r.status == "active"],
         "choices": {
-            "stats": [s for s in view["stats"]],
-            "flags": view["flags"],
-            "milestones": [m for m in view["milestones"] if m["reached_at"] is None],
-            "things": view["entities"].get("item", []),
-            "holders": (view["entities"].get("player", []) + view["entities"].get("person", [])),
+            "stats": list(view.stats),
+            "flags": view.flags,
+            "milestones": [m for m in view.milestones if m.reached_at is None],
+            "things": entities.get("item", []),
+            "holders": entities.get("player", []) + entities.get("person", []),
             "movers": (
-                view["entities"].get("player", [])
-                + view["entities"].get("person", [])
-                + view["entities"].get("item", [])
+                entities.get("player", []) + entities.get("person", []) + entities.get("item", [])
             ),
-            "places": view["entities"].get("place", []),
-            "entities": [e for kind in view["entities"].values() for e in kind],
+            "places": entities.get("place", []),
+            "entities": [e for kind in entities.values() for e in kind],
         },
     }
 

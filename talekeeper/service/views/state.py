@@ -95,6 +95,18 @@ class StateAtHead(View):
     changes: list[Change] = Field(description="The head turn's change chips.")
 
 
+class HeadState(View):
+    """The state at the head as the State panel and `talekeeper play` read it: what the
+    API answers (`at`), and what they show beside it."""
+
+    at: StateAtHead = Field(description="The state at the head, as `GET …/state` answers it.")
+    has_rules: bool = Field(description="Whether the adventure declares rules.")
+    names: dict[str, str] = Field(description="Each entity's name by its id.")
+    scene_note: str | None = Field(
+        description="Why the scene shown is not where the player is, when they disagree."
+    )
+
+
 class Corrected(View):
     """A correction written as its own step of the story."""
 
