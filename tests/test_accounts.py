@@ -22,8 +22,8 @@ from talekeeper.errors import Conflict
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service.app import Talekeeper
 from talekeeper.store.models import Invitation, User, UserSession
-from talekeeper.web.accounts import _local_target
 from talekeeper.web.app import create_app
+from talekeeper.web.pages_accounts import _local_target
 
 PASSWORD = "correct horse battery"
 REAL_HASHER = accounts._hasher

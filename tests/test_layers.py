@@ -201,3 +201,36 @@ def test_the_circle_finder_finds_a_circle() -> None:
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set()}
     assert _module_circles(edges) == [["a", "b", "c"]]
     assert _module_circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_one_web_layout() -> None:
+    """Every feature's JSON routes are in `web/api_X.py` and its pages in `web/pages_X.py`
+    (docs/architecture.md "The fronts"): no module holds both, and pages stay out of the
+    OpenAPI document. `apidocs.py` serves the API's documentation pages."""
+    import importlib
+
+    from fastapi import APIRouter
+    from fastapi.routing import APIRoute
+
+    seen = 0
+    for path in sorted((ROOT / "web").glob("*.py")):
+        module = importlib.import_module(_module_name(path))
+        routes = [
+            route
+            for value in vars(module).values()
+            if isinstance(value, APIRouter)
+            for route in value.routes
+            if isinstance(route, APIRoute)
+        ]
+        for route in routes:
+            seen += 1
+            where = f"web/{path.name}: {sorted(route.methods)} {route.path}"
+            if path.stem == "apidocs":
+                assert not route.include_in_schema, where
+            elif path.stem.startswith("pages"):
+                assert not route.path.startswith("/api/"), f"{where}: a JSON route among pages"
+                assert not route.include_in_schema, f"{where}: a page in the OpenAPI document"
+            else:
+                assert path.stem.startswith("api"), f"{where}: routes outside api_X/pages_X"
+                assert route.path.startswith("/api/"), f"{where}: a page among JSON routes"
+    assert seen > 100

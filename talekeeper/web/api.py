@@ -1,4 +1,5 @@
-"""The JSON API for adventures: start, read, delete, play a turn, undo and redo (OpenAPI at /docs).
+"""The JSON API for adventures: start, read, rename, search, delete, play a turn, undo and
+redo (OpenAPI at /docs).
 
 Routes translate HTTP to service calls and back; the services own the transaction and
 the writer lock.
@@ -12,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from talekeeper.service import adventures, tree_ops
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.plot import Persona
+from talekeeper.service.search import search_story
 from talekeeper.service.turns import play_turn
 from talekeeper.service.views import story as views
 from talekeeper.story.actions import AnyKind, talk_text
@@ -98,6 +100,31 @@ def get_adventure(
 @router.delete("/adventures/{adventure_id}", status_code=204)
 def delete_adventure(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> None:
     adventures.delete(tk, adventure_id)
+
+
+class Rename(BaseModel):
+    title: str = Field(
+        max_length=adventures.MAX_TITLE * 2, description="The new title (spaces are tidied)."
+    )
+
+
+@router.patch(
+    "/adventures/{adventure_id}", tags=["adventures"], response_model=views.AdventureSummary
+)
+def rename_adventure(
+    adventure_id: int, body: Rename, tk: Talekeeper = Depends(get_tk)
+) -> views.AdventureSummary:
+    """Rename an adventure. Answers with its summary (as in `GET /api/adventures`)."""
+    return adventures.rename(tk, adventure_id, body.title)
+
+
+@router.get(
+    "/adventures/{adventure_id}/search", tags=["adventures"], response_model=views.SearchResult
+)
+def search(adventure_id: int, q: str = "", tk: Talekeeper = Depends(get_tk)) -> views.SearchResult:
+    """The turns on the line being read whose action or narration holds `q` (case-insensitive),
+    oldest first, each with an excerpt around the hit (`before`, `match`, `after`)."""
+    return search_story(tk, adventure_id, q)
 
 
 @router.post("/adventures/{adventure_id}/undo", response_model=views.Story)

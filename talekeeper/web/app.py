@@ -12,28 +12,29 @@ from fastapi.staticfiles import StaticFiles
 from talekeeper import __version__
 from talekeeper.service.app import Talekeeper
 from talekeeper.web import (
-    accounts,
     api,
+    api_accounts,
+    api_connections,
     api_context,
+    api_hand,
     api_interop,
+    api_samplers,
     api_scenarios,
     api_settings,
     api_state,
     api_tree,
     apidocs,
-    connections,
     errors,
-    hand,
     pages,
+    pages_accounts,
+    pages_connections,
     pages_context,
     pages_interop,
+    pages_samplers,
     pages_scenarios,
     pages_settings,
     pages_state,
     pages_tree,
-    rename,
-    samplers,
-    search,
 )
 from talekeeper.web.auth import AccountsMiddleware
 from talekeeper.web.security import LocalOnlyMiddleware
@@ -62,8 +63,8 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     errors.install(app)
     if tk.accounts:
         app.state.signin = SignInGuard(tk)  # password hashes capped, failures backing off
-        app.include_router(accounts.router)
-        app.include_router(accounts.api_router)
+        app.include_router(pages_accounts.router)
+        app.include_router(api_accounts.router)
     app.include_router(api.router)
     app.include_router(
         api_interop.router
@@ -74,13 +75,11 @@ def create_app(tk: Talekeeper, allowed_hosts: set[str] | None = None) -> FastAPI
     app.include_router(api_state.router)
     app.include_router(pages.router)
     app.include_router(pages_settings.router)
-    app.include_router(rename.router)
-    app.include_router(search.router)
-    app.include_router(samplers.router)
-    app.include_router(connections.router)
-    app.include_router(connections.page_router)
-    app.include_router(hand.router)
-    app.include_router(samplers.page_router)
+    app.include_router(api_samplers.router)
+    app.include_router(api_connections.router)
+    app.include_router(pages_connections.router)
+    app.include_router(api_hand.router)
+    app.include_router(pages_samplers.router)
     app.include_router(pages_tree.router)
     app.include_router(pages_state.router)
     app.include_router(pages_scenarios.router)

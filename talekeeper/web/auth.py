@@ -26,16 +26,18 @@ import html
 import os
 import re
 from http.cookies import SimpleCookie
+from typing import Annotated
 from urllib.parse import quote
 
 import anyio
+from fastapi import Depends
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from talekeeper import accounts
-from talekeeper.errors import TalekeeperError
+from talekeeper.errors import Forbidden, TalekeeperError
 from talekeeper.service.app import Talekeeper
 from talekeeper.store import owner
 from talekeeper.web.errors import error_body, refused
@@ -94,6 +96,26 @@ def cookie_token(scope: Scope) -> str | None:
 def signed_in(request: Request) -> accounts.SignedIn | None:
     """The user this request runs as (None with accounts off, or before signing in)."""
     return request.scope.get("state", {}).get("signed_in")
+
+
+def require_host(request: Request) -> accounts.SignedIn:
+    who = signed_in(request)
+    if who is None or not who.is_host:
+        raise Forbidden("Only a host of this talekeeper can manage its users.")
+    return who
+
+
+Host = Annotated[accounts.SignedIn, Depends(require_host)]
+
+
+def invite_url(request: Request, token: str) -> str:
+    """An invitation's link: its sign-up page (public) with the token filled in."""
+    return str(request.url_for("signup_page").include_query_params(invite=token))
+
+
+def reset_url(request: Request, token: str) -> str:
+    """The link a host hands a user who forgot their password (its page is public)."""
+    return str(request.url_for("reset_page").include_query_params(token=token))
 
 
 class AccountsMiddleware:

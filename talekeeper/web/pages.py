@@ -1,6 +1,6 @@
-"""Server-rendered pages (Jinja2 + HTMX): home and play (the Settings page is
-`pages_settings.py`). Each calls the same services as the JSON API; refusals are shown on
-the page in words."""
+"""Server-rendered pages (Jinja2 + HTMX): home (with renaming) and play (with search); the
+Settings page is `pages_settings.py`. Each calls the same services as the JSON API
+(`api.py`); refusals are shown on the page in words."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ from pydantic import ValidationError
 from talekeeper.errors import Conflict, Invalid, NotFound
 from talekeeper.service import adventures, corrections, scenarios, tree_ops
 from talekeeper.service import plot as plot_service
-from talekeeper.service.adventures import Shown
+from talekeeper.service.adventures import AdventureTitleInvalid, Shown
 from talekeeper.service.app import Talekeeper
+from talekeeper.service.search import search_story
 from talekeeper.service.turns import warm_next_turn
 from talekeeper.service.views.scenarios import ScenarioListed
 from talekeeper.state.creation import CreationError
-from talekeeper.web import connections, turns
+from talekeeper.web import pages_connections, turns
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render, templates  # noqa: F401 - `templates` is imported from here too
 
@@ -152,6 +153,21 @@ def delete(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> HTMLResponse:
     return HTMLResponse("")
 
 
+@router.post("/adventures/{adventure_id}/rename", response_class=HTMLResponse)
+def rename(
+    request: Request, adventure_id: int, title: str = Form(""), tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
+    """The home page's rename form: answers with the adventure's card (and why, if refused)."""
+    message = None
+    try:
+        summary = adventures.rename(tk, adventure_id, title)
+    except AdventureTitleInvalid as exc:
+        message = str(exc)
+        summary = adventures.summary(tk, adventure_id)
+    # 200 either way: htmx swaps the card in, with the refusal written on it.
+    return render(request, "_adventure_card.html", a=summary, message=message)
+
+
 # --- play ---------------------------------------------------------------------------------
 
 
@@ -171,10 +187,18 @@ def play(
         "play.html",
         **turns.drawn(answer),
         model=tk.model_description(),
-        **connections.note_context(tk, adventure_id),
+        **pages_connections.note_context(tk, adventure_id),
         panel=panel if panel in PANELS else None,
         voices=voices,
     )
+
+
+@router.get("/adventures/{adventure_id}/search", response_class=HTMLResponse)
+def search(
+    request: Request, adventure_id: int, q: str = "", tk: Talekeeper = Depends(get_tk)
+) -> HTMLResponse:
+    result = search_story(tk, adventure_id, q)
+    return render(request, "search.html", adventure_id=adventure_id, **dict(result))
 
 
 @router.get("/adventures/{adventure_id}/story", response_class=HTMLResponse)

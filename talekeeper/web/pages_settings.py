@@ -1,7 +1,8 @@
 """The Settings page: the model, generation, memory and context settings saved together
 (all or nothing), the connection test, and the connections section with its "Add a
-connection" form (its JSON routes and a profile's own page are web/connections.py). Each
-field is drawn from the settings model that declares it (its title, help and bounds)."""
+connection" form (its JSON routes are web/api_connections.py, a profile's own page
+web/pages_connections.py). Each field is drawn from the settings model that declares it
+(its title, help and bounds)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ from talekeeper.service import hosted, profiles
 from talekeeper.service import samplers as samplers_service
 from talekeeper.service import settings as settings_service
 from talekeeper.service.app import Talekeeper
+from talekeeper.service.views.settings import service_views
 from talekeeper.store import owner
-from talekeeper.web import connections, flash
+from talekeeper.web import flash, pages_connections
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render
 
@@ -36,7 +38,7 @@ def connections_context(tk: Talekeeper) -> dict[str, Any]:
     return {
         "connection": profiles.connection_view(tk),
         "profiles": profiles.list_profiles(tk),
-        "services": connections.service_views(),
+        "services": service_views(),
         "allowed": hosted.list_allowed(tk),
         "may_allow": owner.may_manage_installation(),
         "sentences": {s.host: hosted.sentence(s.host) for s in services.SERVICES if s.hosted},
@@ -278,11 +280,11 @@ async def add_profile(request: Request, tk: Talekeeper = Depends(get_tk)) -> Res
     open its page to pick a model."""
     form = await request.form()
     try:
-        connections.allow_if_asked(tk, form)
-        created = profiles.keep(tk, connections.profile_in(form))
+        pages_connections.allow_if_asked(tk, form)
+        created = profiles.keep(tk, pages_connections.profile_in(form))
     except (TalekeeperError, ValidationError) as exc:
         return await settings_page_with(
-            request, tk, connection_error=connections.refusal(exc), form=dict(form)
+            request, tk, connection_error=pages_connections.refusal(exc), form=dict(form)
         )
     return flash.redirect(
         f"/settings/profiles/{created['id']}",

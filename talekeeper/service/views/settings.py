@@ -9,6 +9,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from talekeeper.context.generation import GenerationSettings
+from talekeeper.llm import services
 from talekeeper.llm.settings import ModelSettings
 from talekeeper.service.views.base import Sparse, View
 
@@ -127,6 +128,11 @@ class ServiceView(View):
     key_help: str
     notes: str
     host: str
+
+
+def service_views() -> list[ServiceView]:
+    """Every service a connection can start from, for the JSON answer and the pages' pickers."""
+    return [ServiceView.model_validate(s, from_attributes=True) for s in services.SERVICES]
 
 
 class ProfileView(View):

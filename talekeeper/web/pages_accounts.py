@@ -1,38 +1,30 @@
-"""Sign in, sign up with an invitation, sign out, one's account (its password), a reset
-link's page, and the host's page of users.
+"""The accounts' pages: sign in, sign up with an invitation, sign out, one's account (its
+password), a reset link's page, and the host's page of users.
 
 Included only with accounts on (`create_app(..., accounts=True)`); web/auth.py decides who
-is asking. The JSON routes under /api/account and /api/users do what the pages do.
-`/reset` is public like `/signup`: the link's token is what proves the right to use it.
+is asking. The JSON routes under /api/account and /api/users (`api_accounts.py`) do what
+the pages do. `/reset` is public like `/signup`: the link's token is what proves the right to use it.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Depends, Form, Request
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
 
 from talekeeper import accounts
-from talekeeper.errors import Forbidden, TalekeeperError
+from talekeeper.errors import TalekeeperError
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views.accounts import (
-    AccountView,
-    InvitationView,
-    ResetLinkView,
-    UserView,
-    user_view,
-)
-from talekeeper.web.auth import COOKIE, session_cookie, signed_in
-from talekeeper.web.deps import get_tk
-from talekeeper.web.errors import ERRORS, retry_after
+from talekeeper.service.views.accounts import user_view
+from talekeeper.web.auth import COOKIE, Host, invite_url, reset_url, session_cookie, signed_in
+from talekeeper.web.deps import Tk
+from talekeeper.web.errors import retry_after
 from talekeeper.web.render import render
 from talekeeper.web.signin import guard_of, slow_refusal
 
 router = APIRouter(include_in_schema=False)
-api_router = APIRouter(prefix="/api", tags=["accounts"], responses=ERRORS)
 SESSION_SECONDS = accounts.SESSION_DAYS * 24 * 3600
 
 
@@ -47,20 +39,6 @@ def _signed_in_response(request: Request, token: str, target: str) -> Response:
     response = RedirectResponse(_local_target(target), status_code=303)
     response.headers.append("set-cookie", session_cookie(request.scope, token, SESSION_SECONDS))
     return response
-
-
-def require_host(request: Request) -> accounts.SignedIn:
-    who = signed_in(request)
-    if who is None or not who.is_host:
-        raise Forbidden("Only a host of this talekeeper can manage its users.")
-    return who
-
-
-Host = Annotated[accounts.SignedIn, Depends(require_host)]
-Tk = Annotated[Talekeeper, Depends(get_tk)]
-
-
-# --- pages --------------------------------------------------------------------------------
 
 
 @router.get("/login", response_class=HTMLResponse)
@@ -247,12 +225,8 @@ def users_invite(
         token = accounts.invite(tk, host.user_id, role)
     except TalekeeperError as exc:
         return _users_page(request, tk, status_code=exc.status, error=str(exc))
-    link = str(request.url_for("signup_page").include_query_params(invite=token))
+    link = invite_url(request, token)
     return _users_page(request, tk, invitation=link)
-
-
-def _reset_url(request: Request, token: str) -> str:
-    return str(request.url_for("reset_page").include_query_params(token=token))
 
 
 @router.post("/users/{user_id}/reset", response_class=HTMLResponse)
@@ -264,7 +238,7 @@ def users_reset(request: Request, tk: Tk, host: Host, user_id: int) -> Response:
     return _users_page(
         request,
         tk,
-        reset_link=_reset_url(request, token),
+        reset_link=reset_url(request, token),
         reset_for=name,
         reset_hours=accounts.RESET_HOURS,
     )
@@ -284,89 +258,3 @@ def users_change(
     except TalekeeperError as exc:
         return _users_page(request, tk, status_code=exc.status, error=str(exc))
     return _users_page(request, tk, message="Saved.")
-
-
-# --- JSON ---------------------------------------------------------------------------------
-
-
-class NewUser(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(max_length=200)
-    password: str = Field(max_length=accounts.MAX_PASSWORD)
-    role: Literal["player", "host"] = "player"
-
-
-class UserChange(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    role: Literal["player", "host"] | None = None
-    disabled: bool | None = None
-
-
-class PasswordChange(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    current_password: str = Field(max_length=accounts.MAX_PASSWORD)
-    new_password: str = Field(max_length=accounts.MAX_PASSWORD)
-
-
-class NewInvitation(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    role: Literal["player", "host"] = "player"
-
-
-@api_router.get("/account", response_model=AccountView)
-def account(request: Request) -> AccountView:
-    who = signed_in(request)
-    assert who is not None  # the guard lets no one unsigned reach this
-    return AccountView(id=who.user_id, name=who.name, role=who.role, csrf_token=who.csrf_token)
-
-
-@api_router.post("/account/password", status_code=204)
-def api_account_password(body: PasswordChange, request: Request, tk: Tk) -> Response:
-    """Change one's own password; one's other sessions end, this one stays."""
-    who = signed_in(request)
-    assert who is not None
-    guard_of(request).run_blocking(
-        accounts.change_password,
-        tk,
-        who,
-        request.cookies.get(COOKIE),
-        body.current_password,
-        body.new_password,
-    )
-    return Response(status_code=204)
-
-
-@api_router.get("/users", response_model=list[UserView])
-def api_users(tk: Tk, host: Host) -> list[UserView]:
-    return [user_view(u) for u in accounts.users(tk)]
-
-
-@api_router.post("/users", response_model=UserView, status_code=201)
-def api_create_user(body: NewUser, request: Request, tk: Tk, host: Host) -> UserView:
-    made = guard_of(request).run_blocking(
-        accounts.add_user, tk, body.name, body.password, body.role
-    )
-    return user_view(made[0])
-
-
-@api_router.patch("/users/{user_id}", response_model=UserView)
-def api_change_user(user_id: int, body: UserChange, tk: Tk, host: Host) -> UserView:
-    return user_view(accounts.change_user(tk, user_id, body.role, body.disabled))
-
-
-@api_router.post("/invitations", response_model=InvitationView, status_code=201)
-def api_invite(body: NewInvitation, request: Request, tk: Tk, host: Host) -> InvitationView:
-    token = accounts.invite(tk, host.user_id, body.role)
-    link = str(request.url_for("signup_page").include_query_params(invite=token))
-    return InvitationView(token=token, link=link)
-
-
-@api_router.post("/users/{user_id}/password-reset", response_model=ResetLinkView, status_code=201)
-def api_reset_link(user_id: int, request: Request, tk: Tk, host: Host) -> ResetLinkView:
-    """A one-time link for a user who forgot their password (a newer one replaces it)."""
-    token, _ = accounts.reset_link(tk, user_id, host.user_id)
-    return ResetLinkView(token=token, link=_reset_url(request, token))

@@ -1,9 +1,8 @@
-"""Connections over HTTP: profiles, which one narrates, and the hosted services allowed.
+"""Connections' pages: one profile's page, the play page's switch and sampler preset.
 
-The JSON routes (`router`) and the pages (`page_router`: one profile's page, the play
-page's switch; the Settings page's connections section is `pages_settings.py`, which uses
-the form helpers here) call the same services (service/profiles.py,
-service/hosted.py). No answer ever carries an API key: profiles say `has_key`.
+The Settings page's connections section is `pages_settings.py`, which uses the form helpers
+here; the JSON routes are `api_connections.py`. Both call the same services
+(service/profiles.py, service/hosted.py). No page ever shows an API key.
 """
 
 from __future__ import annotations
@@ -20,123 +19,12 @@ from talekeeper.llm.errors import LLMError
 from talekeeper.service import hosted, profiles
 from talekeeper.service import samplers as sampler_choice
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views import settings as views
+from talekeeper.service.views.settings import service_views
 from talekeeper.web import flash
 from talekeeper.web.deps import get_tk
-from talekeeper.web.errors import ERRORS
 from talekeeper.web.render import render
 
-router = APIRouter(prefix="/api", tags=["connections"], responses=ERRORS)
-
-
-def service_views() -> list[dict[str, Any]]:
-    return [
-        {
-            "id": s.id,
-            "label": s.label,
-            "base_url": s.base_url,
-            "provider": s.provider,
-            "hosted": s.hosted,
-            "needs_key": s.needs_key,
-            "key_help": s.key_help,
-            "notes": s.notes,
-            "host": s.host,
-        }
-        for s in services.SERVICES
-    ]
-
-
-@router.get("/services", response_model=list[views.ServiceView])
-def list_services() -> list[dict[str, Any]]:
-    """The services a connection can start from, with their documented addresses."""
-    return service_views()
-
-
-@router.get("/profiles", response_model=list[views.ProfileView])
-def list_profiles(tk: Talekeeper = Depends(get_tk)) -> list[dict[str, Any]]:
-    return profiles.list_profiles(tk)
-
-
-@router.post("/profiles", response_model=views.ProfileView, status_code=201)
-def create_profile(body: profiles.ProfileIn, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
-    """A new connection. Its `api_key` is stored sealed and never shown again."""
-    return profiles.keep(tk, body)
-
-
-@router.get("/profiles/{profile_id}", response_model=views.ProfileView)
-def read_profile(profile_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
-    return profiles.read(tk, profile_id)
-
-
-@router.put("/profiles/{profile_id}", response_model=views.ProfileView)
-def replace_profile(
-    profile_id: int, body: profiles.ProfileIn, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
-    """Replace a connection; an empty `api_key` keeps the stored one (`forget_key` drops it)."""
-    return profiles.keep(tk, body, profile_id)
-
-
-@router.delete("/profiles/{profile_id}", status_code=204)
-def delete_profile(profile_id: int, tk: Talekeeper = Depends(get_tk)) -> None:
-    profiles.forget(tk, profile_id)
-
-
-@router.get("/profiles/{profile_id}/models", response_model=views.ModelListView)
-async def profile_models(profile_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
-    """The models the connection's service offers, with context and an estimate per turn."""
-    return await profiles.models_of(tk, profile_id)
-
-
-@router.get("/connection", response_model=views.ConnectionView)
-def default_connection(tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
-    """Which connection narrates by default, and every one that could."""
-    return profiles.connection_view(tk)
-
-
-@router.put("/connection", response_model=views.ConnectionView)
-def choose_default(
-    body: views.ConnectionChoice, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
-    profiles.use_by_default(tk, profiles.parse_choice(body.use))
-    return profiles.connection_view(tk)
-
-
-@router.get("/adventures/{adventure_id}/connection", response_model=views.ConnectionView)
-def adventure_connection(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
-    return profiles.connection_view(tk, adventure_id)
-
-
-@router.put("/adventures/{adventure_id}/connection", response_model=views.ConnectionView)
-def choose_for_adventure(
-    adventure_id: int, body: views.ConnectionChoice, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
-    """This adventure's connection; null follows the default again."""
-    profiles.use_for_adventure(tk, adventure_id, profiles.parse_choice(body.use))
-    return profiles.connection_view(tk, adventure_id)
-
-
-@router.get("/hosted-services", response_model=list[views.HostedServiceView])
-def allowed_services(tk: Talekeeper = Depends(get_tk)) -> list[views.HostedServiceView]:
-    """The hosted services allowed to receive the story."""
-    return hosted.list_allowed(tk)
-
-
-@router.put("/hosted-services/{host}", response_model=views.HostedServiceView)
-def allow_service(host: str, tk: Talekeeper = Depends(get_tk)) -> views.HostedServiceView:
-    """Allow `host` (e.g. openrouter.ai): your story, its cards and state are sent there
-    by the connections that use it. With accounts on, a host's decision."""
-    return hosted.allow_host(tk, host)
-
-
-@router.delete("/hosted-services/{host}", status_code=204)
-def revoke_service(host: str, tk: Talekeeper = Depends(get_tk)) -> None:
-    """Take the permission back: no request goes to `host` from now on."""
-    hosted.revoke_host(tk, host)
-
-
-# --- pages -------------------------------------------------------------------------------------
-
-page_router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False)
 
 
 def profile_in(form: Any, current: dict[str, Any] | None = None) -> profiles.ProfileIn:
@@ -207,14 +95,14 @@ async def _profile_page(
     )
 
 
-@page_router.get("/settings/profiles/{profile_id}", response_class=HTMLResponse)
+@router.get("/settings/profiles/{profile_id}", response_class=HTMLResponse)
 async def profile_page(
     request: Request, profile_id: int, tk: Talekeeper = Depends(get_tk)
 ) -> HTMLResponse:
     return await _profile_page(request, tk, profile_id)
 
 
-@page_router.post("/settings/profiles/{profile_id}", response_class=HTMLResponse)
+@router.post("/settings/profiles/{profile_id}", response_class=HTMLResponse)
 async def save_profile(
     request: Request, profile_id: int, tk: Talekeeper = Depends(get_tk)
 ) -> Response:
@@ -241,13 +129,13 @@ async def save_profile(
     return flash.redirect(f"/settings/profiles/{profile_id}", "Saved.")
 
 
-@page_router.post("/settings/profiles/{profile_id}/delete", response_class=HTMLResponse)
+@router.post("/settings/profiles/{profile_id}/delete", response_class=HTMLResponse)
 def remove_profile(profile_id: int, tk: Talekeeper = Depends(get_tk)) -> Response:
     profiles.forget(tk, profile_id)
     return flash.redirect("/settings#connections", "Connection deleted.")
 
 
-@page_router.get("/settings/profiles/{profile_id}/models", response_class=HTMLResponse)
+@router.get("/settings/profiles/{profile_id}/models", response_class=HTMLResponse)
 async def models_fragment(
     request: Request, profile_id: int, tk: Talekeeper = Depends(get_tk)
 ) -> HTMLResponse:
@@ -261,7 +149,7 @@ async def models_fragment(
     return render(request, "_models.html", profile=profile, listing=listing, error=error)
 
 
-@page_router.post("/settings/connection", response_class=HTMLResponse)
+@router.post("/settings/connection", response_class=HTMLResponse)
 async def use_connection(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
     form = await request.form()
     try:
@@ -272,7 +160,7 @@ async def use_connection(request: Request, tk: Talekeeper = Depends(get_tk)) -> 
     return flash.redirect("/settings#connections", f"Now narrating with {name}.")
 
 
-@page_router.post("/settings/hosts", response_class=HTMLResponse)
+@router.post("/settings/hosts", response_class=HTMLResponse)
 async def allow_host(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response:
     form = await request.form()
     try:
@@ -282,7 +170,7 @@ async def allow_host(request: Request, tk: Talekeeper = Depends(get_tk)) -> Resp
     return flash.redirect("/settings#hosted", f"{allowed.host} may now receive your story.")
 
 
-@page_router.post("/settings/hosts/{host}/revoke", response_class=HTMLResponse)
+@router.post("/settings/hosts/{host}/revoke", response_class=HTMLResponse)
 def revoke_host(host: str, tk: Talekeeper = Depends(get_tk)) -> Response:
     try:
         hosted.revoke_host(tk, host)
@@ -310,7 +198,7 @@ def note_context(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
     }
 
 
-@page_router.post("/adventures/{adventure_id}/samplers/preset", response_class=HTMLResponse)
+@router.post("/adventures/{adventure_id}/samplers/preset", response_class=HTMLResponse)
 async def preset_for_adventure(
     request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
 ) -> HTMLResponse:
@@ -326,7 +214,7 @@ async def preset_for_adventure(
     )
 
 
-@page_router.post("/adventures/{adventure_id}/connection", response_class=HTMLResponse)
+@router.post("/adventures/{adventure_id}/connection", response_class=HTMLResponse)
 async def switch_for_adventure(
     request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
 ) -> HTMLResponse:

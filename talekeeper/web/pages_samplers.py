@@ -1,4 +1,5 @@
-"""Sampler presets and an adventure's samplers over HTTP (service/samplers.py does the work)."""
+"""An adventure's samplers page, /adventures/{id}/samplers (service/samplers.py does the work;
+the JSON routes are `api_samplers.py`)."""
 
 from __future__ import annotations
 
@@ -6,68 +7,17 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
 
 from talekeeper.service import samplers
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views import settings as views
 from talekeeper.web import flash
 from talekeeper.web.deps import get_tk
-from talekeeper.web.errors import ERRORS
 from talekeeper.web.render import render
 
-router = APIRouter(prefix="/api", tags=["samplers"], responses=ERRORS)
+router = APIRouter(include_in_schema=False)
 
 
-class AdventureSamplers(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    preset: str | None = Field(None, description="A saved preset's name, or none.")
-    values: samplers.Samplers = Field(
-        default_factory=samplers.Samplers,
-        description="Values of its own; they win over the preset.",
-    )
-
-
-@router.get("/sampler-presets", response_model=dict[str, views.SamplerValues])
-def list_presets(tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
-    """Every named preset: name → the samplers it sets."""
-    return samplers.list_presets(tk)
-
-
-@router.put("/sampler-presets/{name}", response_model=views.SamplerValues)
-def save_preset(
-    name: str, body: samplers.Samplers, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
-    """Create or replace a preset (min_p, top_k, repetition_penalty, presence_penalty, stop, seed)."""
-    return samplers.keep_preset(tk, name, body.model_dump(exclude_none=True))
-
-
-@router.delete("/sampler-presets/{name}", status_code=204)
-def delete_preset(name: str, tk: Talekeeper = Depends(get_tk)) -> None:
-    samplers.forget_preset(tk, name)
-
-
-@router.get("/adventures/{adventure_id}/samplers", response_model=views.AdventureSamplersView)
-def adventure_samplers(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
-    """This adventure's preset and own values, and what its turns ask the model for."""
-    view = samplers.of_adventure(tk, adventure_id)
-    return {"preset": view["preset"], "values": view["values"], "effective": view["effective"]}
-
-
-@router.put("/adventures/{adventure_id}/samplers", response_model=views.SamplerChoice)
-def set_adventure_samplers(
-    adventure_id: int, body: AdventureSamplers, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
-    return samplers.choose(tk, adventure_id, body.preset, body.values.model_dump(exclude_none=True))
-
-
-# --- the page: /adventures/{id}/samplers -------------------------------------------------------
-
-page_router = APIRouter()
-
-
-@page_router.get("/adventures/{adventure_id}/samplers", response_class=HTMLResponse)
+@router.get("/adventures/{adventure_id}/samplers", response_class=HTMLResponse)
 async def samplers_page(
     request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
 ) -> HTMLResponse:
@@ -109,7 +59,7 @@ async def _page(
     )
 
 
-@page_router.post("/adventures/{adventure_id}/samplers", response_class=HTMLResponse)
+@router.post("/adventures/{adventure_id}/samplers", response_class=HTMLResponse)
 async def samplers_save(
     request: Request, adventure_id: int, tk: Talekeeper = Depends(get_tk)
 ) -> Response:

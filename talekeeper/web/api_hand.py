@@ -1,4 +1,4 @@
-"""The player's hand over HTTP: "Write my turn" and "Suggest" (service/hand.py does the work).
+"""The player's hand over JSON: "Write my turn" and "Suggest" (service/hand.py does the work).
 
 JSON routes only: the play page's script (static/hand.js) puts a draft in the box and
 suggestions under it as buttons; nothing is sent until the player sends it.
