@@ -121,6 +121,13 @@ PERCEIVE = frozenset(
 
 SIGNAL = frozenset("wave signal point gesture beckon".split())
 """Verbs one does toward someone from where one is ("you wave from the docks")."""
+AIMED = (
+    PERCEIVE
+    | SIGNAL
+    | SPEECH
+    | frozenset("smile grin frown glare scowl nod wink squint blink sneer".split())
+)
+"""Verbs whose "at" names a target, not where one is ("Maren stares at the lighthouse")."""
 AWAY = frozenset("away far back home apart".split())
 """Before "from", these say the place is left or distant ("away from the lighthouse")."""
 

@@ -240,6 +240,10 @@ def _tokens(sentence: str, gaz: Gazetteer) -> list[Tok]:
                 if described is None or det or gaz.kinds.get(ids[0]) != "place":
                     continue
                 det, start = described[0], at + described[1]  # "the fog-slick quay"
+            elif not det and len(ids) == 1 and gaz.kinds.get(ids[0]) == "place":
+                described = _described(sentence[at : m.start()])
+                if described is not None:  # "the fog-bound harbour office"
+                    det, start = described[0], at + described[1]
             out += _words(sentence[at:start])
             eid = ids[0] if len(ids) == 1 else None
             out.append(
@@ -258,7 +262,9 @@ def _tokens(sentence: str, gaz: Gazetteer) -> list[Tok]:
     return out
 
 
-_DESCRIBED = re.compile(r"(?<![\w'-])(the|your|this|that)\s+((?:[a-z][a-z-]*\s+){1,2})$")
+_DESCRIBED = re.compile(
+    r"(?<![\w'-])(the|your|this|that)\s+((?:[a-z][a-z-]*,?\s+){0,2}[a-z][a-z-]*\s+)$"
+)
 _ADJECTIVE_ENDS = ("y", "ed", "en", "ing", "ful", "less", "ous", "ish", "ic", "al", "ive", "ble")
 _COMMON_ADJECTIVES = frozenset(
     "old little small great big dark wet damp cold empty quiet long low tall black grey gray "
@@ -273,18 +279,22 @@ _OTHER_ONE = frozenset(
 
 
 def _described(before: str) -> tuple[str, int] | None:
-    """ "the fog-slick quay": a determiner and one or two words that describe, right before
-    a place's head word — (the determiner, where it starts in `before`). Never a word that
-    makes it another place ("the other quay", "the fisherman's cottage")."""
+    """ "the fog-slick quay", "the cold, fog-slick quay": a determiner and up to three
+    words that describe, right before a place's name or head word — (the determiner,
+    where it starts in `before`). Never a word that makes it another place ("the other
+    quay", "the fisherman's cottage")."""
     m = _DESCRIBED.search(before)
     if m is None:
         return None
-    for word in m.group(2).split():
-        if word in _OTHER_ONE or word in lx.LOCATIVE_PREPS or word in lx.NEGATIONS:
-            return None
-        if not ("-" in word or word.endswith(_ADJECTIVE_ENDS) or word in _COMMON_ADJECTIVES):
-            return None
-    return m.group(1).casefold(), m.start()
+    words = [w.rstrip(",") for w in m.group(2).split()]
+    return (m.group(1).casefold(), m.start()) if all(map(_describes, words)) else None
+
+
+def _describes(word: str) -> bool:
+    """A word that may describe a place or a part of it ("fog-slick", "cramped", "old")."""
+    if word in _OTHER_ONE or word in lx.LOCATIVE_PREPS or word in lx.NEGATIONS:
+        return False
+    return "-" in word or word.endswith(_ADJECTIVE_ENDS) or word in _COMMON_ADJECTIVES
 
 
 # --- quotes and sentences -------------------------------------------------------------
@@ -1205,8 +1215,12 @@ class _Reader:
         # where the clause puts its subject
         # where the clause puts its subject: a place right after the verb ("sits in the
         # cottage") or before the clause ("Up at the cottage, …"); a place after the
-        # verb's object is the object's ("takes the lantern on top of the lighthouse")
-        place = _place_after(_leading(rest), lx.AT_PREPS, self.gaz) or _place_after(
+        # verb's object is the object's ("takes the lantern on top of the lighthouse");
+        # what one looks, points or calls at is a target ("stares at the lighthouse")
+        leading = _leading(rest)
+        if base in lx.AIMED and _word_at(leading, 0) in ("at", "toward", "towards"):
+            leading = []
+        place = _place_after(leading, lx.AT_PREPS, self.gaz) or _place_after(
             front, lx.AT_PREPS, self.gaz
         )
         distant = (
@@ -1612,6 +1626,9 @@ def _place_at(toks: list[Tok], k: int, gaz: Gazetteer) -> tuple[str, int] | None
     j = k
     if j < len(toks) and toks[j].kind == "word" and toks[j].low in ("the", "a", "its"):
         j += 1
+        for _ in range(2):  # "the narrow gallery of the lighthouse"
+            if _word_at(toks, j) not in lx.PART_OF and _describes(_word_at(toks, j)):
+                j += 1
     if j < len(toks) and toks[j].kind == "word" and toks[j].low in lx.PART_OF:
         if _word_at(toks, j + 1) == "of":
             return _place_at(toks, j + 2, gaz)

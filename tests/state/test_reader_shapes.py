@@ -109,6 +109,14 @@ FLAGGED = [
     ("You look at Maren and Tobin, and they both hold the key.", {}, ("item", "brass_key")),
     ("You nod to Maren and Tobin. The two of them grin.", {}, ("presence", "tobin")),
     ("You nod to Maren and Tobin. Both of them grin.", {}, ("presence", "tobin")),
+    # describing words, with commas, before a place's whole name or a part of it
+    ("You sit in the warm, cramped cottage.", {}, ("place", "player")),
+    ("You stand on the narrow gallery of the lighthouse.", {}, ("place", "player")),
+    (
+        "You stand in the fog-bound harbour office.",
+        {"where": "fenmouth", "origin": "pilgrim"},
+        ("place", "player"),
+    ),
 ]
 
 
@@ -162,6 +170,13 @@ SILENT = [
     ("Maren or Tobin must have it. They both laugh.", {}),
     ("You and Maren wait. They both nod.", {}),
     ("Maren and Tobin's boats rock. They both creak.", {}),
+    ("You stand on the cold, windswept docks.", {}),
+    ("You stand on the other, busier quay.", {"where": "fenmouth", "origin": "pilgrim"}),
+    # what one looks, points or calls at is not where one is
+    ("Maren glances up at the dark lighthouse.", {}),
+    ("Maren stares at the lighthouse.", {}),
+    ("Maren waves at the cottage.", {}),
+    ("Maren shouts at the lighthouse.", {}),
 ]
 
 
