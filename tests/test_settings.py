@@ -57,3 +57,25 @@ def test_a_request_cannot_allow_remote_endpoints(client: TestClient) -> None:
         "/api/settings", json={"model": {"allow_remote": True, "endpoint": "http://127.0.0.1:1/v1"}}
     )
     assert client.get("/api/settings").json()["effective_model"]["allow_remote"] is False
+
+
+def test_a_refused_settings_form_shows_what_was_typed_and_stores_nothing(
+    client: TestClient,
+) -> None:
+    """The page renders the stored settings' view with the typed model fields laid over it
+    (never the key), and the stored view keeps every key, `has_api_key` only when one is."""
+    client.put("/api/settings", json={"model": {"endpoint": "http://127.0.0.1:9001/v1"}})
+    before = client.get("/api/settings").json()
+    form = {"endpoint": "http://127.0.0.1:9002/v1", "model": "typed-model", "max_tokens": "-5"}
+    page = client.post("/settings", data=form)
+    assert page.status_code == 422
+    assert 'value="typed-model"' in page.text and "http://127.0.0.1:9002/v1" in page.text
+    stored = client.get("/api/settings").json()
+    assert stored == before and stored["model"]["endpoint"] == "http://127.0.0.1:9001/v1"
+    assert set(stored) == {
+        "model",
+        "generation",
+        "effective_model",
+        "overridden",
+        "model_description",
+    }

@@ -52,9 +52,6 @@ NOT_YET = {
     "service/scenarios.py:duplicate",
     "service/scenarios.py:import_file",
     "service/scenarios.py:library",
-    "service/settings.py:stored",
-    "service/settings.py:settings_view",
-    "service/settings.py:save",
 }
 
 

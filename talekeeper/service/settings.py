@@ -24,8 +24,10 @@ from talekeeper.service.connection_in_force import (
     ENV_OVERRIDES,
     PLAYER_KEYS,
     allowed_hosts,
+    generation_settings,
     stored_value,
 )
+from talekeeper.service.views.settings import ModelSettingsView, SettingsView, StoredSettings
 from talekeeper.store import owner
 from talekeeper.store.models import Setting
 from talekeeper.store.secrets import KeyBox
@@ -60,14 +62,18 @@ def may_change_model() -> bool:
     return owner.may_manage_installation()
 
 
-def stored_settings(session: Session) -> dict[str, Any]:
+def stored_settings(session: Session) -> StoredSettings:
     """What is stored, as pages and the API show it: never a key, only whether one is kept."""
     model = stored_value(session, "model")
     has_key = bool(model.pop("api_key", None) or model.pop("api_key_sealed", None))
     model.pop("api_key_sealed", None)
     if has_key:
         model["has_api_key"] = True
-    return {"model": model, "generation": stored_value(session, "generation")}
+    try:
+        shown = ModelSettingsView.model_validate(model)
+    except ValidationError:  # stored by an older version: shown as it is, to be corrected
+        shown = ModelSettingsView.model_construct(**model)
+    return StoredSettings(model=shown, generation=generation_settings(session))
 
 
 def overridden_fields(flag_overrides: dict[str, Any] | None = None) -> dict[str, str]:
@@ -88,7 +94,7 @@ def update_settings(
     update: SettingsUpdate,
     keys: KeyBox | None = None,
     resolver: Resolver | None = None,
-) -> dict[str, Any]:
+) -> StoredSettings:
     """Validate and store new values; nothing is stored unless everything validates. A new
     API key is stored sealed (`keys`); `"api_key": null` forgets the stored one."""
     new_model = None
@@ -157,26 +163,27 @@ def _validation_message(exc: ValidationError, group: str) -> str:
 # --- entry points (each owns its transaction) ------------------------------------------------
 
 
-def stored(tk: Talekeeper) -> dict[str, Any]:
+def stored(tk: Talekeeper) -> StoredSettings:
     """What is stored (model and generation), before environment and flags apply."""
     with tk.db.session() as session:
         return stored_settings(session)
 
 
-def settings_view(tk: Talekeeper) -> dict[str, Any]:
+def settings_view(tk: Talekeeper) -> SettingsView:
     """The stored settings, what is in effect for this run and why, and the model in use."""
-    return {
-        **stored(tk),
-        "effective_model": tk.shown_settings().model_dump(exclude={"api_key", "allowed_hosts"}),
-        "overridden": overridden_fields(tk.model_overrides),
-        "generation": tk.generation().model_dump(),
-        "model_description": tk.model_description(),
-    }
+    shown = tk.shown_settings()
+    return SettingsView(
+        model=stored(tk).model,
+        generation=tk.generation(),
+        effective_model=ModelSettingsView(**shown.model_dump(exclude={"api_key", "allowed_hosts"})),
+        overridden=overridden_fields(tk.model_overrides),
+        model_description=tk.model_description(shown),
+    )
 
 
 def save(
     tk: Talekeeper, update: SettingsUpdate, context: dict[str, Any] | None = None
-) -> dict[str, Any]:
+) -> StoredSettings:
     """Store model and generation settings (and context settings when given): all or nothing."""
     with tk.db.session() as session:
         result = update_settings(session, update, tk.keys, tk.resolver)

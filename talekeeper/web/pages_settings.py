@@ -122,13 +122,8 @@ def _settings_context(
     context = settings_service.context_settings_of(tk)
     generation = tk.generation()
     if form:  # a refused form shows what was typed, not what is stored
-        stored = {
-            **stored,
-            "model": {
-                **stored["model"],
-                **{k: v for k, v in form.get("model", {}).items() if k != "api_key"},
-            },
-        }
+        typed = {k: v for k, v in form.get("model", {}).items() if k != "api_key"}
+        stored = stored.model_copy(update={"model": stored.model.model_copy(update=typed)})
         generation = generation.model_construct(
             **{**generation.model_dump(), **form.get("generation", {})}
         )

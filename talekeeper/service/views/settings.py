@@ -20,6 +20,15 @@ class ModelSettingsView(Sparse, ModelSettings):
     has_api_key: bool | None = Field(None, description="True when a key is stored (sealed).")
 
 
+class StoredSettings(View):
+    """The settings as stored, before the environment and flags apply."""
+
+    model: ModelSettingsView = Field(
+        description="The model settings as stored (before environment and flags)."
+    )
+    generation: GenerationSettings = Field(description="The generation settings in effect.")
+
+
 class SettingsView(View):
     """The stored settings, what is in effect for this run and why, and the model in use."""
 
