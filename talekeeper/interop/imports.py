@@ -13,6 +13,12 @@ from talekeeper.interop.containers import Refused
 from talekeeper.interop.detect import Converted, convert
 from talekeeper.service import scenarios
 from talekeeper.service.app import Talekeeper
+from talekeeper.service.views.scenarios import (
+    ImportItem,
+    ImportPreview,
+    OwnScenario,
+    ScenarioSaved,
+)
 
 __all__ = [
     "Refused",
@@ -44,7 +50,7 @@ def convert_file(raw: bytes, filename: str = "") -> list[Converted]:
         ) from None
 
 
-def preview(tk: Talekeeper, raw: bytes, filename: str = "") -> dict[str, Any]:
+def preview(tk: Talekeeper, raw: bytes, filename: str = "") -> ImportPreview:
     """What the file would become, with its report. Raises Refused. Writes nothing."""
     results = convert_file(raw, filename)
     items = []
@@ -61,22 +67,26 @@ def preview(tk: Talekeeper, raw: bytes, filename: str = "") -> dict[str, Any]:
             document = {**result.document, "id": scenario_id}
             errors = scenarios.check_scenario(document)
             items.append(
-                {
-                    "format": result.format,
-                    "title": result.title,
-                    "exact": result.exact,
-                    "scenario": document,
-                    "report": result.report,
-                    "errors": errors,
-                    "story_cards": len(document.get("story_cards") or []),
-                    "origins": len(document.get("origins") or []),
-                }
+                ImportItem.model_validate(
+                    {
+                        "format": result.format,
+                        "title": result.title,
+                        "exact": result.exact,
+                        "scenario": document,
+                        "report": result.report,
+                        "errors": errors,
+                        "story_cards": len(document.get("story_cards") or []),
+                        "origins": len(document.get("origins") or []),
+                    }
+                )
             )
         session.rollback()
-    return {"filename": filename, "format": results[0].format if results else "", "items": items}
+    return ImportPreview(
+        filename=filename, format=results[0].format if results else "", items=items
+    )
 
 
-def save(tk: Talekeeper, document: dict[str, Any]) -> dict[str, Any]:
+def save(tk: Talekeeper, document: dict[str, Any]) -> ScenarioSaved:
     """Store a reviewed document as the player's own scenario (a fresh id if taken)."""
     with tk.db.session() as session:
         if not isinstance(document, dict):
@@ -85,10 +95,10 @@ def save(tk: Talekeeper, document: dict[str, Any]) -> dict[str, Any]:
         row = scenarios.create_scenario(
             session, {**document, "id": scenarios.free_id(session, wanted)}
         )
-        return {**scenarios.scenario_summary(row), "data": row.data}
+        return ScenarioSaved.model_validate({**scenarios.scenario_summary(row), "data": row.data})
 
 
-def add_cards(tk: Talekeeper, scenario_id: str, document: dict[str, Any]) -> dict[str, Any]:
+def add_cards(tk: Talekeeper, scenario_id: str, document: dict[str, Any]) -> ScenarioSaved:
     """Add a reviewed import's story cards to one of the player's own scenarios (a World
     Info file for a card's world, say). The scenario is checked whole, as any edit."""
     cards = document.get("story_cards") if isinstance(document, dict) else None
@@ -98,13 +108,15 @@ def add_cards(tk: Talekeeper, scenario_id: str, document: dict[str, Any]) -> dic
         row = scenarios.get_scenario(session, scenario_id)
         data = {**row.data, "story_cards": [*(row.data.get("story_cards") or []), *cards]}
         row = scenarios.update_scenario(session, scenario_id, data)
-        return {**scenarios.scenario_summary(row), "data": row.data, "added": len(cards)}
+        return ScenarioSaved.model_validate(
+            {**scenarios.scenario_summary(row), "data": row.data, "added": len(cards)}
+        )
 
 
-def own_scenarios(tk: Talekeeper) -> list[dict[str, str]]:
+def own_scenarios(tk: Talekeeper) -> list[OwnScenario]:
     with tk.db.session() as session:
         return [
-            {"id": s.id, "title": s.title}
+            OwnScenario(id=s.id, title=s.title)
             for s in scenarios.list_scenarios(session)
             if not s.builtin
         ]

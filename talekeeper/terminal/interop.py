@@ -80,15 +80,15 @@ def import_card(tk: Talekeeper, path: Path, yes: bool) -> int:
         console.print(f"[red]Refused:[/red] {exc} Nothing was imported.")
         return 1
     failed = 0
-    for item in found["items"]:
+    for item in found.items:
         console.print(
-            f"[bold]{item['title']}[/bold] ({item['format']}): "
-            f"{item['story_cards']} story cards, {item['origins']} origins"
+            f"[bold]{item.title}[/bold] ({item.format}): "
+            f"{item.story_cards} story cards, {item.origins} origins"
         )
-        for line in item["report"]:
-            console.print(f"  {line['status']}: {line['field']} — {line['detail']}")
-        if item["errors"]:
-            console.print("[red]Cannot be saved as it is:[/red] " + "; ".join(item["errors"]))
+        for line in item.report:
+            console.print(f"  {line.status}: {line.field} — {line.detail}")
+        if item.errors:
+            console.print("[red]Cannot be saved as it is:[/red] " + "; ".join(item.errors))
             failed += 1
             continue
         if not yes and not console.input(
@@ -97,10 +97,10 @@ def import_card(tk: Talekeeper, path: Path, yes: bool) -> int:
             console.print("Not saved.")
             continue
         try:
-            done = imports.save(tk, item["scenario"])
+            done = imports.save(tk, item.scenario)
         except scenarios.ScenarioInvalid as exc:
             console.print(f"[red]Refused:[/red] {exc}")
             failed += 1
             continue
-        console.print(f"Saved as scenario “{done['id']}”.")
+        console.print(f"Saved as scenario “{done.id}”.")
     return 1 if failed else 0

@@ -87,10 +87,16 @@ async def import_preview(request: Request, tk: Talekeeper = Depends(get_tk)) -> 
         preview = await run_in_threadpool(imports.preview, tk, raw, upload.filename)
     except imports.Refused as exc:
         return _scenarios_page(request, tk, f"{exc} Nothing was imported.")
-    for item in preview["items"]:
-        item["json"] = json.dumps(item["scenario"], ensure_ascii=False)
+    documents = [json.dumps(item.scenario, ensure_ascii=False) for item in preview.items]
     own = imports.own_scenarios(tk)
-    return render(request, "interop_review.html", section="scenarios", preview=preview, own=own)
+    return render(
+        request,
+        "interop_review.html",
+        section="scenarios",
+        preview=preview,
+        documents=documents,
+        own=own,
+    )
 
 
 @router.post("/interop/save")
@@ -101,13 +107,13 @@ async def import_save(request: Request, tk: Talekeeper = Depends(get_tk)) -> Res
         document = json_depth.loads(str(form.get("document", "")))
         if into:
             saved = imports.add_cards(tk, into, document)
-            message = f"Added {saved['added']} story cards to this scenario."
+            message = f"Added {saved.added} story cards to this scenario."
         else:
             saved = imports.save(tk, document)
             message = "Imported. Start an adventure with it below, or look it over first."
     except (json.JSONDecodeError, TalekeeperError) as exc:
         return _scenarios_page(request, tk, f"The reviewed scenario could not be saved: {exc}")
-    return flash.redirect(f"/scenarios/{saved['id']}", message)
+    return flash.redirect(f"/scenarios/{saved.id}", message)
 
 
 def _scenarios_page(request: Request, tk: Talekeeper, error: str) -> Response:

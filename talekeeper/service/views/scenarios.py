@@ -129,6 +129,13 @@ class ImportPreview(View):
     items: list[ImportItem] = Field(description="One per scenario the file holds.")
 
 
+class OwnScenario(View):
+    """One of the player's own scenarios (not built in), as a choice to add cards to."""
+
+    id: str
+    title: str
+
+
 class CharacterCard(View):
     """A Character Card V3 (`chara_card_v3`)."""
 
