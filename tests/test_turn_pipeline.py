@@ -115,3 +115,36 @@ def test_a_companions_remark_adds_only_its_settling(
     transactions, snapshots, done = count_turn(tk, aid, "listen")  # the narrator, then Brannoc
     assert done["turn"]["narration"].endswith("Brannoc says.")
     assert transactions == 3 and snapshots == 1, (transactions, snapshots)
+
+
+def test_the_prose_is_kept_once_per_turn(
+    tk: Talekeeper, scripted: ScriptedProvider, monkeypatch
+) -> None:
+    """The prose guards' last pass (`kept_prose`: echoes, loops, a cut-off sentence) runs
+    once per turn in either mode; structured mode's state pass reuses the kept prose."""
+    from talekeeper.service import turns
+
+    kept: list[str] = []
+
+    def counted(guard, reply, prose):  # type: ignore[no-untyped-def]
+        kept.append(prose)
+        return keep(guard, reply, prose)
+
+    keep = turns.kept_prose
+    monkeypatch.setattr(turns, "kept_prose", counted)
+    with tk.db.session() as session:
+        update_context_settings(session, {"memory_enabled": False})
+        story = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"}).id
+    for mode, replies in (
+        ("inline", ['Maren nods.\n```state\n{"events": []}\n```']),
+        ("structured", ["The ferry creaks.", '{"events": []}']),
+    ):
+        with tk.db.session() as session:
+            settings_service.update_settings(
+                session, settings_service.SettingsUpdate(generation={"state_updates": mode})
+            )
+        scripted.queue(*replies)
+        kept.clear()
+        _, _, done = count_turn(tk, story, f"wait ({mode})")
+        assert len(kept) == 1, (mode, kept)
+        assert done["turn"]["narration"] == replies[0].split("\n")[0]

@@ -9,7 +9,6 @@ corrections. Everything it returns is plain JSON, ready for a node's columns.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -21,6 +20,7 @@ from talekeeper.service import chips
 from talekeeper.service.names import Names
 from talekeeper.state import (
     Document,
+    Extraction,
     Report,
     Rules,
     apply_proposal,
@@ -219,22 +219,19 @@ class Settled:
     """`state` as a document, when it was made here (the narration is read against it)."""
 
 
-def settle_reply(
-    reply: str,
-    before: Document,
-    rules: Rules,
-    turn: int,
-    unechoed: Callable[[str], str] | None = None,
-) -> Settled:
+def settle_reply(reply: str, before: Document, rules: Rules, turn: int) -> Settled:
+    """A reply's text settled as it stands (its prose kept as written): `settle`."""
+    return settle(extract_reply(reply), before, rules, turn)
+
+
+def settle(extraction: Extraction, before: Document, rules: Rules, turn: int) -> Settled:
     """Step 5 (settle) of a turn, and again in step 7 (later) with the state pass's block:
-    the prose, and the proposed events validated and applied.
+    the reply read apart (its prose already kept by the turn: service/turns.py), and the
+    proposed events validated and applied.
 
     Every proposal is kept with its raw text for audit — accepted, partly accepted,
     rejected or unparseable.
     """
-    extraction = extract_reply(reply)
-    if unechoed is not None:  # lines repeating the prompt are not story (context.echo)
-        extraction = extraction._replace(prose=unechoed(extraction.prose))
     record = ProposalRecord(
         source="model",
         raw=extraction.raw_block,

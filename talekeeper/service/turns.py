@@ -83,7 +83,7 @@ from talekeeper.service.turn_events import (
 )
 from talekeeper.service.unit_of_work import check_owner, get_adventure
 from talekeeper.service.views.story import TurnResult
-from talekeeper.state import Document, Rules, VisibleStream
+from talekeeper.state import Document, Extraction, Rules, VisibleStream, extract_reply
 from talekeeper.store import owner
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story import tree
@@ -208,9 +208,8 @@ async def play_turn(
             if reply.failed is not None:
                 yield Error(reply.failed)
                 return
-            if mode == "structured":  # the prose alone: the state pass reads it in step 7 (later)
-                reply.raw = kept_prose(guard, reply, state_engine.extract_prose(reply.raw))
-            settled = validate_and_apply(start, guard, reply)  # 5. settle
+            read = kept_reply(guard, reply, mode)
+            settled = validate_and_apply(start, reply, read)  # 5. settle
             if mode == "inline" and reply.finish == "length":  # its block may be lost: say so
                 state_engine.note_cut_off(settled)
             narration = clean_narration(settled.prose)
@@ -247,7 +246,7 @@ async def play_turn(
             tk.locks.lend_to_settle(adventure_id)
             later = tk.settles.start(
                 adventure_id,
-                settle_later(tk, provider, start, prepared, guard, reply, settled, done, mode),
+                settle_later(tk, provider, start, prepared, reply, settled, done, mode),
             )  # 7. later
         else:
             worker_for(tk).schedule(adventure_id, rewarm(tk, adventure_id))  # 8. after
@@ -376,8 +375,7 @@ async def structured_pass(
 def kept_prose(guard: ProseGuard, reply: Reply, prose: str) -> str:
     """The reply's prose as it is stored: without its echoes and loops, and without the
     unfinished last sentence of a reply its length limit cut off (in its prose: not in a
-    state block after it). The same again for prose already kept (structured mode reads
-    it before its state pass and after)."""
+    state block after it). Run once per turn, in step 5 (settle): `kept_reply`."""
     cut_in_prose = reply.finish == "length" and reply.raw.rstrip().endswith(prose.rstrip())
     guarded = guards.finish(guard, prose, cut_in_prose)
     reply.echoed.extend(guarded.removed)
@@ -385,18 +383,23 @@ def kept_prose(guard: ProseGuard, reply: Reply, prose: str) -> str:
     return guarded.text
 
 
-def validate_and_apply(start: TurnStart, guard: ProseGuard, reply: Reply) -> state_engine.Settled:
-    """Step 5 (settle), and again in step 7 (later) with the state pass's block: the prose
-    without its echoes, and the proposal checked against the rules and applied to the
-    start's state."""
+def kept_reply(guard: ProseGuard, reply: Reply, mode: str) -> Extraction:
+    """Step 5 (settle), first: the reply read apart and its prose kept (`kept_prose`), once
+    per turn. In structured mode the prose alone is the reply (`reply.raw`): the state pass
+    reads it in step 7 (later), and settling then reuses it as kept here."""
+    read = extract_reply(reply.raw)
+    prose = kept_prose(guard, reply, read.prose)
+    if mode == "structured":
+        reply.raw = prose
+        return extract_reply(prose)
+    return read._replace(prose=prose)
 
-    settled = state_engine.settle_reply(
-        reply.raw,
-        start.before,
-        start.rules,
-        start.turn_number,
-        lambda prose: kept_prose(guard, reply, prose),
-    )
+
+def validate_and_apply(start: TurnStart, reply: Reply, read: Extraction) -> state_engine.Settled:
+    """Step 5 (settle), and again in step 7 (later) with the state pass's block: the reply
+    `read` (its prose kept), its proposal checked against the rules and applied to the
+    start's state."""
+    settled = state_engine.settle(read, start.before, start.rules, start.turn_number)
     if reply.state_error:
         settled.proposal["parse_error"] = reply.state_error
     return settled
@@ -566,7 +569,6 @@ async def settle_later(
     provider: Provider,
     start: TurnStart,
     prepared: PreparedContext,
-    guard: ProseGuard,
     reply: Reply,
     known: state_engine.Settled,
     done: TurnResult,
@@ -581,8 +583,10 @@ async def settle_later(
         settled = known
         narration = done.turn.narration
         if mode == "structured":
-            await structured_pass(provider, prepared, start, reply.raw, reply)
-            settled = validate_and_apply(start, guard, reply)
+            prose = reply.raw  # kept in step 5 (settle): not kept again
+            await structured_pass(provider, prepared, start, prose, reply)
+            read = extract_reply(reply.raw)._replace(prose=prose)
+            settled = validate_and_apply(start, reply, read)
             read_narration(start, settled, narration)  # what it tells, after the model's
             if known.proposal.get("retold"):  # the first telling stays on the record
                 settled.proposal["retold"] = known.proposal["retold"]
