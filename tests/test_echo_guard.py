@@ -42,6 +42,10 @@ ECHOES = {
     "instructions": "Write in second person, present tense, addressing the player as you.",
     # the state notes' readout, with numbers of the model's own (a 20-situation run)
     "readout": "The world lore: Night: 5 of 8; storm: a gale (7 of 8); You are standing on the headland.",
+    # one stat read out, garbled, alone on its line (played turns)
+    "stat line": "Maren: 1 of 3",
+    "stat line, fraction": "Health: 2/5",
+    "stat line, markup and band": "- **Lamp oil:** 2 out of 3 (low)",
 }
 PROSE = [
     "Elsewhere.",  # a single word that is also a note's heading ("Elsewhere: …") is story
@@ -52,6 +56,11 @@ PROSE = [
     "You hold up your lamp-mender's tools and ask Maren about the keeper's lighthouse.",
     "You count 3 of 4 coins into Maren's palm; the storm howls on.",  # one number is prose
     "Two of the three boats are back, and the night is only half over.",
+    # a label and a figure, yet a sentence: prose
+    "Tobin: 2 of 3 boats came back, and the rest are lost.",
+    'Tobin: "3 of 4 lamps are out."',
+    "She holds up two fingers: 2 of 3.",
+    "1 of 3",
 ]
 
 
@@ -191,6 +200,21 @@ def test_a_turn_never_shows_or_stores_an_echo(
     insights = client.get(f"/api/adventures/{adventure_id}/turns/{turn['id']}/insights").json()
     note = next(n for n in insights["notes"] if n.startswith("The echo guard removed 2 lines"))
     assert "verbatim, current state" in note
+
+
+def test_a_turn_never_shows_or_stores_a_garbled_stat_line(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
+    client.put("/api/settings", json={"generation": {"state_updates": "off"}})
+    scripted.queue(
+        "Maren coils the rope.\nMaren: 1 of 3\nHealth: 2/5\n"
+        "Maren: 1 of 3 boats came back tonight, she says."
+    )
+    shown, turn = streamed_turn(client, adventure_id, "ask Maren about the boats")
+    assert turn["narration"] == (
+        "Maren coils the rope.\nMaren: 1 of 3 boats came back tonight, she says."
+    )
+    assert turn["narration"].startswith(shown.rstrip()) and "2/5" not in shown
 
 
 def test_the_memory_writer_stores_no_echo() -> None:

@@ -67,6 +67,26 @@ _PROTOCOL = re.compile(
     re.IGNORECASE,
 )
 _READOUT = re.compile(r"\b\d+\s*(?:of|/|out of)\s*\d+\b", re.IGNORECASE)
+_NUMBER = r"[-+−]?\d+(?:\.\d+)?"
+_LABELLED_FIGURE = (
+    r"^[ \t>*_#-]*"  # list or emphasis markup
+    r"[A-Za-z][A-Za-z'’.-]*(?:[ \t]+[A-Za-z][A-Za-z'’.-]*){0,2}"  # a label of 1-3 words
+    r"[ \t]*[*_]*[ \t]*[:=][ \t]*[*_]*[ \t]*"
+    r"(?:[A-Za-z][A-Za-z -]{0,24}\([ \t]*)?"  # a band word before the figures: "hale (10 of 10)"
+)
+_MAY_READ_OUT = re.compile(_LABELLED_FIGURE + r"[-+−]?\d", re.IGNORECASE)
+MAY_READ_OUT_WORDS = 8
+"""A line that opens with a label and a figure ("Night: 1 out of …") is not judged story
+from its first words while it has at most this many: it may yet be a stat line."""
+_STAT_LINE = re.compile(
+    _LABELLED_FIGURE + rf"{_NUMBER}[ \t]*(?:/|of|out[ \t]+of)[ \t]*{_NUMBER}[ \t]*\)?"
+    r"(?:[ \t]*\([^()\n]{0,40}\))?"  # or a band after them: "2/5 (wary)"
+    r"[ \t.,;*_]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+"""A line that is nothing but a stat read out ("Maren: 1 of 3", "Health: 2/5", "- Lamp
+oil: 2 of 3", "Your health: hale (10 of 10)"): the state notes' form, garbled by a small
+model into its prose. One figure inside a sentence is prose ("you count 3 of 4 coins")."""
 _STOP = frozenset(
     """a an the and or but of to in on at by for from with without into onto over under as is are was were be been
     being am it its it's this that these those there here now then still so very you your yours you're i me my we
@@ -278,6 +298,8 @@ class EchoGuard:
     def _judge_plainly(self, prefix: str) -> bool:
         if self._writes_protocol(prefix):
             return False
+        if len(prefix.split()) <= MAY_READ_OUT_WORDS and _MAY_READ_OUT.match(prefix):
+            return False  # "Night: 1 out of": it may yet be a stat line
         tokens = _tokens(prefix)
         if len(tokens) < EARLY_WORDS:
             return False
@@ -310,6 +332,8 @@ class EchoGuard:
         runs = [(tokens[i], tokens[i + 1], tokens[i + 2]) for i in range(len(tokens) - 2)]
         if self._retells(tokens, joined, runs):
             return None
+        if _STAT_LINE.match(key):  # "Health: 2/5" alone on its line (not retold)
+            return Removed(line, "protocol", "")
         for unit in self._units:
             # a short line is an echo only as a whole source line of two words or more
             # ("With you: Maren"), never for matching a clause ("Elsewhere.")
@@ -491,9 +515,9 @@ def restates(note: str, prose: str) -> bool:
 
 def has_protocol(text: str, ids: Iterable[str] = ()) -> bool:
     """Whether a text the player or narrator will read carries protocol: a stat path, a
-    JSON event, a stat readout ("night: 5 of 8; storm: 7 of 8") or an `(id` tag of one of
-    `ids` ("Maren (maren) — alive")."""
-    if _PROTOCOL.search(text) or _readout(text):
+    JSON event, a stat readout ("night: 5 of 8; storm: 7 of 8"), a line that is one stat
+    read out ("Health: 2/5") or an `(id` tag of one of `ids` ("Maren (maren) — alive")."""
+    if _PROTOCOL.search(text) or _readout(text) or _STAT_LINE.search(text):
         return True
     terms = [re.escape(t) for t in ids if t]
     return (
