@@ -45,6 +45,12 @@ STEP_IN = frozenset(
 )
 """Verbs that, with "in", "inside", "over" or "up" and no place, bring someone into the
 scene ("Tobin steps inside", "Maren comes over")."""
+WITHIN_PARTS = frozenset(
+    "altar hearth fire nave pews pew corner end middle centre center bow stern rail railing "
+    "kitchen cellar attic loft parlour parlor table bar counter window desk bench".split()
+)
+"""Spots inside a place: who comes over from one ("from the altar") was there already —
+unlike a door, a gate or a porch, which one comes in through."""
 ENTER = frozenset("enter reach board".split())
 """Verbs whose direct object is the place arrived at."""
 ARRIVE = frozenset("arrive appear join".split())

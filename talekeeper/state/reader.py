@@ -1337,6 +1337,8 @@ class _Reader:
                 return "moves", target
             if player:
                 return None
+            if _from_within(rest, self.gaz, self.here):
+                return None  # "Wat hurries over from the altar": he was here already
             if base == "join" and rest and rest[0].kind == "you":
                 return "arrives", None
             if base == "appear" and not _distant(front + rest):
@@ -1692,6 +1694,29 @@ def _leading(rest: list[Tok]) -> list[Tok]:
         if tok.kind != "word" or not (tok.low in lx.PARTICLES or _adverb(tok.low)):
             return []
     return []
+
+
+def _from_within(rest: list[Tok], gaz: Gazetteer, here: str | None) -> bool:
+    """ "from the altar", "from the far end of the docks" (the docks being here): one
+    comes over from a spot inside the place one is in, so one was here all along."""
+    for k, tok in enumerate(rest):
+        if tok.kind != "word" or tok.low != "from":
+            continue
+        j = k + 1
+        if _word_at(rest, j) not in ("the", "its"):
+            return False
+        j += 1
+        while _word_at(rest, j) in ("far", "back", "other") or (
+            _word_at(rest, j) not in lx.WITHIN_PARTS and _describes(_word_at(rest, j))
+        ):
+            j += 1
+        if _word_at(rest, j) not in lx.WITHIN_PARTS:
+            return False
+        if _word_at(rest, j + 1) != "of":
+            return True
+        found = _place_at(rest, j + 2, gaz)
+        return found is not None and found[0] == here
+    return False
 
 
 def _away_from(toks: list[Tok]) -> bool:

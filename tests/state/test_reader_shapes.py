@@ -117,6 +117,8 @@ FLAGGED = [
         {"where": "fenmouth", "origin": "pilgrim"},
         ("place", "player"),
     ),
+    # who comes over from a spot inside the place was there all along: no arrival
+    ("Maren hurries over from the hearth.", {"player_at": "cottage"}, ("presence", "maren")),
 ]
 
 
@@ -177,6 +179,8 @@ SILENT = [
     ("Maren stares at the lighthouse.", {}),
     ("Maren waves at the cottage.", {}),
     ("Maren shouts at the lighthouse.", {}),
+    ("Tobin comes over from the hearth.", {"player_at": "cottage"}),
+    ("Maren comes over from the rail.", {}),
 ]
 
 
@@ -198,6 +202,8 @@ def test_told_changes_of_the_new_shapes():
     _, events = read("You leave your tools with Maren.")
     assert events == [{"type": "set_possession", "item": "toolkit", "holder": "maren"}]
     _, events = read("Down the pier comes Tobin, lantern swinging.")
+    assert {"type": "set_scene", "present": ["maren", "tobin"]} in events
+    _, events = read("Tobin steps in from the doorway.")  # a door is come in through
     assert {"type": "set_scene", "present": ["maren", "tobin"]} in events
     clashes, events = read("Walking into the lighthouse, you shake off the rain.")
     assert clashes == set() and events[0]["location"] == "lighthouse"
