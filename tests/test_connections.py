@@ -408,7 +408,7 @@ def test_the_terminal_lists_and_switches_connections_with_model(
         assert "Narrating with OpenAI-compatible at " in out
         assert "The bell tolls once." in out and len(local.generation_requests) == 1
         assert "There is no connection 9." in out
-        assert profiles.connection_view(tk, aid)["use"] == "embedded"
+        assert profiles.connection_view(tk, aid).use == "embedded"
         tk.db.dispose()
 
 
@@ -471,3 +471,25 @@ def test_a_key_that_can_no_longer_be_read_is_said_plainly_and_pages_still_open(
         local.queue("Waves.")
         done = client.post(f"/api/adventures/{aid}/turns", json={"kind": "do", "text": "a"})
         assert done.status_code == 200, done.text
+
+
+def test_the_profile_page_saves_the_fields_it_shows_and_keeps_the_rest(
+    client: TestClient,
+) -> None:
+    """The page's form lays its fields over the profile's view: sampler fields replace the
+    profile's samplers only when the page showed them; a refused value changes nothing."""
+    local = {"name": "Den", "service": "custom", "endpoint": "http://127.0.0.1:9/v1"}
+    created = client.post("/api/profiles", json={**local, "samplers": {"min_p": 0.1}})
+    assert created.status_code == 201, created.text
+    pid = created.json()["id"]
+    page = f"/settings/profiles/{pid}"
+    assert client.post(page, data={"model": "m1"}, follow_redirects=False).status_code == 303
+    kept = client.get(f"/api/profiles/{pid}").json()
+    assert kept["model"] == "m1" and kept["samplers"] == {"min_p": 0.1}
+    assert kept["name"] == "Den" and kept["endpoint"] == "http://127.0.0.1:9/v1"
+    shown = {"samplers_shown": "1", "top_k": "40"}
+    assert client.post(page, data=shown, follow_redirects=False).status_code == 303
+    assert client.get(f"/api/profiles/{pid}").json()["samplers"] == {"top_k": 40}
+    refused = client.post(page, data={"samplers_shown": "1", "top_k": "many"})
+    assert refused.status_code == 422 and "top_k" in refused.text
+    assert client.get(f"/api/profiles/{pid}").json()["samplers"] == {"top_k": 40}

@@ -40,6 +40,14 @@ from talekeeper.service.connection_in_force import (
 )
 from talekeeper.service.samplers import Offer, SamplersInvalid, clean, offer_of
 from talekeeper.service.unit_of_work import reading
+from talekeeper.service.views.settings import (
+    ConnectionChoiceView,
+    ConnectionView,
+    ModelInfoView,
+    ModelListView,
+    ProfileView,
+    SamplerValues,
+)
 from talekeeper.store import owner
 from talekeeper.store.models import ConnectionProfile, Setting
 from talekeeper.store.secrets import KeyBox, SecretUnreadable
@@ -114,26 +122,26 @@ def get_profile(session: Session, profile_id: int) -> ConnectionProfile:
     return profile
 
 
-def view(profile: ConnectionProfile, allowed: tuple[str, ...] = ()) -> dict[str, Any]:
+def view(profile: ConnectionProfile, allowed: tuple[str, ...] = ()) -> ProfileView:
     """A profile as pages and the API show it: never its key, only whether one is kept."""
     preset = services.service(profile.service)
     host = services.host_of(profile.endpoint)
-    return {
-        "id": profile.id,
-        "name": profile.name,
-        "service": preset.id,
-        "service_label": preset.label,
-        "provider": profile.provider,
-        "endpoint": profile.endpoint,
-        "host": host,
-        "hosted": preset.hosted or hosted.sent_to(profile.endpoint, allowed) is not None,
-        "allowed": host in allowed,
-        "model": profile.model,
-        "mode": profile.mode,
-        "has_key": bool(profile.key_sealed),
-        "samplers": dict(profile.samplers or {}),
-        "context_budget": profile.context_budget,
-    }
+    return ProfileView(
+        id=profile.id,
+        name=profile.name,
+        service=preset.id,
+        service_label=preset.label,
+        provider=profile.provider,
+        endpoint=profile.endpoint,
+        host=host,
+        hosted=preset.hosted or hosted.sent_to(profile.endpoint, allowed) is not None,
+        allowed=host in allowed,
+        model=profile.model,
+        mode=profile.mode,
+        has_key=bool(profile.key_sealed),
+        samplers=SamplerValues.model_validate(profile.samplers or {}),
+        context_budget=profile.context_budget,
+    )
 
 
 # --- writing --------------------------------------------------------------------------------
@@ -255,38 +263,35 @@ def choose_for_adventure(session: Session, adventure_id: int, choice: Choice | N
     _store_choice(session, adventure_key(adventure_id), choice)
 
 
-def choices(session: Session) -> list[dict[str, Any]]:
+def choices(session: Session) -> list[ConnectionChoiceView]:
     """Every connection a player can pick, built-in model first."""
     allowed = allowed_hosts(session)
-    found = [{"use": EMBEDDED, "label": "Built-in model (demo quality)", "sent_to": None}]
-    found.append({"use": SERVER, "label": "Server settings", "sent_to": None})
+    found = [
+        ConnectionChoiceView(use=EMBEDDED, label="Built-in model (demo quality)", sent_to=None),
+        ConnectionChoiceView(use=SERVER, label="Server settings", sent_to=None),
+    ]
     for profile in all_profiles(session):
         label = profile.name + (f" — {profile.model}" if profile.model else "")
-        found.append(
-            {
-                "use": profile.id,
-                "label": label,
-                "sent_to": hosted.sent_to(profile.endpoint, allowed),
-            }
-        )
+        sent = hosted.sent_to(profile.endpoint, allowed)
+        found.append(ConnectionChoiceView(use=profile.id, label=label, sent_to=sent))
     return found
 
 
 # --- entry points (each owns its transaction) ------------------------------------------------
 
 
-def list_profiles(tk: Talekeeper) -> list[dict[str, Any]]:
+def list_profiles(tk: Talekeeper) -> list[ProfileView]:
     with tk.db.session() as session:
         allowed = allowed_hosts(session)
         return [view(p, allowed) for p in all_profiles(session)]
 
 
-def read(tk: Talekeeper, profile_id: int) -> dict[str, Any]:
+def read(tk: Talekeeper, profile_id: int) -> ProfileView:
     with tk.db.session() as session:
         return view(get_profile(session, profile_id), allowed_hosts(session))
 
 
-def keep(tk: Talekeeper, data: ProfileIn, profile_id: int | None = None) -> dict[str, Any]:
+def keep(tk: Talekeeper, data: ProfileIn, profile_id: int | None = None) -> ProfileView:
     with tk.db.session() as session:
         profile = save(session, data, tk.keys, profile_id, tk.resolver)
         return view(profile, allowed_hosts(session))
@@ -316,21 +321,21 @@ def sent_to(settings: ModelSettings) -> str | None:
     return hosted.sent_to(settings.endpoint, settings.allowed_hosts)
 
 
-def connection_view(tk: Talekeeper, adventure_id: int | None = None) -> dict[str, Any]:
+def connection_view(tk: Talekeeper, adventure_id: int | None = None) -> ConnectionView:
     """Which connection narrates (this adventure's, or by default), in words, and every
     connection that could."""
     with tk.db.session() as session:
         chosen = resolve(session, adventure_id, None)
         settings = effective_model_settings(session, tk.model_overrides, adventure_id)
         found = choices(session)
-    return {
-        "use": chosen.use,
-        "chosen_by": chosen.chosen_by,
-        "name": chosen.name,
-        "model": tk.model_description(settings),
-        "sent_to": sent_to(settings),
-        "choices": found,
-    }
+    return ConnectionView(
+        use=chosen.use,
+        chosen_by=chosen.chosen_by,
+        name=chosen.name,
+        model=tk.model_description(settings),
+        sent_to=sent_to(settings),
+        choices=found,
+    )
 
 
 def _profile_settings(tk: Talekeeper, profile_id: int) -> tuple[ModelSettings, int | None]:
@@ -353,7 +358,7 @@ async def offered_for(tk: Talekeeper, profile_id: int) -> Offer:
     return offer_of(await tk.provider(settings).backend())
 
 
-async def models_of(tk: Talekeeper, profile_id: int) -> dict[str, Any]:
+async def models_of(tk: Talekeeper, profile_id: int) -> ModelListView:
     """The models a profile's service offers, with their context and, where the service
     prices them, an estimate of one full turn (a prompt filling the budget, a whole reply)."""
     from talekeeper.context.budget import DEFAULT_CAP, reply_tokens
@@ -366,16 +371,16 @@ async def models_of(tk: Talekeeper, profile_id: int) -> dict[str, Any]:
     prompt = budget or DEFAULT_CAP
     reply = reply_tokens(generation.max_tokens, generation.reply_length, prompt, inline=True)
     models = [
-        {
-            "id": info.id,
-            "name": info.name,
-            "context": info.context,
-            "cost_per_turn": cost_words(info.turn_cost(min(prompt, info.context or prompt), reply)),
-            "supported": sorted(info.supported) if info.supported is not None else None,
-        }
+        ModelInfoView(
+            id=info.id,
+            name=info.name,
+            context=info.context,
+            cost_per_turn=cost_words(info.turn_cost(min(prompt, info.context or prompt), reply)),
+            supported=sorted(info.supported) if info.supported is not None else None,
+        )
         for info in listed
     ]
-    return {
-        "models": models,
-        "turn_size": f"a turn of up to {prompt:,} prompt tokens and a {reply:,}-token reply",
-    }
+    return ModelListView(
+        models=models,
+        turn_size=f"a turn of up to {prompt:,} prompt tokens and a {reply:,}-token reply",
+    )

@@ -19,7 +19,7 @@ from talekeeper.llm.errors import LLMError
 from talekeeper.service import hosted, profiles
 from talekeeper.service import samplers as sampler_choice
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views.settings import service_views
+from talekeeper.service.views.settings import ModelListView, ProfileView, service_views
 from talekeeper.web import flash
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render
@@ -27,15 +27,18 @@ from talekeeper.web.render import render
 router = APIRouter(include_in_schema=False)
 
 
-def profile_in(form: Any, current: dict[str, Any] | None = None) -> profiles.ProfileIn:
-    """A profile from a form; fields the form does not carry keep `current`'s values."""
-    current = current or {}
+def profile_in(
+    form: Any, current: ProfileView | None = None, samplers: dict[str, Any] | None = None
+) -> profiles.ProfileIn:
+    """A profile from a form; fields the form does not carry keep `current`'s values (and
+    its samplers, unless the form showed its own: `samplers`)."""
 
     def text(name: str) -> str | None:
         value = form.get(name)
-        return str(value) if value is not None else current.get(name)
+        return str(value) if value is not None else getattr(current, name, None)
 
-    samplers = dict(current.get("samplers") or {})
+    if samplers is None:
+        samplers = current.samplers.model_dump() if current is not None else {}
     return profiles.ProfileIn(
         name=text("name") or "",
         service=text("service") or "custom",
@@ -47,7 +50,7 @@ def profile_in(form: Any, current: dict[str, Any] | None = None) -> profiles.Pro
         samplers=samplers,
         context_budget=text("context_budget")
         if "context_budget" in form
-        else current.get("context_budget"),
+        else getattr(current, "context_budget", None),
     )
 
 
@@ -86,12 +89,12 @@ async def _profile_page(
         section="settings",
         profile=profile,
         offer=offer,
-        fields=offer.fields({**profile["samplers"], **(typed or {})}),
+        fields=offer.fields({**profile.samplers.model_dump(), **(typed or {})}),
         missing=offer.missing(),
         services=service_views(),
         connection=profiles.connection_view(tk),
         message=message,
-        sentence=hosted.sentence(profile["host"]) if profile["hosted"] else None,
+        sentence=hosted.sentence(profile.host) if profile.hosted else None,
     )
 
 
@@ -115,17 +118,17 @@ async def save_profile(
     }
     try:
         current = profiles.read(tk, profile_id)
-        if "samplers_shown" in form:  # the page's sampler fields are the profile's samplers
-            current["samplers"] = samplers
-        saved = profiles.keep(tk, profile_in(form, current), profile_id)
+        # the page's sampler fields, when it showed them, are the profile's samplers
+        shown = samplers if "samplers_shown" in form else None
+        saved = profiles.keep(tk, profile_in(form, current, shown), profile_id)
         if form.get("use"):
-            profiles.use_by_default(tk, saved["id"])
+            profiles.use_by_default(tk, saved.id)
     except (TalekeeperError, ValidationError) as exc:
         return await _profile_page(
             request, tk, profile_id, message=refusal(exc), status=422, typed=samplers
         )
     if form.get("use"):
-        return flash.redirect("/settings#connections", f"Now narrating with “{saved['name']}”.")
+        return flash.redirect("/settings#connections", f"Now narrating with “{saved.name}”.")
     return flash.redirect(f"/settings/profiles/{profile_id}", "Saved.")
 
 
@@ -145,7 +148,7 @@ async def models_fragment(
         listing = await profiles.models_of(tk, profile_id)
         error = None
     except (LLMError, TalekeeperError) as exc:
-        listing, error = {"models": [], "turn_size": ""}, str(exc)
+        listing, error = ModelListView(models=[], turn_size=""), str(exc)
     return render(request, "_models.html", profile=profile, listing=listing, error=error)
 
 
@@ -156,7 +159,7 @@ async def use_connection(request: Request, tk: Talekeeper = Depends(get_tk)) -> 
         profiles.use_by_default(tk, profiles.parse_choice(form.get("use")))
     except TalekeeperError as exc:
         return flash.redirect("/settings#connections", str(exc))
-    name = profiles.connection_view(tk)["name"]
+    name = profiles.connection_view(tk).name
     return flash.redirect("/settings#connections", f"Now narrating with {name}.")
 
 

@@ -282,6 +282,6 @@ async def add_profile(request: Request, tk: Talekeeper = Depends(get_tk)) -> Res
             request, tk, connection_error=pages_connections.refusal(exc), form=dict(form)
         )
     return flash.redirect(
-        f"/settings/profiles/{created['id']}",
-        f"Saved “{created['name']}”. Pick a model, then use it.",
+        f"/settings/profiles/{created.id}",
+        f"Saved “{created.name}”. Pick a model, then use it.",
     )
