@@ -1057,8 +1057,8 @@ class _Reader:
                     i = both[0].group.end
                     continue
             if subject is None:
-                part = self._body_part(toks, i)  # "the keeper's gnarled hands fumble …"
-                if part is not None:
+                part = self._body_part(toks, i) or self._in_hand(toks, i)
+                if part is not None:  # "the keeper's gnarled hands fumble …"
                     out.append(part)
                     i = part.group.end
                     continue
@@ -1145,6 +1145,34 @@ class _Reader:
                     return None
                 return _SV(who, _skind(tok, who), j, group)
         return None
+
+    def _in_hand(self, toks: list[Tok], i: int) -> _SV | None:
+        """ "The brass key glints in Maren's hand", "the key in your fist is cold": an
+        item the clause is about, in someone's hand — that one holds it, as told as the
+        item's verb is."""
+        item = _item(toks[i])
+        if item is None or toks[i].poss:
+            return None
+        plural = toks[i].low.endswith("s") and not toks[i].low.endswith("ss")  # "the coins"
+        holder = _in_hand_at(toks, i + 1)
+        if holder is not None:  # "the key in Maren's hand is cold"
+            group = verb_group(toks, holder[1], you=False, plural=plural)
+        else:
+            group = verb_group(toks, i + 1, you=False, plural=plural)
+            if group is None:
+                return None
+            k = group.end
+            while _word_at(toks, k) and _adverb(_word_at(toks, k)):
+                k += 1
+            if _describes(_word_at(toks, k)):
+                k += 1  # "sits heavy in your palm"
+            holder = _in_hand_at(toks, k)
+        if group is None or holder is None:
+            return None
+        who = self._resolve(holder[0])
+        if who is None:
+            return None
+        return _SV(who, _skind(holder[0], who), i, group, held=item)
 
     def _inversion(self, clause: Clause) -> _SV | None:
         """ "Beside the lobster pots stands Tobin", "Down the pier comes the keeper": a
@@ -1839,6 +1867,23 @@ def _grip_verb(toks: list[Tok], j: int, plural: bool) -> VerbGroup | None:
     if tense == "present" and (ending == "") != plural:
         return None
     return VerbGroup(j, j + 1, base, tense, text=toks[j].text)
+
+
+def _in_hand_at(toks: list[Tok], k: int) -> tuple[Tok, int] | None:
+    """(whose, index after) for "in Maren's hand", "in your fist", "from the keeper's
+    fingers" at `k`."""
+    if _word_at(toks, k) not in ("in", "within", "from", "between"):
+        return None
+    if k + 2 >= len(toks):
+        return None
+    whose, part = toks[k + 1], toks[k + 2]
+    if not whose.poss or whose.kind not in ("ent", "you"):
+        return None
+    if whose.kind == "ent" and whose.ekind not in ("person", "player"):
+        return None
+    if part.kind != "word" or not (part.low in lx.HOLDING_PARTS or part.low in lx.GRIP_NOUNS):
+        return None
+    return whose, k + 3
 
 
 def _grip_object(rest: list[Tok]) -> str | None:
