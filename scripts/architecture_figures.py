@@ -303,11 +303,17 @@ def turn_figures() -> None:
             origin_id="deserter",
             character={"name": "Aldric", "class": "sellsword"},
         ).id
-    scripted.queue("Your boot finds an eel.", "Fog drifts.")
+    # a moment for the companion to raise (as tests/test_turn_pipeline.py plays it): without
+    # one Brannoc's remark is due but never made, and the figure would count no remark
+    moment = '{"events": [{"type": "record_moment", "text": "you fell in the river", "weight": 8}]}'
+    scripted.queue(f"Your boot finds an eel.\n```state\n{moment}\n```", "Fog drifts.")
     count(tk, story, "step off the barge")
     count(tk, story, "wring out your cloak")
     scripted.queue("A bell rings from the chapel.", '"Mind the eels, boss," Brannoc says.')
     figures["companion"] = count(tk, story, "listen")
+    narration = adventures.story(tk, story).turns_shown[-1].narration
+    if not narration.endswith("Brannoc says."):
+        raise RuntimeError(f"the companion's turn has no remark: {narration!r}")
     tk.db.dispose()
 
     tk, scripted = game(True)

@@ -6,6 +6,7 @@ history window) — every per-turn read is O(window), not O(story).
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from sqlalchemy import event
 
@@ -24,6 +25,13 @@ from talekeeper.story import tree
 # new to Insights (the state notes change with the story), writes the record and the
 # memories used. It was 29 before the turn's reads were trimmed; raise it only knowingly.
 MOST_STATEMENTS = 14
+# A turn with a companion's remark, up to its `settled`: the remark is built from the turn's
+# start (no read of its own), and written after `done` by step 7 (later)'s one short
+# transaction — the pending turn, its narration, its call in Insights. It was 24 when that
+# transaction read the adventure and the turn apart and asked for each text alone.
+COMPANION_TRANSACTIONS = 3
+BANK_RUN = str(Path("talekeeper", "memory", "worker.py"))
+MOST_COMPANION_STATEMENTS = 21
 NARRATION = "Rain needles across the harbour. Maren squints at you and says nothing."
 
 
@@ -175,3 +183,43 @@ def test_the_memory_banks_run_asks_only_about_the_blocks_past_its_parents(
         event.remove(tk.db.engine, "before_cursor_execute", on_execute)
     assert found == [276]  # the block written while no memory was made for it
     assert asked and max(asked) <= 2, asked
+
+
+def test_a_companions_remark_costs_only_its_settling(
+    tk: Talekeeper, scripted: ScriptedProvider
+) -> None:
+    """Counted to the turn's last event (`settled`): step 2 (load)'s read, step 6 (commit)'s
+    write and step 7 (later)'s settling — the remark itself opens no transaction."""
+    import json
+    import traceback
+
+    from tests.test_turn_pipeline import count_turn
+
+    with tk.db.session() as session:
+        update_context_settings(session, {"memory_enabled": False})
+        story = adventures.start_adventure(
+            session,
+            "fenmouth-ledger",
+            origin_id="deserter",
+            character={"name": "Aldric", "class": "sellsword"},
+        ).id
+    moment = {"events": [{"type": "record_moment", "text": "you fell in the river", "weight": 8}]}
+    scripted.queue(f"Your boot finds an eel.\n```state\n{json.dumps(moment)}\n```", "Fog drifts.")
+    count_turn(tk, story, "step off the barge")
+    count_turn(tk, story, "wring out your cloak")
+    scripted.queue("A bell rings from the chapel.", '"Mind the eels, boss," Brannoc says.')
+    sent: list[str] = []
+
+    def on_execute(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
+        # (the memory bank's run, scheduled after the turn is settled, is not the turn's)
+        if not any(frame.filename.endswith(BANK_RUN) for frame in traceback.extract_stack()):
+            sent.append(" ".join(statement.split())[:120])
+
+    event.listen(tk.db.engine, "before_cursor_execute", on_execute)
+    try:
+        transactions, _, done = count_turn(tk, story, "listen")
+    finally:
+        event.remove(tk.db.engine, "before_cursor_execute", on_execute)
+    assert done["turn"]["narration"].endswith('"Mind the eels, boss," Brannoc says.')
+    assert transactions == COMPANION_TRANSACTIONS
+    assert len(sent) <= MOST_COMPANION_STATEMENTS, "\n".join(sent)

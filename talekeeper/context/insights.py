@@ -134,19 +134,7 @@ def store(
     record, texts = compact(assembly, request)
     if extra:
         record.update(extra)
-    unknown = [digest for digest in texts if digest not in known]
-    if unknown:
-        have = set(
-            session.scalars(
-                select(ContextText.digest).where(
-                    ContextText.adventure_id == adventure_id, ContextText.digest.in_(unknown)
-                )
-            )
-        )
-        for digest in unknown:
-            if digest not in have:
-                blob = zlib.compress(texts[digest].encode(), 6)
-                session.add(ContextText(adventure_id=adventure_id, digest=digest, text=blob))
+    store_texts(session, adventure_id, texts, known)
     session.add(TurnInsight(node_id=node_id, adventure_id=adventure_id, data=record))
     _remember_sent(session, node_id, request)
     return set(texts)
@@ -184,14 +172,28 @@ def remember_texts(key: tuple[str, int, str], digests: set[str]) -> None:
             _known.popitem(last=False)
 
 
-def store_text(session: Session, adventure_id: int, digest: str, text: str) -> None:
-    """Keep one text under its digest (once per adventure)."""
-    if session.get(ContextText, (adventure_id, digest)) is None:
-        session.add(
-            ContextText(
-                adventure_id=adventure_id, digest=digest, text=zlib.compress(text.encode(), 6)
+def store_texts(
+    session: Session,
+    adventure_id: int,
+    texts: dict[str, str],
+    known: frozenset[str] | set[str] = frozenset(),
+) -> None:
+    """Keep texts under their digests (once per adventure), in the caller's transaction:
+    one statement asks which are stored already, unless `known` says so of them all."""
+    unknown = [digest for digest in texts if digest not in known]
+    if not unknown:
+        return
+    have = set(
+        session.scalars(
+            select(ContextText.digest).where(
+                ContextText.adventure_id == adventure_id, ContextText.digest.in_(unknown)
             )
         )
+    )
+    for digest in unknown:
+        if digest not in have:
+            blob = zlib.compress(texts[digest].encode(), 6)
+            session.add(ContextText(adventure_id=adventure_id, digest=digest, text=blob))
 
 
 def texts_for(session: Session, adventure_id: int, digests: set[str]) -> dict[str, str]:

@@ -148,10 +148,11 @@ def _remember(
             "role": what,
             "at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
+        texts = {}
         for key, text in (("h", prompt), ("a", answer)):
-            digest = insights.text_digest(text)
-            insights.store_text(session, adventure_id, digest, text)
-            entry[key] = digest
+            entry[key] = digest = insights.text_digest(text)
+            texts[digest] = text
+        insights.store_texts(session, adventure_id, texts)
         if note:
             entry["note"] = note
         row = session.get(Setting, hand_key(adventure_id))

@@ -226,16 +226,16 @@ def calls_record(
     """Which role wrote a turn's main call, and every other role's prompt and answer (kept
     by digest, like all Insights texts) so Insights shows each one: keys for the turn's
     record."""
-    calls = []
+    calls, texts = [], {}
     for call in extra:
         entry = {"role": call.role.label}
         for key, text in (("h", call.prompt), ("a", call.answer)):
-            digest = insights.text_digest(text)
-            insights.store_text(session, adventure_id, digest, text)
-            entry[key] = digest
+            entry[key] = digest = insights.text_digest(text)
+            texts[digest] = text
         if call.note:
             entry["note"] = call.note
         calls.append(entry)
+    insights.store_texts(session, adventure_id, texts)
     return {"role": role.label, "calls": calls}
 
 

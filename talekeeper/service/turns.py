@@ -510,7 +510,7 @@ def commit(
     with tk.db.session() as session:
         # the adventure, and the parent's place in the tree (its snapshot was read in
         # step 2 (load), not again), in one statement
-        held = _with_node(session, _WITH_PARENT, adventure=start.adventure_id, node=start.below_id)
+        held = _with_node(session, _WITH_NODE, adventure=start.adventure_id, node=start.below_id)
         adventure = get_adventure(session, start.adventure_id)
         parent = held[1] if held is not None else None
         assert parent is not None
@@ -627,10 +627,12 @@ def commit_settled(
     """The transaction of step 7 (later): the pending node's state and proposal, and a
     companion's remark — at the end of its narration, in its record, its call in Insights."""
     with tk.db.session() as session:
+        # the adventure and the pending node in one statement (its snapshot and record are
+        # replaced, not read)
+        held = _with_node(session, _WITH_NODE, adventure=start.adventure_id, node=node_id)
         adventure = get_adventure(session, start.adventure_id)
-        # its snapshot and record are replaced, not read
-        node = session.get(Node, node_id, options=[defer(Node.state), defer(Node.proposal)])
-        assert node is not None and node.adventure_id == start.adventure_id
+        assert held is not None
+        node = held[1]
         narration = node.narration
         if remark is not None:
             if remark.text:
@@ -658,7 +660,8 @@ def give_up(
 
 
 # The adventure and one node in one statement: its head (step 2 (load)), or the parent the
-# new turn goes below (step 6 (commit); its snapshot, plot and rules were read already).
+# new turn goes below (step 6 (commit)) or the pending turn (step 7 (later)), whose snapshot,
+# plot and rules were read already.
 # Built once: a turn runs each, and making them cost more than running them.
 _SAME_ADVENTURE = (
     Adventure.id == bindparam("adventure"),
@@ -667,7 +670,7 @@ _SAME_ADVENTURE = (
 _WITH_HEAD = (
     select(Adventure, Node).join(Node, Node.id == Adventure.head_node_id).where(*_SAME_ADVENTURE)
 )
-_WITH_PARENT = (
+_WITH_NODE = (
     select(Adventure, Node)
     .join(Node, Node.id == bindparam("node"))
     .where(*_SAME_ADVENTURE)
