@@ -25,8 +25,16 @@ from sqlalchemy.orm import Session
 from talekeeper.context.generation import GenerationSettings
 from talekeeper.errors import Invalid, NotFound
 from talekeeper.llm.backends import SAMPLERS, Backend
-from talekeeper.service.connection_in_force import extras
+from talekeeper.service.connection_in_force import extras, generation_settings
 from talekeeper.service.unit_of_work import reading, writing
+from talekeeper.service.views.settings import (
+    AdventureSamplersView,
+    EffectiveSamplers,
+    SamplerChoice,
+    SamplerPresets,
+    SamplersOfAdventure,
+    SamplerValues,
+)
 from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import Setting
 from talekeeper.store.secrets import SecretUnreadable
@@ -216,14 +224,15 @@ def for_adventure(
 # --- entry points: each owns its transaction (and the adventure's lock when it writes) -----
 
 
-def list_presets(tk: Talekeeper) -> dict[str, dict[str, Any]]:
+def list_presets(tk: Talekeeper) -> SamplerPresets:
+    """The player's own presets (the starters are `STARTERS`)."""
     with tk.db.session() as session:
-        return presets(session)
+        return SamplerPresets.model_validate(presets(session))
 
 
-def keep_preset(tk: Talekeeper, name: str, values: dict[str, Any]) -> dict[str, Any]:
+def keep_preset(tk: Talekeeper, name: str, values: dict[str, Any]) -> SamplerValues:
     with tk.db.session() as session:
-        return save_preset(session, name, values)
+        return SamplerValues.model_validate(save_preset(session, name, values))
 
 
 def forget_preset(tk: Talekeeper, name: str) -> None:
@@ -231,32 +240,43 @@ def forget_preset(tk: Talekeeper, name: str) -> None:
         delete_preset(session, name)
 
 
-def of_adventure(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+def of_adventure(tk: Talekeeper, adventure_id: int) -> SamplersOfAdventure:
     """This adventure's title, preset and own values, every preset, and what its turns ask
     the model for (`effective`)."""
     with reading(tk, adventure_id) as (session, adventure):
-        return {
-            "title": adventure.title,
-            **adventure_choice(session, adventure_id),
-            "presets": every_preset(session),
-            "effective": for_adventure(
-                session,
-                adventure_id,
-                tk.generation(),
-                extras(session, adventure_id).samplers,
+        choice = adventure_choice(session, adventure_id)
+        effective = for_adventure(
+            session,
+            adventure_id,
+            generation_settings(session),
+            extras(session, adventure_id).samplers,
+        )
+        return SamplersOfAdventure(
+            title=adventure.title,
+            presets=SamplerPresets.model_validate(every_preset(session)),
+            samplers=AdventureSamplersView(
+                preset=choice["preset"],
+                values=SamplerValues.model_validate(choice["values"]),
+                effective=EffectiveSamplers.model_validate(effective),
             ),
-        }
+        )
+
+
+def _choice_view(choice: dict[str, Any]) -> SamplerChoice:
+    return SamplerChoice(
+        preset=choice["preset"], values=SamplerValues.model_validate(choice["values"])
+    )
 
 
 def choose(
     tk: Talekeeper, adventure_id: int, preset: str | None, values: dict[str, Any], keep_as: str = ""
-) -> dict[str, Any]:
+) -> SamplerChoice:
     """Set this adventure's preset and own values (optionally keeping the values as a
     preset too), in one transaction: a refusal keeps neither."""
     with writing(tk, adventure_id) as (session, _adventure):
         if keep_as:
             save_preset(session, keep_as, values)
-        return set_adventure_choice(session, adventure_id, preset, values)
+        return _choice_view(set_adventure_choice(session, adventure_id, preset, values))
 
 
 def starter_views() -> dict[str, dict[str, Any]]:
@@ -265,11 +285,11 @@ def starter_views() -> dict[str, dict[str, Any]]:
     }
 
 
-def choose_preset(tk: Talekeeper, adventure_id: int, preset: str | None) -> dict[str, Any]:
+def choose_preset(tk: Talekeeper, adventure_id: int, preset: str | None) -> SamplerChoice:
     """Follow `preset` (None: none), keeping the adventure's own values."""
     with writing(tk, adventure_id) as (session, _adventure):
         own = adventure_choice(session, adventure_id)["values"]
-        return set_adventure_choice(session, adventure_id, preset, own)
+        return _choice_view(set_adventure_choice(session, adventure_id, preset, own))
 
 
 # --- what the server in use takes ---------------------------------------------------------

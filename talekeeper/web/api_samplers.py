@@ -3,8 +3,6 @@ the page is `pages_samplers.py`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,8 +25,8 @@ class AdventureSamplers(BaseModel):
     )
 
 
-@router.get("/sampler-presets", response_model=dict[str, views.SamplerValues])
-def list_presets(tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+@router.get("/sampler-presets", response_model=views.SamplerPresets)
+def list_presets(tk: Talekeeper = Depends(get_tk)) -> views.SamplerPresets:
     """Every named preset: name → the samplers it sets."""
     return samplers.list_presets(tk)
 
@@ -36,7 +34,7 @@ def list_presets(tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
 @router.put("/sampler-presets/{name}", response_model=views.SamplerValues)
 def save_preset(
     name: str, body: samplers.Samplers, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.SamplerValues:
     """Create or replace a preset (min_p, top_k, repetition_penalty, presence_penalty, stop, seed)."""
     return samplers.keep_preset(tk, name, body.model_dump(exclude_none=True))
 
@@ -47,14 +45,15 @@ def delete_preset(name: str, tk: Talekeeper = Depends(get_tk)) -> None:
 
 
 @router.get("/adventures/{adventure_id}/samplers", response_model=views.AdventureSamplersView)
-def adventure_samplers(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def adventure_samplers(
+    adventure_id: int, tk: Talekeeper = Depends(get_tk)
+) -> views.AdventureSamplersView:
     """This adventure's preset and own values, and what its turns ask the model for."""
-    view = samplers.of_adventure(tk, adventure_id)
-    return {"preset": view["preset"], "values": view["values"], "effective": view["effective"]}
+    return samplers.of_adventure(tk, adventure_id).samplers
 
 
 @router.put("/adventures/{adventure_id}/samplers", response_model=views.SamplerChoice)
 def set_adventure_samplers(
     adventure_id: int, body: AdventureSamplers, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.SamplerChoice:
     return samplers.choose(tk, adventure_id, body.preset, body.values.model_dump(exclude_none=True))

@@ -192,11 +192,11 @@ def note_context(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
         "connection": profiles.connection_view(tk, adventure_id),
         "presets": {
             **{n: s["description"] for n, s in sampler_choice.starter_views().items()},
-            **{n: "one of yours" for n in view["presets"] if n not in sampler_choice.STARTERS},
+            **{n: "one of yours" for n in view.presets.root if n not in sampler_choice.STARTERS},
         },
-        "preset": view["preset"],
+        "preset": view.samplers.preset,
         "preset_about": starter.description
-        if (starter := sampler_choice.STARTERS.get(view["preset"] or ""))
+        if (starter := sampler_choice.STARTERS.get(view.samplers.preset or ""))
         else "",
     }
 

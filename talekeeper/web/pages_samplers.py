@@ -33,25 +33,24 @@ async def _page(
     typed: dict[str, Any] | None = None,
 ) -> HTMLResponse:
     view = samplers.of_adventure(tk, adventure_id)
-    choice = {"preset": view["preset"], "values": {**view["values"], **(typed or {})}}
+    values = {**view.samplers.values.model_dump(), **(typed or {})}  # a refused form: as typed
+    effective = view.samplers.effective.model_dump()
     offer = await samplers.offered(tk, adventure_id)
     ignored = [
-        samplers.label(n)
-        for n in view["effective"]
-        if n not in offer.taken and n != "banned_phrases"
+        samplers.label(n) for n in effective if n not in offer.taken and n != "banned_phrases"
     ]
     return render(
         request,
         "samplers.html",
         status_code=status_code,
         adventure_id=adventure_id,
-        title=view["title"],
-        choice=choice,
+        title=view.title,
+        choice=view.samplers,
         starters=samplers.starter_views(),
-        own={n: v for n, v in view["presets"].items() if n not in samplers.STARTERS},
-        effective=view["effective"],
+        own={n: v.model_dump() for n, v in view.presets.root.items() if n not in samplers.STARTERS},
+        effective=effective,
         offer=offer,
-        fields=offer.fields(choice["values"]),
+        fields=offer.fields(values),
         missing=offer.missing(),
         ignored=ignored,
         label=samplers.label,

@@ -6,7 +6,7 @@ Built by `service/settings.py`, `service/samplers.py` and `llm.base.CheckReport`
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, RootModel
 
 from talekeeper.context.generation import GenerationSettings
 from talekeeper.llm import services
@@ -95,6 +95,10 @@ class SamplerValues(_Numbers):
     stop: str | None = Field(None, description="Stop strings, separated by |.")
 
 
+class SamplerPresets(RootModel[dict[str, SamplerValues]]):
+    """Named presets: name → the samplers each sets."""
+
+
 class EffectiveSamplers(_Numbers):
     """The samplers a turn asks the model for (only those set)."""
 
@@ -118,6 +122,14 @@ class AdventureSamplersView(SamplerChoice):
     effective: EffectiveSamplers = Field(
         description="What this adventure's turns ask the model for."
     )
+
+
+class SamplersOfAdventure(View):
+    """An adventure's samplers page: its title, every preset it may follow, its samplers."""
+
+    title: str
+    presets: SamplerPresets = Field(description="The starters, then the player's own.")
+    samplers: AdventureSamplersView
 
 
 # --- connection profiles, the choice of connection, hosted services ---------------------------
