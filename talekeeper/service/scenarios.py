@@ -17,6 +17,12 @@ from talekeeper.errors import Invalid, NotFound
 from talekeeper.service import json_depth
 from talekeeper.service.origins import before_answers, origin_summaries
 from talekeeper.service.plot import Persona
+from talekeeper.service.views.scenarios import Scenario as ScenarioView
+from talekeeper.service.views.scenarios import (
+    ScenarioImported,
+    ScenarioInLibrary,
+    ScenarioListed,
+)
 from talekeeper.state import check_rules
 from talekeeper.state.rules import MAX_UNKNOWN_LISTED
 from talekeeper.store import owner
@@ -545,8 +551,8 @@ def import_scenario(session: Session, raw: bytes) -> tuple[Scenario, list[str]]:
 # --- entry points (each owns its transaction) ------------------------------------------------
 
 
-def scenario_view(row: Scenario) -> dict[str, Any]:
-    return {**scenario_summary(row), "data": row.data}
+def scenario_view(row: Scenario) -> ScenarioView:
+    return ScenarioView.model_validate({**scenario_summary(row), "data": row.data})
 
 
 def creation_offer(data: dict[str, Any]) -> dict[str, Any] | None:
@@ -571,32 +577,34 @@ def creation_offer(data: dict[str, Any]) -> dict[str, Any] | None:
     return options
 
 
-def summaries(tk: Talekeeper) -> list[dict[str, Any]]:
+def summaries(tk: Talekeeper) -> list[ScenarioListed]:
     """Every scenario, with the persona and character creation it offers (the home page's
     start form)."""
     with tk.db.session() as session:
         return [
-            {
-                **scenario_summary(s),
-                "persona": s.data.get("persona") or {},
-                "creation": creation_offer(s.data),
-            }
+            ScenarioListed.model_validate(
+                {
+                    **scenario_summary(s),
+                    "persona": s.data.get("persona") or {},
+                    "creation": creation_offer(s.data),
+                }
+            )
             for s in list_scenarios(session)
         ]
 
 
-def read(tk: Talekeeper, scenario_id: str) -> dict[str, Any]:
+def read(tk: Talekeeper, scenario_id: str) -> ScenarioView:
     """The scenario with its document (and whether it is built in)."""
     with tk.db.session() as session:
         return scenario_view(get_scenario(session, scenario_id))
 
 
-def create(tk: Talekeeper, data: dict[str, Any]) -> dict[str, Any]:
+def create(tk: Talekeeper, data: dict[str, Any]) -> ScenarioView:
     with tk.db.session() as session:
         return scenario_view(create_scenario(session, data))
 
 
-def create_titled(tk: Talekeeper, title: str) -> dict[str, Any]:
+def create_titled(tk: Talekeeper, title: str) -> ScenarioView:
     """A new, nearly empty scenario named `title`, with an id made from it."""
     with tk.db.session() as session:
         return scenario_view(
@@ -604,12 +612,12 @@ def create_titled(tk: Talekeeper, title: str) -> dict[str, Any]:
         )
 
 
-def update(tk: Talekeeper, scenario_id: str, data: dict[str, Any]) -> dict[str, Any]:
+def update(tk: Talekeeper, scenario_id: str, data: dict[str, Any]) -> ScenarioView:
     with tk.db.session() as session:
         return scenario_view(update_scenario(session, scenario_id, data))
 
 
-def duplicate(tk: Talekeeper, scenario_id: str) -> dict[str, Any]:
+def duplicate(tk: Talekeeper, scenario_id: str) -> ScenarioView:
     with tk.db.session() as session:
         return scenario_view(duplicate_scenario(session, scenario_id))
 
@@ -619,11 +627,13 @@ def delete(tk: Talekeeper, scenario_id: str) -> None:
         delete_scenario(session, scenario_id)
 
 
-def import_file(tk: Talekeeper, raw: bytes) -> dict[str, Any]:
+def import_file(tk: Talekeeper, raw: bytes) -> ScenarioImported:
     """Import a file (an export or a bare document); `notes` says what was adjusted."""
     with tk.db.session() as session:
         row, notes = import_scenario(session, raw)
-        return {**scenario_view(row), "notes": notes}
+        return ScenarioImported.model_validate(
+            {**scenario_summary(row), "data": row.data, "notes": notes}
+        )
 
 
 def export(tk: Talekeeper, scenario_id: str) -> tuple[dict[str, Any], str]:
@@ -633,15 +643,15 @@ def export(tk: Talekeeper, scenario_id: str) -> tuple[dict[str, Any], str]:
         return export_scenario(row), f"{name_of(row.id)}.talekeeper.json"
 
 
-def library(tk: Talekeeper) -> list[dict[str, Any]]:
+def library(tk: Talekeeper) -> list[ScenarioInLibrary]:
     """Every scenario with how many story cards it has and whether it has rules (the list page)."""
     with tk.db.session() as session:
         return [
-            {
+            ScenarioInLibrary(
                 **scenario_summary(s),
-                "cards": len(s.data.get("story_cards") or []),
-                "has_rules": bool(s.data.get("rules")),
-            }
+                cards=len(s.data.get("story_cards") or []),
+                has_rules=bool(s.data.get("rules")),
+            )
             for s in list_scenarios(session)
         ]
 

@@ -122,8 +122,8 @@ def _choose_adventure(tk: Talekeeper, scenario_id: str | None, adventure_id: int
             options.append(("adventure", a.id))
             table.add_row(str(len(options)), f"Continue: {a.title}", str(a.turns))
         for s in scenarios.summaries(tk):
-            options.append(("scenario", s["id"]))
-            table.add_row(str(len(options)), f"New: {s['title']}", "")
+            options.append(("scenario", s.id))
+            table.add_row(str(len(options)), f"New: {s.title}", "")
         options.append(("starter", ""))
         table.add_row(str(len(options)), "Open the starter story (seven turns in)", "7")
         options.append(("blank", ""))
@@ -143,7 +143,7 @@ def _choose_adventure(tk: Talekeeper, scenario_id: str | None, adventure_id: int
                 opening = Prompt.ask("How does your story begin?", console=console)
             return adventures.start_from_blank(tk, adventures.BlankStart(opening=opening)).id
         scenario_id = str(value)
-    data = scenarios.read(tk, scenario_id)["data"]
+    data = scenarios.read(tk, scenario_id).data
     origin_id = _ask_origin(data)
     answers = {
         p["key"]: Prompt.ask(

@@ -18,7 +18,6 @@ from talekeeper.service.adventures import AdventureTitleInvalid, Shown
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.search import search_story
 from talekeeper.service.turns import warm_next_turn
-from talekeeper.service.views.scenarios import ScenarioListed
 from talekeeper.state.creation import CreationError
 from talekeeper.web import pages_connections, turns
 from talekeeper.web.deps import get_tk
@@ -35,7 +34,7 @@ def _home(request: Request, tk: Talekeeper, status_code: int = 200, **extra: Any
     # The pages get the API's own views (attribute access in templates works on both).
     adventure_rows = adventures.summaries(tk)
     latest = adventures.latest(tk)
-    scenario_rows = [ScenarioListed.model_validate(s) for s in scenarios.summaries(tk)]
+    scenario_rows = scenarios.summaries(tk)
     return render(
         request,
         "home.html",

@@ -24,7 +24,6 @@ from talekeeper.context.cardspec import StoryCard, rules_in_words
 from talekeeper.context.triggers import MAX_CARDS
 from talekeeper.service import json_depth, scenarios
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views.scenarios import ScenarioListed
 from talekeeper.web import flash
 from talekeeper.web.card_form import card_from_form
 from talekeeper.web.deps import get_tk
@@ -423,7 +422,7 @@ async def create(request: Request, tk: Talekeeper = Depends(get_tk)) -> Response
     if not title:
         return _list_page(request, tk, 422, new_error="Give your scenario a title.")
     try:
-        scenario_id = scenarios.create_titled(tk, title)["id"]
+        scenario_id = scenarios.create_titled(tk, title).id
     except scenarios.ScenarioError as exc:
         return _list_page(request, tk, 422, new_error=str(exc))
     return flash.redirect(
@@ -443,7 +442,7 @@ async def import_file(request: Request, tk: Talekeeper = Depends(get_tk)) -> Res
     raw = await upload.read(scenarios.MAX_SCENARIO_BYTES + 1)
     try:
         imported = await run_in_threadpool(scenarios.import_file, tk, raw)  # off the loop
-        scenario_id, notes = imported["id"], imported["notes"]
+        scenario_id, notes = imported.id, imported.notes
     except scenarios.ScenarioInvalid as exc:
         return _list_page(request, tk, 422, import_error=exc.intro, import_errors=exc.errors)
     except scenarios.ScenarioError as exc:
@@ -466,8 +465,7 @@ def editor(
         context = editor_context(scenario_id, data, builtin, part, [])
     except scenarios.ScenarioNotFound as exc:
         return _list_page(request, tk, 404, message=str(exc))
-    startable = [s for s in scenarios.summaries(tk) if s["id"] == scenario_id]
-    start = ScenarioListed.model_validate(startable[0]) if startable else None
+    start = next((s for s in scenarios.summaries(tk) if s.id == scenario_id), None)
     return render(request, "scenario_editor.html", message=message, start=start, **context)
 
 
@@ -523,7 +521,7 @@ async def save(
 @router.post("/{scenario_id}/duplicate")
 def duplicate(request: Request, scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> Response:
     try:
-        copy_id = scenarios.duplicate(tk, scenario_id)["id"]
+        copy_id = scenarios.duplicate(tk, scenario_id).id
     except scenarios.ScenarioNotFound as exc:
         return _list_page(request, tk, 404, message=str(exc))
     except scenarios.ScenarioError as exc:

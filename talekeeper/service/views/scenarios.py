@@ -39,6 +39,13 @@ class ScenarioSummary(View):
     origins: list[OriginSummary] = Field(description="Where an adventure may start.")
 
 
+class ScenarioInLibrary(ScenarioSummary):
+    """A scenario as the scenarios page lists it."""
+
+    cards: int = Field(description="How many story cards it has.")
+    has_rules: bool = Field(description="Whether it declares stats and rules.")
+
+
 class ClassOffer(View):
     """A class the start form offers, with the origins that allow it."""
 
