@@ -103,50 +103,12 @@ def resolve(target: str, known: dict[str, Path]) -> str | None:
     return target or None
 
 
-def circles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected groups of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    groups: list[list[str]] = []
-    counter = [0]
-    sys.setrecursionlimit(10_000)
-
-    def connect(v: str) -> None:
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in edges.get(v, ()):
-            if w not in index:
-                connect(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            group = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                group.append(w)
-                if w == v:
-                    break
-            if len(group) > 1:
-                groups.append(sorted(group))
-
-    for v in list(edges):
-        if v not in index:
-            connect(v)
-    return groups
-
-
 def short(name: str) -> str:
     return name.removeprefix("talekeeper.")
 
 
 def source_figures() -> None:
-    from tests.test_layers import RANK
+    from tests.test_layers import RANK, module_circles
 
     known = modules()
     found = {name: imports(path, name, known) for name, path in known.items()}
@@ -199,7 +161,7 @@ def source_figures() -> None:
                 resolved = resolve(target, known)
                 if where in kinds and resolved and resolved != name:
                     edges[name].add(resolved)
-        groups = circles(edges)
+        groups = module_circles(edges)
         print(f"import circles, {label}: {len(groups)}")
         for group in groups:
             print("    " + ", ".join(short(g) for g in group))

@@ -27,10 +27,6 @@ DOCUMENTS = {
     "service/turns.py:rewarm",  # a callback given the memory bank's run (no front reads it)
 }
 
-# Entry points not converted yet (issue 26): each still builds a dict that its route
-# validates into its view at the door. The list only shrinks.
-NOT_YET: set[str] = set()
-
 
 def entry_points() -> dict[str, str]:
     """`module:function` → its return annotation, for every public function whose first
@@ -64,12 +60,4 @@ def test_no_entry_point_answers_a_front_with_a_dict() -> None:
         for name, returns in entry_points().items()
         if re.search(r"\b(dict|Any)\b", returns) and name not in DOCUMENTS
     }
-    assert loose - NOT_YET == set(), "return a view (service/views/) or a frozen value"
-
-
-def test_the_list_of_entry_points_not_converted_yet_only_shrinks() -> None:
-    """Each name in NOT_YET still exists and still answers with a dict: converting one
-    means taking it off the list."""
-    points = entry_points()
-    stale = {n for n in NOT_YET if n not in points or not re.search(r"\bdict\b", points[n])}
-    assert stale == set()
+    assert loose == set(), "return a view (service/views/) or a frozen value"
