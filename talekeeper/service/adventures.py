@@ -424,6 +424,20 @@ class StoryChange:
     added_keys: list[TurnKey]
 
 
+_nodes = Node.__table__.c
+_SHOWN_DEPTHS = select(_nodes.id, _nodes.depth).where(
+    _nodes.adventure_id == bindparam("adventure"), _nodes.id.in_(bindparam("ids", expanding=True))
+)
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """A turn the page shows: its id and depth (what `story_change` needs of it)."""
+
+    id: int
+    depth: int
+
+
 def story_change(
     session: Session, adventure: Adventure, shown: Shown, limit: int = PAGE_SIZE
 ) -> StoryChange | None:
@@ -437,9 +451,16 @@ def story_change(
     if shown.head is None or shown.first is None:
         return None
     head = tree.head(session, adventure)
-    page_head = tree.find_node(session, adventure, shown.head)
-    page_first = tree.find_node(session, adventure, shown.first)
-    if page_head is None or page_first is None or page_first.depth > page_head.depth:
+    ids = [shown.head, shown.first]
+    depths = {
+        r.id: r.depth
+        for r in session.execute(_SHOWN_DEPTHS, {"adventure": adventure.id, "ids": ids})
+    }
+    if shown.head not in depths or shown.first not in depths:
+        return None
+    page_head = _Shown(shown.head, depths[shown.head])
+    page_first = _Shown(shown.first, depths[shown.first])
+    if page_first.depth > page_head.depth:
         return None
     lowest = max(page_first.depth, head.depth - limit)
     if lowest > min(page_head.depth, head.depth):

@@ -32,8 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, text, update
+from sqlalchemy import bindparam, func, inspect, select, text, update
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from talekeeper.store.models import Node
 
@@ -53,9 +54,25 @@ class Stretch:
 Path = tuple[Stretch, ...]
 
 
+# The statements a take step, an undo or a new turn runs, built once on the table (not the
+# mapped class): building and compiling an ORM statement costs several times the query.
+_FRESH = select(func.max(_nodes.chain)).where(_nodes.adventure_id == bindparam("adventure"))
+_RELABEL = (
+    update(Node.__table__)
+    .where(
+        _nodes.adventure_id == bindparam("adventure"),
+        _nodes.chain == bindparam("old"),
+        _nodes.depth > bindparam("low"),
+        _nodes.depth <= bindparam("high"),
+    )
+    .values(chain=bindparam("new"))
+)
+_DEEPEST = 2**31 - 1  # (no depth reaches it; an integer column holds it)
+
+
 def fresh(session: Session, adventure_id: int) -> int:
     """A label no chain of the adventure has."""
-    top = session.scalar(select(func.max(Node.chain)).where(Node.adventure_id == adventure_id))
+    top = session.execute(_FRESH, {"adventure": adventure_id}).scalar()
     return (top or 0) + 1
 
 
@@ -91,12 +108,24 @@ def _relabel(
     deeper_than: int | None = None,
     up_to: int | None = None,
 ) -> None:
-    where = [Node.adventure_id == adventure_id, Node.chain == old]
-    if deeper_than is not None:
-        where.append(Node.depth > deeper_than)
-    if up_to is not None:
-        where.append(Node.depth <= up_to)
-    session.execute(update(Node).where(*where).values(chain=new))
+    """Label `new` the nodes of chain `old` deeper than `deeper_than` and down to `up_to`
+    (without: all of them), in the database and on the nodes this session holds."""
+    low = -1 if deeper_than is None else deeper_than
+    high = _DEEPEST if up_to is None else up_to
+    session.flush()  # (a label set on a node and not yet written is written first)
+    session.execute(
+        _RELABEL, {"adventure": adventure_id, "old": old, "new": new, "low": low, "high": high}
+    )
+    for held in list(session.identity_map.values()):
+        seen = inspect(held).dict  # only what is loaded: anything else is read afresh
+        if (
+            isinstance(held, Node)
+            and seen.get("adventure_id") == adventure_id
+            and seen.get("chain") == old
+            and "depth" in seen
+            and low < seen["depth"] <= high
+        ):
+            set_committed_value(held, "chain", new)
 
 
 def start(session: Session, root: Node) -> None:

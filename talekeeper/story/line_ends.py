@@ -19,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import event, exists, select, text, update
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import bindparam, event, exists, select, text, update
+from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.util import identity_key
 
 from talekeeper.store.models import Adventure, Node, SavePoint
 from talekeeper.story.families import STEPS, Sibling, families
@@ -93,22 +95,34 @@ _CHILD = (  # what `ends` reads of each child
 )
 
 
-_PARENT = aliased(Node)
+# `_refresh`'s statements, built once on the tables: they run at every turn's commit, and
+# building and compiling ORM statements there cost several times the queries.
+_n = Node.__table__.c
+_parent = Node.__table__.alias("parent")
+_CHILDREN = (
+    select(
+        *(_n[c.key] for c in _CHILD),
+        _n.line_end,
+        _parent.c.active_child_id.label("active"),
+        exists().where(SavePoint.__table__.c.node_id == _n.id).label("saved"),
+    )
+    .select_from(Node.__table__.join(_parent, _parent.c.id == _n.parent_id))
+    .where(
+        _n.adventure_id == bindparam("adventure"),
+        _n.parent_id.in_(bindparam("parents", expanding=True)),
+    )
+)
+_FLIP = (
+    update(Node.__table__)
+    .where(_n.id.in_(bindparam("ids", expanding=True)))
+    .values(line_end=bindparam("value"))
+)
 
 
 def _refresh(session: Session, adventure: Adventure, parents: list[int]) -> None:
     """One query (it runs at every turn's commit): the children of `parents`, each with its
     parent's active child and whether a Save Point names it."""
-    rows = session.execute(
-        select(
-            *_CHILD,
-            Node.line_end,
-            _PARENT.active_child_id.label("active"),
-            exists().where(SavePoint.node_id == Node.id).label("saved"),
-        )
-        .join(_PARENT, _PARENT.id == Node.parent_id)
-        .where(Node.adventure_id == adventure.id, Node.parent_id.in_(parents))
-    ).all()
+    rows = session.execute(_CHILDREN, {"adventure": adventure.id, "parents": parents}).all()
     actives = {r.parent_id: r.active for r in rows}
     saved = {r.id for r in rows if r.saved}
     by_parent: dict[int, list[Any]] = {}
@@ -122,7 +136,11 @@ def _refresh(session: Session, adventure: Adventure, parents: list[int]) -> None
                 flip[c.id in line].append(c.id)
     for value, ids in flip.items():
         if ids:
-            session.execute(update(Node).where(Node.id.in_(ids)).values(line_end=value))
+            session.execute(_FLIP, {"ids": ids, "value": value})
+            for node_id in ids:  # and on the nodes this session holds
+                held = session.identity_map.get(identity_key(Node, node_id))
+                if held is not None:
+                    set_committed_value(held, "line_end", value)
 
 
 def recount(session: Session, adventure: Adventure) -> None:

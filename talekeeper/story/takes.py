@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from talekeeper.store.models import Adventure, Node
@@ -58,13 +58,16 @@ class Take:
     has_future: bool  # something was written below this take
 
 
+_n = Node.__table__.c
+_SIBLINGS = select(_n.parent_id, _n.id, _n.action_kind, _n.action_text, _n.take_of).where(
+    _n.adventure_id == bindparam("adventure"),
+    _n.parent_id.in_(bindparam("parents", expanding=True)),
+)  # (built once on the table: a take step or a page runs it, and building costs more)
+
+
 def _siblings(session: Session, adventure_id: int, parent_ids: Iterable[int]) -> list[Any]:
     return list(
-        session.execute(
-            select(Node.parent_id, Node.id, Node.action_kind, Node.action_text, Node.take_of).where(
-                Node.adventure_id == adventure_id, Node.parent_id.in_(list(parent_ids))
-            )
-        )
+        session.execute(_SIBLINGS, {"adventure": adventure_id, "parents": list(parent_ids)})
     )
 
 
