@@ -12,6 +12,6 @@ that are set.
     story      adventures, turns, takes, lines, Save Points, search, a turn's result
     state      the state panel, corrections, the audit trail, the canon log, creation
     context    Insights, plot components, story cards, memories
-    settings   settings, health, the connection check, sampler presets
+    settings   settings, health, the connection check, sampler presets, connections
     scenarios  scenarios, their files, imports of other apps' files, bundles
 """

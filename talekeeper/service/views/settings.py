@@ -1,7 +1,8 @@
 """Views of the settings: what is stored and in effect, health, the connection check,
-sampler presets and an adventure's samplers.
+sampler presets and an adventure's samplers, connection profiles and hosted services.
 
-Built by `service/settings.py`, `service/samplers.py` and `llm.base.CheckReport`.
+Built by `service/settings.py`, `service/samplers.py`, `service/profiles.py`,
+`service/hosted.py` and `llm.base.CheckReport`.
 """
 
 from __future__ import annotations
