@@ -44,3 +44,17 @@ def test_every_reference_to_a_step_names_it_as_the_docstring_does() -> None:
                     f"{path.name}: {match.group(0)!r} (step {number} is {steps.get(number)!r})"
                 )
     assert wrong == []
+
+
+def test_the_steps_pass_values_forward() -> None:
+    """What a step hands the next is a value it cannot edit (docs/architecture.md "A turn"):
+    the start of step 2 (load), the reply of steps 4 (stream) to 7 (later)."""
+    import dataclasses
+
+    import pytest
+
+    reply = turns.Reply(raw="The tide turns.")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        reply.raw = "else"  # type: ignore[misc]
+    assert turns.TurnStart.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    assert isinstance(turns.Reply().echoed, tuple) and isinstance(turns.Reply().notes, tuple)

@@ -50,7 +50,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import bindparam, select
@@ -151,19 +151,21 @@ class TurnStart:
         return self.context.before
 
 
-@dataclass
+@dataclass(frozen=True)
 class Reply:
-    """What step 4 (stream) made of the model's answer, and the state pass after it."""
+    """The model's answer as a value passed forward: what step 4 (stream) made of it, then
+    step 5 (settle) (its prose kept), then step 7 (later) (the state pass's block) — each
+    step answers a new value (`dataclasses.replace`), none edits one it was given."""
 
-    raw: str = ""
+    raw: str = ""  # as streamed; from step 5 (settle) in structured mode, the kept prose
     reasoning: str = ""
     shown: str = ""
     state_error: str | None = None
     failed: str | None = None  # the stream's error: nothing is written
-    echoed: list[echo.Removed] = field(default_factory=list)
+    echoed: tuple[echo.Removed, ...] = ()
     finish: str | None = None  # why the model stopped, as its server said ("length": cut off)
     unfinished: str = ""  # the cut-off last sentence, not kept (context/endings)
-    notes: list[str] = field(default_factory=list)  # what the provider did (banned phrases)
+    notes: tuple[str, ...] = ()  # what the provider did (banned phrases)
 
 
 async def play_turn(
@@ -203,12 +205,15 @@ async def play_turn(
         while True:
             reply = Reply()
             guard = prose_guard(prepared, start)
-            async for event in stream_reply(provider, prepared, guard, reply):  # 4. stream
-                yield event
+            async for event in stream_reply(provider, prepared, guard):  # 4. stream
+                if isinstance(event, Reply):
+                    reply = event  # its last: the reply as streamed
+                else:
+                    yield event
             if reply.failed is not None:
                 yield Error(reply.failed)
                 return
-            read = kept_reply(guard, reply, mode)
+            reply, read = kept_reply(guard, reply, mode)
             settled = validate_and_apply(start, reply, read)  # 5. settle
             if mode == "inline" and reply.finish == "length":  # its block may be lost: say so
                 state_engine.note_cut_off(settled)
@@ -316,14 +321,17 @@ def prose_guard(prepared: PreparedContext, start: TurnStart) -> ProseGuard:
 
 
 async def stream_reply(
-    provider: Provider, prepared: PreparedContext, guard: ProseGuard, reply: Reply
-) -> AsyncIterator[TurnEvent]:
+    provider: Provider, prepared: PreparedContext, guard: ProseGuard
+) -> AsyncIterator[TurnEvent | Reply]:
     """Step 4 (stream): the model's reply as it streams; the shown text only ever grows.
     Each piece is read once (the state block hidden, then the prose guards), so a long or
-    hostile reply costs in step with its length."""
+    hostile reply costs in step with its length. Its last item is the `Reply` it made."""
     visible, prose = VisibleStream(), guard.stream()
     shown: list[str] = []
     reasoning: list[str] = []
+    notes: list[str] = []
+    finish: str | None = None
+    failed: str | None = None
     try:
         async with aclosing(provider.stream(prepared.request)) as events:
             async for event in events:
@@ -339,60 +347,67 @@ async def stream_reply(
                     reasoning.append(event.text)
                     yield Reasoning(event.text)
                 elif event.kind == "done":
-                    reply.finish = event.finish_reason
+                    finish = event.finish_reason
                 elif event.kind == "note":  # for Insights (llm/banned.py)
-                    reply.notes.append(event.text)
+                    notes.append(event.text)
     except LLMError as exc:
-        reply.failed = str(exc)
-        return
-    finally:
-        reply.raw, reply.shown = visible.text, "".join(shown)
-        reply.reasoning = "".join(reasoning)
+        failed = str(exc)
     # Surrogate halves (a pair split across a server's JSON escapes) cannot be stored.
-    reply.raw, reply.reasoning = unicode_safe(reply.raw), unicode_safe(reply.reasoning)
+    yield Reply(
+        raw=unicode_safe(visible.text),
+        reasoning=unicode_safe("".join(reasoning)),
+        shown="".join(shown),
+        failed=failed,
+        finish=finish,
+        notes=tuple(notes),
+    )
 
 
 async def structured_pass(
     provider: Provider,
     prepared: PreparedContext,
     start: TurnStart,
-    prose: str,
     reply: Reply,
-) -> None:
+) -> tuple[Reply, Extraction]:
     """The state pass of step 7 (later), in structured mode: a second short request under
-    the proposal's schema (see state_updates), about the guarded `prose`; its answer becomes
-    the reply's state block."""
+    the proposal's schema (see state_updates), about the prose step 5 (settle) kept
+    (`reply.raw`); its answer becomes the reply's state block, read with that prose as it
+    was kept (not kept again)."""
+    prose = reply.raw
     state_pass = await build(
         provider, start.context, Call(roles.STATE_PASS, narrator=prepared, narration=prose)
     )
     try:
         answer = await provider.complete(state_pass.request)
-        reply.raw = prose + state_updates.as_block(answer)
     except LLMError as exc:
-        reply.state_error = f"The state update could not be made ({exc}); the state is unchanged."
+        error = f"The state update could not be made ({exc}); the state is unchanged."
+        return replace(reply, state_error=error), extract_reply(prose)._replace(prose=prose)
+    reply = replace(reply, raw=prose + state_updates.as_block(answer))
+    return reply, extract_reply(reply.raw)._replace(prose=prose)
 
 
-def kept_prose(guard: ProseGuard, reply: Reply, prose: str) -> str:
+def kept_prose(guard: ProseGuard, reply: Reply, prose: str) -> guards.Guarded:
     """The reply's prose as it is stored: without its echoes and loops, and without the
     unfinished last sentence of a reply its length limit cut off (in its prose: not in a
     state block after it). Run once per turn, in step 5 (settle): `kept_reply`."""
     cut_in_prose = reply.finish == "length" and reply.raw.rstrip().endswith(prose.rstrip())
-    guarded = guards.finish(guard, prose, cut_in_prose)
-    reply.echoed.extend(guarded.removed)
-    reply.unfinished = guarded.unfinished or reply.unfinished
-    return guarded.text
+    return guards.finish(guard, prose, cut_in_prose)
 
 
-def kept_reply(guard: ProseGuard, reply: Reply, mode: str) -> Extraction:
+def kept_reply(guard: ProseGuard, reply: Reply, mode: str) -> tuple[Reply, Extraction]:
     """Step 5 (settle), first: the reply read apart and its prose kept (`kept_prose`), once
-    per turn. In structured mode the prose alone is the reply (`reply.raw`): the state pass
-    reads it in step 7 (later), and settling then reuses it as kept here."""
+    per turn — the reply with what the guards took out, and its reading. In structured mode
+    the prose alone is the reply (`raw`): the state pass reads it in step 7 (later)."""
     read = extract_reply(reply.raw)
-    prose = kept_prose(guard, reply, read.prose)
+    guarded = kept_prose(guard, reply, read.prose)
+    reply = replace(
+        reply,
+        echoed=(*reply.echoed, *guarded.removed),
+        unfinished=guarded.unfinished or reply.unfinished,
+    )
     if mode == "structured":
-        reply.raw = prose
-        return extract_reply(prose)
-    return read._replace(prose=prose)
+        return replace(reply, raw=guarded.text), extract_reply(guarded.text)
+    return reply, read._replace(prose=guarded.text)
 
 
 def validate_and_apply(start: TurnStart, reply: Reply, read: Extraction) -> state_engine.Settled:
@@ -583,9 +598,7 @@ async def settle_later(
         settled = known
         narration = done.turn.narration
         if mode == "structured":
-            prose = reply.raw  # kept in step 5 (settle): not kept again
-            await structured_pass(provider, prepared, start, prose, reply)
-            read = extract_reply(reply.raw)._replace(prose=prose)
+            reply, read = await structured_pass(provider, prepared, start, reply)
             settled = validate_and_apply(start, reply, read)
             read_narration(start, settled, narration)  # what it tells, after the model's
             if known.proposal.get("retold"):  # the first telling stays on the record
