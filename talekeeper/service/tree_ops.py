@@ -31,6 +31,7 @@ from talekeeper.service.views.story import (
     SavePoint,
     SavePoints,
     Story,
+    StoryDelta,
     Take,
     Takes,
 )
@@ -62,6 +63,34 @@ def _answer(session: Session, adventure: Adventure, shown: Shown | None) -> Stor
     changed on it (`adventures.page_answer`)."""
     return (
         story_view(session, adventure) if shown is None else page_answer(session, adventure, shown)
+    )
+
+
+def for_api(answer: Story | PageAnswer) -> Story | StoryDelta:
+    """A change's answer as the JSON API gives it: the story, or (for a client that said
+    which turns it shows) what changed for them."""
+    if isinstance(answer, Story):
+        return answer
+    if answer.change is not None:
+        story, keep, removed = answer.change.story, answer.change.keep, answer.change.removed
+        added, has_more = answer.change.added, False
+    else:  # what it shows is gone: the story's last turns, drawn afresh
+        assert answer.story is not None
+        story, keep, removed = answer.story, None, []
+        added, has_more = answer.story.turns_shown, answer.story.has_more
+    assert story.head_id is not None
+    return StoryDelta(
+        head_id=story.head_id,
+        turns=story.turns,
+        can_undo=bool(story.can_undo),
+        can_redo=bool(story.can_redo),
+        can_retry=bool(story.can_retry),
+        opening_editable=bool(story.opening_editable),
+        line_name=story.line_name,
+        keep=keep,
+        removed=removed,
+        added=added,
+        has_more=has_more,
     )
 
 

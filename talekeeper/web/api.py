@@ -11,13 +11,14 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from talekeeper.service import adventures, tree_ops
+from talekeeper.service.adventures import Shown
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.plot import Persona
 from talekeeper.service.search import search_story
 from talekeeper.service.turns import play_turn
 from talekeeper.service.views import story as views
 from talekeeper.story.actions import AnyKind, talk_text
-from talekeeper.web.deps import get_tk
+from talekeeper.web.deps import get_tk, shown_turns
 from talekeeper.web.errors import ERRORS
 from talekeeper.web.streaming import TURN_STREAM, turn_response
 
@@ -127,14 +128,25 @@ def search(adventure_id: int, q: str = "", tk: Talekeeper = Depends(get_tk)) -> 
     return search_story(tk, adventure_id, q)
 
 
-@router.post("/adventures/{adventure_id}/undo", response_model=views.Story)
-def undo(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> views.Story:
-    return tree_ops.undo(tk, adventure_id)
+@router.post("/adventures/{adventure_id}/undo", response_model=views.Story | views.StoryDelta)
+def undo(
+    adventure_id: int,
+    shown: Shown | None = Depends(shown_turns),
+    tk: Talekeeper = Depends(get_tk),
+) -> views.Story | views.StoryDelta:
+    """Step back one turn: the story as it now reads, or (given the turns you show) what
+    changed for them."""
+    return tree_ops.for_api(tree_ops.undo(tk, adventure_id, shown))
 
 
-@router.post("/adventures/{adventure_id}/redo", response_model=views.Story)
-def redo(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> views.Story:
-    return tree_ops.redo(tk, adventure_id)
+@router.post("/adventures/{adventure_id}/redo", response_model=views.Story | views.StoryDelta)
+def redo(
+    adventure_id: int,
+    shown: Shown | None = Depends(shown_turns),
+    tk: Talekeeper = Depends(get_tk),
+) -> views.Story | views.StoryDelta:
+    """Step forward one turn, answered as undo is."""
+    return tree_ops.for_api(tree_ops.redo(tk, adventure_id, shown))
 
 
 @router.post(

@@ -12,11 +12,12 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from talekeeper.service import tree_ops
+from talekeeper.service.adventures import Shown
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.views import story as views
 from talekeeper.story import branches, savepoints
 from talekeeper.story.actions import RetoldKind
-from talekeeper.web.deps import get_tk
+from talekeeper.web.deps import get_tk, shown_turns
 from talekeeper.web.errors import ERRORS
 from talekeeper.web.streaming import TURN_STREAM, turn_response
 
@@ -96,18 +97,28 @@ def turn_takes(adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)
     return tree_ops.list_takes(tk, adventure_id, node_id)
 
 
-@router.post("/turns/{node_id}/choose", response_model=views.Story)
-def choose_take(adventure_id: int, node_id: int, tk: Talekeeper = Depends(get_tk)) -> views.Story:
-    """Read this take: the story (and its state) is now this take's."""
-    return tree_ops.choose_take(tk, adventure_id, node_id)
+@router.post("/turns/{node_id}/choose", response_model=views.Story | views.StoryDelta)
+def choose_take(
+    adventure_id: int,
+    node_id: int,
+    shown: Shown | None = Depends(shown_turns),
+    tk: Talekeeper = Depends(get_tk),
+) -> views.Story | views.StoryDelta:
+    """Read this take: the story (and its state) is now this take's. Answered with the
+    story, or (given the turns you show) what changed for them."""
+    return tree_ops.for_api(tree_ops.choose_take(tk, adventure_id, node_id, shown))
 
 
-@router.post("/turns/{node_id}/step", response_model=views.Story)
+@router.post("/turns/{node_id}/step", response_model=views.Story | views.StoryDelta)
 def step_take(
-    adventure_id: int, node_id: int, body: StepRequest, tk: Talekeeper = Depends(get_tk)
-) -> views.Story:
-    """Read the next (or previous) take of this turn."""
-    return tree_ops.step_take(tk, adventure_id, node_id, body.by)
+    adventure_id: int,
+    node_id: int,
+    body: StepRequest,
+    shown: Shown | None = Depends(shown_turns),
+    tk: Talekeeper = Depends(get_tk),
+) -> views.Story | views.StoryDelta:
+    """Read the next (or previous) take of this turn, answered as choose is."""
+    return tree_ops.for_api(tree_ops.step_take(tk, adventure_id, node_id, body.by, shown))
 
 
 @router.post("/retry", response_model=views.TurnResult, responses=TURN_STREAM)

@@ -188,6 +188,35 @@ class Story(AdventureSummary):
     )
 
 
+class StoryDelta(View):
+    """What an undo, a redo or a take step changed for a client that said which turns it
+    shows (`shown_first` down to `shown_head`, as the play page does): the few turns that
+    changed and where the story now stands, not the whole story. The client drops its turns
+    after `keep` (their ids are `removed`) and shows `added` below it."""
+
+    head_id: int = Field(description="The turn being read now (the head).")
+    turns: int = Field(description="Turns played on the line being read.")
+    can_undo: bool = Field(description="Undo has somewhere to go.")
+    can_redo: bool = Field(description="Redo has somewhere to go.")
+    can_retry: bool = Field(description="The head is a turn that can be narrated again.")
+    opening_editable: bool = Field(
+        description="No turn follows the opening yet, so its text may still be edited."
+    )
+    line_name: str | None = Field(description="The name of the line being read, if it has one.")
+    keep: int | None = Field(
+        description="The last shown turn that stays, everything above it too. Null: what "
+        "the client shows is gone or far from the head now; it shows `added` alone."
+    )
+    removed: list[int] = Field(description="The shown turns below `keep` that are gone.")
+    added: list[StoryTurn] = Field(
+        description="The turns that now follow `keep` down to the head, oldest first (with "
+        "`keep` null: the story's last turns)."
+    )
+    has_more: bool = Field(
+        description="With `keep` null: earlier turns exist before the first of `added`."
+    )
+
+
 class LatestAdventure(AdventureSummary):
     """The adventure played last, with its last turn (the home page's "Continue")."""
 
