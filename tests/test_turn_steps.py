@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from talekeeper.service import turns
+from talekeeper.service import state_engine, turns
 
 SERVICE = Path(turns.__file__).parent
 STEP = re.compile(r"^    (\d+)\. (\w+):", re.M)
@@ -48,7 +48,8 @@ def test_every_reference_to_a_step_names_it_as_the_docstring_does() -> None:
 
 def test_the_steps_pass_values_forward() -> None:
     """What a step hands the next is a value it cannot edit (docs/architecture.md "A turn"):
-    the start of step 2 (load), the reply of steps 4 (stream) to 7 (later)."""
+    the start of step 2 (load), the reply of steps 4 (stream) to 7 (later), and the state
+    engine's settled reply of steps 5 (settle) and 7 (later)."""
     import dataclasses
 
     import pytest
@@ -57,4 +58,12 @@ def test_the_steps_pass_values_forward() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         reply.raw = "else"  # type: ignore[misc]
     assert turns.TurnStart.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    settled = state_engine.Settled("The tide turns.", {}, {"source": "model"}, [])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settled.state = {}  # type: ignore[misc]
+    assert settled.noted(retold={"narration": "x"}).proposal == {
+        "source": "model",
+        "retold": {"narration": "x"},
+    }
+    assert settled.proposal == {"source": "model"}  # the value it was made from is unchanged
     assert isinstance(turns.Reply().echoed, tuple) and isinstance(turns.Reply().notes, tuple)

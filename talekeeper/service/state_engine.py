@@ -9,7 +9,7 @@ corrections. Everything it returns is plain JSON, ready for a node's columns.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -39,7 +39,7 @@ from talekeeper.state.canon import event_line, record_event
 from talekeeper.state.events import EVENTS
 from talekeeper.state.report import Outcome
 from talekeeper.state.sentences import plain_line, same_line
-from talekeeper.state.telling import Telling, heard, read_telling
+from talekeeper.state.telling import heard, read_telling
 from talekeeper.state.told import beyond_reading
 from talekeeper.store.models import Adventure, Node
 
@@ -207,9 +207,10 @@ def extract_prose(reply: str) -> str:
     return extract_reply(reply).prose
 
 
-@dataclass
+@dataclass(frozen=True)
 class Settled:
-    """A reply read by the engine: the prose to store and the state after it."""
+    """A reply read by the engine: the prose to store and the state after it. A value:
+    reading the narration, a note or a key of its record answer a new one (`noted`)."""
 
     prose: str
     state: dict[str, Any]
@@ -217,6 +218,10 @@ class Settled:
     outcomes: list[dict[str, Any]]
     document: Document | None = None
     """`state` as a document, when it was made here (the narration is read against it)."""
+
+    def noted(self, **record: Any) -> Settled:
+        """The same, with these keys set in its record (the proposal)."""
+        return replace(self, proposal={**self.proposal, **record})
 
 
 def settle_reply(reply: str, before: Document, rules: Rules, turn: int) -> Settled:
@@ -262,9 +267,9 @@ def read_into(
     rules: Rules,
     turn: int,
     guard: str = "flag",
-) -> Telling:
-    """Read a turn's narration against the state (state/telling) and fold what it told
-    into `settled`: the changes it states outright, applied after the model's own (never
+) -> Settled:
+    """Read a turn's narration against the state (state/telling): `settled` with what it
+    told folded in — the changes it states outright, applied after the model's own (never
     one the model already made: its outcomes name the targets) and marked in the audit as
     read from the narration, with their chips; and its clashes with the state at each
     point, kept with the record for the warning under the turn. `guard` is the setting
@@ -274,33 +279,33 @@ def read_into(
     telling = read_telling(
         text, start, before, rules, turn, last_report(settled.proposal), guard=guard != "off"
     )
-    settled.proposal.pop("read", None)
+    proposal = {k: v for k, v in settled.proposal.items() if k not in ("read", "contradictions")}
     if telling.told and telling.report is not None and telling.after is not None:
-        settled.state, settled.document = telling.after.to_json(), telling.after
-        settled.proposal["read"] = telling.record()
+        state = telling.after.to_json()
+        proposal["read"] = telling.record()
         sentences = [t.claim.sentence for t in telling.told for _event in t.events]
-        settled.outcomes = [
-            *settled.outcomes,
-            *read_views(telling.report, settled.state, sentences),
-        ]
-    settled.proposal.pop("contradictions", None)
+        settled = replace(
+            settled,
+            state=state,
+            document=telling.after,
+            outcomes=[*settled.outcomes, *read_views(telling.report, state, sentences)],
+        )
     if telling.contradictions:
-        settled.proposal["contradictions"] = [c.to_json() for c in telling.contradictions]
-    return telling
+        proposal["contradictions"] = [c.to_json() for c in telling.contradictions]
+    return replace(settled, proposal=proposal)
 
 
-def guard_remark(settled: Settled, remark: str, rules: Rules, turn: int, guard: str) -> None:
+def guard_remark(settled: Settled, remark: str, rules: Rules, turn: int, guard: str) -> Settled:
     """A companion's remark after the narration, guarded against the state it was made
-    from (the turn's, narration read): its clashes join the turn's warnings."""
+    from (the turn's, narration read): `settled` with its clashes among the turn's warnings."""
     if guard == "off":
-        return
+        return settled
     seen = settled.document or document_of(settled.state, rules)
     heard = read_telling(remark, seen, seen, rules, turn, changes=False).contradictions
     clashes = list(settled.proposal.get("contradictions") or [])
     known = {(c["kind"], c["about"]) for c in clashes}
     clashes += [c.to_json() for c in heard if (c.kind, c.about) not in known]
-    if clashes:
-        settled.proposal["contradictions"] = clashes
+    return settled.noted(contradictions=clashes) if clashes else settled
 
 
 def without_noise(
@@ -401,8 +406,8 @@ def rederive_for_edit(
         settled = settle_reply(narration, before, rules, original.depth)
     else:
         settled = _keep_unread(original, extraction.prose, before, rules)
-    settled.proposal.update(source="player_edit", edited_from=original.id)
-    read_into(settled, settled.prose, before, rules, original.depth, guard)
+    settled = settled.noted(source="player_edit", edited_from=original.id)
+    settled = read_into(settled, settled.prose, before, rules, original.depth, guard)
     return settled.prose, settled.state, settled.proposal
 
 
@@ -515,16 +520,17 @@ CUT_BEFORE_BLOCK = (
 )
 
 
-def note_cut_off(settled: Settled) -> None:
+def note_cut_off(settled: Settled) -> Settled:
     """A reply (inline mode) its token limit ended: unless its state block came whole, say
     so under the turn (a muted note) and in its record — what it meant to change may be
     lost, and the player should know why."""
     record = ProposalRecord.of(settled.proposal)
     if record.raw and not record.parse_error:
-        return  # the block was whole: nothing was lost
+        return settled  # the block was whole: nothing was lost
     words = CUT_IN_BLOCK if record.raw or record.parse_error else CUT_BEFORE_BLOCK
-    settled.proposal["cut_off"] = words
-    settled.outcomes = [*settled.outcomes, _note("cut_off", words, "model")]
+    return replace(
+        settled.noted(cut_off=words), outcomes=[*settled.outcomes, _note("cut_off", words, "model")]
+    )
 
 
 def _note(kind: str, words: str, by: str) -> dict[str, Any]:

@@ -216,7 +216,7 @@ async def play_turn(
             reply, read = kept_reply(guard, reply, mode)
             settled = validate_and_apply(start, reply, read)  # 5. settle
             if mode == "inline" and reply.finish == "length":  # its block may be lost: say so
-                state_engine.note_cut_off(settled)
+                settled = state_engine.note_cut_off(settled)
             narration = clean_narration(settled.prose)
             if narration.startswith(reply.shown) and len(narration) > len(reply.shown):
                 # the last line was held until it was whole (the echo guard decides on lines)
@@ -224,7 +224,7 @@ async def play_turn(
             if not narration:
                 yield Error(NO_NARRATION)
                 return
-            read_narration(start, settled, narration)
+            settled = read_narration(start, settled, narration)
             clashes = settled.proposal.get("contradictions")
             if retold is not None or not clashes or guard_mode(start) != "retry":
                 break
@@ -232,7 +232,7 @@ async def play_turn(
             retold = {"narration": narration, "contradictions": clashes}
             yield Retold(tell_again_words(clashes), [str(c.get("line")) for c in clashes])
         if retold is not None:
-            settled.proposal["retold"] = retold
+            settled = settled.noted(retold=retold)
         assembly.notes.extend(reply.notes)
         if reply.echoed:
             assembly.notes.append(echo.summary(reply.echoed))
@@ -415,9 +415,7 @@ def validate_and_apply(start: TurnStart, reply: Reply, read: Extraction) -> stat
     `read` (its prose kept), its proposal checked against the rules and applied to the
     start's state."""
     settled = state_engine.settle(read, start.before, start.rules, start.turn_number)
-    if reply.state_error:
-        settled.proposal["parse_error"] = reply.state_error
-    return settled
+    return settled.noted(parse_error=reply.state_error) if reply.state_error else settled
 
 
 def guard_mode(start: TurnStart) -> str:
@@ -433,17 +431,16 @@ def tell_again_words(clashes: list[dict[str, Any]]) -> str:
 
 def read_narration(
     start: TurnStart, settled: state_engine.Settled, narration: str, remark: str = ""
-) -> None:
-    """In step 5 (settle), and again in step 7 (later) after the state pass: the narration
-    read against the state — what it tells outright applied after the model's events, its
-    clashes kept with the turn's record. With a companion's remark after it (made in
-    step 7 (later) too), the remark is guarded as well."""
+) -> state_engine.Settled:
+    """In step 5 (settle), and again in step 7 (later) after the state pass: `settled` with
+    the narration read against the state — what it tells outright applied after the
+    model's events, its clashes kept with the turn's record. With a companion's remark
+    after it (made in step 7 (later) too), the remark is guarded instead."""
     if remark:
-        state_engine.guard_remark(
+        return state_engine.guard_remark(
             settled, remark, start.rules, start.turn_number, guard_mode(start)
         )
-        return
-    state_engine.read_into(
+    return state_engine.read_into(
         settled, narration, start.before, start.rules, start.turn_number, guard_mode(start)
     )
 
@@ -600,12 +597,12 @@ async def settle_later(
         if mode == "structured":
             reply, read = await structured_pass(provider, prepared, start, reply)
             settled = validate_and_apply(start, reply, read)
-            read_narration(start, settled, narration)  # what it tells, after the model's
+            settled = read_narration(start, settled, narration)  # what it tells, after the model's
             if known.proposal.get("retold"):  # the first telling stays on the record
-                settled.proposal["retold"] = known.proposal["retold"]
+                settled = settled.noted(retold=known.proposal["retold"])
         remark = await banter_remark(provider, start, prepared, narration, settled)
         if remark is not None and remark.text:
-            read_narration(start, settled, narration, remark=remark.text)
+            settled = read_narration(start, settled, narration, remark=remark.text)
         return await asyncio.to_thread(
             commit_settled, tk, start, prepared, node_id, settled, remark
         )
@@ -650,7 +647,7 @@ def commit_settled(
         if remark is not None:
             if remark.text:
                 narration += "\n\n" + remark.text
-                settled.proposal["remark"] = {"by": remark.by, "text": remark.text}
+                settled = settled.noted(remark={"by": remark.by, "text": remark.text})
             call = roles.ExtraCall(
                 remark.role, prompt_text(remark.prompt), remark.answer, remark.note
             )

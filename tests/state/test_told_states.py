@@ -82,7 +82,7 @@ def test_a_fragment_or_a_figure_is_silence(text: str) -> None:
 def settle(prose: str, *events: dict) -> tuple[state_engine.Settled, dict]:
     doc, rules = state()
     settled = state_engine.settle_reply(prose + block(*events), doc, rules, 1)
-    state_engine.read_into(settled, settled.prose, doc, rules, 1)
+    settled = state_engine.read_into(settled, settled.prose, doc, rules, 1)
     statuses = {e: x.get("status") for e, x in settled.state["entities"].items()}
     return settled, statuses
 
