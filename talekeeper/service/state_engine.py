@@ -329,6 +329,11 @@ def without_noise(
     for event in events:
         kind = event.get("type") if isinstance(event, dict) else None
         raw = event.get("text") if kind in ("note_event", "record_moment") else None
+        if kind == "note_event" and isinstance(raw, str) and _copies_recent(raw, before):
+            # The more telling reason first: a copied "Recently:" line may also read as a
+            # stat readout ("Maren's trust: warming (4 of 10)"), but it came from the prompt.
+            dropped.append({"event": event, "why": "it is already in the recent events"})
+            continue
         if isinstance(raw, str) and echo.has_protocol(raw, before.entities):
             dropped.append(
                 {"event": event, "why": "it wrote ids, stat paths or a stat readout, not story"}
@@ -339,9 +344,7 @@ def without_noise(
         if why is None and isinstance(text, str):
             if kind == "note_event" and echo.restates(text, prose):
                 why = "it only restated the narration"
-            elif kind == "note_event" and any(  # or copies the prompt's "Recently: a / b"
-                same_line(part, e.text) for part in text.split(" / ") for e in before.recent_events
-            ):
+            elif kind == "note_event" and _copies_recent(text, before):
                 why = "it is already in the recent events"
             elif kind == "note_event" and noted:
                 why = "one recent event a turn"
@@ -356,6 +359,11 @@ def without_noise(
             moments.append(text)
     changed = dropped or kept != events
     return ({**proposal, "events": kept}, dropped) if changed else (proposal, [])
+
+
+def _copies_recent(note: str, before: Document) -> bool:
+    """The note copies a line of the prompt's "Recently: a / b / c"."""
+    return any(same_line(part, e.text) for part in note.split(" / ") for e in before.recent_events)
 
 
 def _plain_event(event: Any) -> tuple[Any, str | None]:
