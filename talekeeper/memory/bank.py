@@ -289,15 +289,23 @@ class Block:
     node_id: int
 
 
-# Per head (keyed like `story.paths`: a node's id and creation time): the last block end up
-# to which every block on its path has a memory. A memory's row lives as long as the node it
-# belongs to, and that node is on the path of every head below it, so what was found stays
-# true for as long as the key names a node, whichever process wrote the memories; a child's
-# run then asks only about the blocks past its parent's. Checking every block end on the
-# path made each run read O(story) ids (1,665 at 10,000 turns).
-_settled: OrderedDict[PathKey, tuple[int, int, int]] = OrderedDict()  # key → (every, start, end)
+# Per head (keyed like `story.paths`: a node's id and creation time): the last block end
+# asked about on its path and the ends up to it that had no memory then. A memory's row
+# lives as long as the node it belongs to, and that node is on the path of every head below
+# it, so an end found with a memory stays so for as long as the key names a node, whichever
+# process wrote it; a child's run then asks only about its parent's missing ends and the
+# ones past them. Checking every block end on the path made each run read O(story) ids
+# (1,665 at 10,000 turns), and so did a block whose memory never came (each later run asked
+# from there on).
+_settled: OrderedDict[PathKey, tuple[int, int, int, tuple[int, ...]]] = OrderedDict()
 _settled_lock = threading.Lock()
 SETTLED_KEPT = 64
+_m = Memory.__table__.c
+_HAVE = select(_m.node_id).where(  # built once: a turn's run asks it
+    _m.adventure_id == bindparam("adventure"),
+    _m.node_id.in_(bindparam("nodes", expanding=True)),
+    _m.source != HAND,  # the player's own: no summary of a block
+)
 
 
 def due_blocks(
@@ -320,33 +328,25 @@ def due_blocks(
     ]
     if not ends:
         return []
-    known = -1
+    known, gaps = -1, ()
     with _settled_lock:
         for found in (
             _settled.get(key) if key else None,
             _settled.get(parent_key) if parent_key else None,
         ):
             if found is not None and found[:2] == (every, settings.memory_start):
-                known = max(known, found[2])
-    asked = [end for end in ends if end > known]
+                if found[2] > known:
+                    known, gaps = found[2], found[3]
+    asked = [end for end in ends if end > known or end in gaps]
     have = (
-        set(
-            session.scalars(
-                select(Memory.node_id).where(
-                    Memory.adventure_id == adventure_id,
-                    Memory.node_id.in_([path[e] for e in asked]),
-                    Memory.source != HAND,  # the player's own: no summary of a block
-                )
-            )
-        )
+        set(session.scalars(_HAVE, {"adventure": adventure_id, "nodes": [path[e] for e in asked]}))
         if asked
         else set()
     )
     missing = [end for end in asked if path[end] not in have]
     if key is not None:
-        settled = max([known, *(end for end in asked if not missing or end < missing[0])])
         with _settled_lock:
-            _settled[key] = (every, settings.memory_start, settled)
+            _settled[key] = (every, settings.memory_start, max(known, ends[-1]), tuple(missing))
             _settled.move_to_end(key)
             while len(_settled) > SETTLED_KEPT:
                 _settled.popitem(last=False)
