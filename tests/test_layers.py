@@ -23,6 +23,7 @@ LAYERS: list[set[str]] = [
     # other apps' files and bundles (converters, and the doors that store them); players
     {"interop", "accounts"},
     {"service"},
+    {"views"},  # the answers' shapes (the API's contracts), from service to screen
     {"memory"},
     {"context"},
     {"story"},

@@ -21,7 +21,7 @@ from talekeeper.service import (
     settings,
 )
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views.base import View
+from talekeeper.views.base import View
 from talekeeper.web.app import create_app
 
 API = "/api/"
@@ -104,7 +104,7 @@ def test_every_success_answer_has_a_typed_schema(spec: dict[str, Any]) -> None:
                 problems.append(f"{name} {code}: no content documented")
             for media, body in content.items():
                 problems += untyped(spec, body.get("schema"), f"{name} {code} {media}")
-    # The fix: declare the route's `response_model` (a view from talekeeper/service/views/).
+    # The fix: declare the route's `response_model` (a view from talekeeper/views/).
     assert not problems, "\n".join(problems)
 
 
@@ -138,7 +138,7 @@ def test_a_schema_field_has_its_description(spec: dict[str, Any]) -> None:
 
 
 def test_a_view_refuses_a_key_it_does_not_declare() -> None:
-    from talekeeper.service.views.story import LineDeleted
+    from talekeeper.views.story import LineDeleted
 
     with pytest.raises(ValueError, match="extra"):
         LineDeleted.model_validate({"deleted_turns": 1, "surprise": True})
@@ -148,8 +148,8 @@ def test_a_view_writes_every_key_it_declares_null_when_empty() -> None:
     """A client can rely on a key being there: a story page before the first turn says its
     head and controls are null rather than leaving them out. Only a settings document as
     stored (`Sparse`) keeps to the fields that are set."""
-    from talekeeper.service.views.settings import SamplerValues
-    from talekeeper.service.views.story import Story
+    from talekeeper.views.settings import SamplerValues
+    from talekeeper.views.story import Story
 
     page = {
         "id": 1,
@@ -222,8 +222,8 @@ def test_the_pages_get_the_same_views(
     client: TestClient, adventure_id: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The play page and the home page render the API's own views, not loose dicts."""
-    from talekeeper.service.views.scenarios import ScenarioListed
-    from talekeeper.service.views.story import AdventureSummary, Story
+    from talekeeper.views.scenarios import ScenarioListed
+    from talekeeper.views.story import AdventureSummary, Story
     from talekeeper.web import pages
 
     seen: dict[str, dict[str, Any]] = {}
@@ -344,7 +344,7 @@ OPTIONAL = [
 def test_a_story_keeps_its_values_and_writes_every_key(drop: set[str]) -> None:
     """Whatever optional keys a service leaves out come back null (or their default); what
     it gave comes back as given; numbers keep their type."""
-    from talekeeper.service.views.story import Story
+    from talekeeper.views.story import Story
 
     body = {k: v for k, v in STORY.items() if k not in drop}
     out = Story.model_validate(body).model_dump(mode="json", by_alias=True)
@@ -364,7 +364,7 @@ GATE_FIELDS = {"is": "open", "who": "gwen", "band": "high", "min": 1, "max": 2.5
 @given(keep=st.sets(st.sampled_from(sorted(GATE_FIELDS))))
 def test_a_gate_keeps_the_stored_form(keep: set[str]) -> None:
     """A card's gates come back as stored: `kind`, `id` and only the fields given."""
-    from talekeeper.service.views.context import GateView
+    from talekeeper.views.context import GateView
 
     gate = {"kind": "stat", "id": "world.storm", **{k: GATE_FIELDS[k] for k in keep}}
     assert GateView.model_validate(gate).model_dump(mode="json", by_alias=True) == gate

@@ -17,10 +17,10 @@ from sqlalchemy import or_, select
 from talekeeper.service import adventures, search
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.search import excerpt, search_story
-from talekeeper.service.views.story import SearchMatch, SearchResult
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story import branches, tree
 from talekeeper.story.actions import format_action
+from talekeeper.views.story import SearchMatch, SearchResult
 
 ALPHABET = "abcAB éÉßç%_\\\"'.\n"
 TEXTS = st.text(alphabet=ALPHABET, min_size=0, max_size=40)

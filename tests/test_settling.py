@@ -22,8 +22,8 @@ from talekeeper.service import settings as settings_service
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.locks import AdventureBusy, AdventureLocks, StillSettling
 from talekeeper.service.turns import play_turn
-from talekeeper.service.views.story import Story
 from talekeeper.store.models import Adventure, Node
+from talekeeper.views.story import Story
 from tests import pg, waiting
 
 STORM_UP = json.dumps({"events": [{"type": "change_stat", "stat": "world.storm", "by": 1}]})

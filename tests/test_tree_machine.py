@@ -45,9 +45,9 @@ from talekeeper.service.app import Talekeeper
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.service.turn_events import Done
 from talekeeper.service.turns import TurnEvent, collect_turn
-from talekeeper.service.views.story import Turn, TurnResult
 from talekeeper.store.models import Node, SavePoint
 from talekeeper.story import branches, tree
+from talekeeper.views.story import Turn, TurnResult
 
 pick = st.integers(min_value=0, max_value=10_000)
 KINDS = st.sampled_from(["do", "say", "story", "continue"])

@@ -1,6 +1,6 @@
 """One typed shape per thing, from service to screen: an entry point a front calls (a public
 function of the service packages taking the application object, `tk`) answers with a view
-(`service/views/`) or a frozen value, never a dict a page, the terminal or the API would
+(`views/`) or a frozen value, never a dict a page, the terminal or the API would
 index by string. Read from the return annotations, so a new entry point is held to it too.
 """
 
@@ -60,4 +60,4 @@ def test_no_entry_point_answers_a_front_with_a_dict() -> None:
         for name, returns in entry_points().items()
         if re.search(r"\b(dict|Any)\b", returns) and name not in DOCUMENTS
     }
-    assert loose == set(), "return a view (service/views/) or a frozen value"
+    assert loose == set(), "return a view (views/) or a frozen value"

@@ -22,7 +22,7 @@ from playwright.sync_api import Page, expect
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.service import tree_ops
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views.story import Story
+from talekeeper.views.story import Story
 from talekeeper.web.app import create_app
 from tests.browser import browser_page, live_server, needs_chromium
 

@@ -13,7 +13,7 @@ from talekeeper.interop.containers import Refused
 from talekeeper.interop.detect import Converted, convert
 from talekeeper.service import scenarios
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views.scenarios import (
+from talekeeper.views.scenarios import (
     ImportItem,
     ImportPreview,
     OwnScenario,

@@ -23,8 +23,14 @@ from talekeeper.service.scenarios import (
     placeholder_answers,
 )
 from talekeeper.service.unit_of_work import AdventureNotFound, reading, writing
-from talekeeper.service.views.state import CharacterOptions
-from talekeeper.service.views.story import (
+from talekeeper.state import RulesError, empty_rules, initial_document, load_rules
+from talekeeper.state.creation import CreationError, create_character, creation_options
+from talekeeper.store import owner
+from talekeeper.store.models import Adventure, Node, Scenario
+from talekeeper.story import canon_versions, takes, tree
+from talekeeper.story.actions import format_action
+from talekeeper.views.state import CharacterOptions
+from talekeeper.views.story import (
     AdventureSummary,
     LatestAdventure,
     Story,
@@ -33,12 +39,6 @@ from talekeeper.service.views.story import (
     Turn,
     Voice,
 )
-from talekeeper.state import RulesError, empty_rules, initial_document, load_rules
-from talekeeper.state.creation import CreationError, create_character, creation_options
-from talekeeper.store import owner
-from talekeeper.store.models import Adventure, Node, Scenario
-from talekeeper.story import canon_versions, takes, tree
-from talekeeper.story.actions import format_action
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper

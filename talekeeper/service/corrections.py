@@ -17,17 +17,17 @@ from talekeeper.service.adventures import get_turn, story_view
 from talekeeper.service.names import Names
 from talekeeper.service.state_engine import ProposalRecord
 from talekeeper.service.unit_of_work import reading, writing
-from talekeeper.service.views.state import (
+from talekeeper.state import Document
+from talekeeper.state.canon import canon_log as build_canon_log
+from talekeeper.state.document import PLAYER_ID
+from talekeeper.story import tree
+from talekeeper.views.state import (
     AuditEntry,
     CanonLog,
     Corrected,
     HeadState,
     StateAtHead,
 )
-from talekeeper.state import Document
-from talekeeper.state.canon import canon_log as build_canon_log
-from talekeeper.state.document import PLAYER_ID
-from talekeeper.story import tree
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session

@@ -24,10 +24,10 @@ from talekeeper.errors import Invalid
 from talekeeper.service import guards
 from talekeeper.service.context import Call, build, prompt_text
 from talekeeper.service.roles import Role
-from talekeeper.service.views.context import Draft, HandCall, Suggestions
 from talekeeper.state import visible_prefix
 from talekeeper.store.models import Setting
 from talekeeper.story.actions import DRAFTED
+from talekeeper.views.context import Draft, HandCall, Suggestions
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper

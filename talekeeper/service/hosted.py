@@ -24,9 +24,9 @@ from sqlalchemy.orm import Session
 from talekeeper.errors import Forbidden, Invalid, NotFound
 from talekeeper.llm import services
 from talekeeper.service.connection_in_force import HOSTED_KEY, hosted_permissions
-from talekeeper.service.views.settings import HostedServiceView
 from talekeeper.store import owner
 from talekeeper.store.models import Setting
+from talekeeper.views.settings import HostedServiceView
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper

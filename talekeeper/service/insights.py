@@ -12,8 +12,8 @@ from talekeeper.context import insights
 from talekeeper.service import roles
 from talekeeper.service.adventures import get_turn
 from talekeeper.service.unit_of_work import reading
-from talekeeper.service.views.context import Insights
 from talekeeper.story.actions import normalise_action
+from talekeeper.views.context import Insights
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper

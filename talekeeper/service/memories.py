@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from talekeeper.memory import panel
 from talekeeper.memory.panel import MemoryEdit, MemoryNew, MemoryNotFound
 from talekeeper.service.unit_of_work import reading, writing
-from talekeeper.service.views.context import Memory, MemoryPanel
+from talekeeper.views.context import Memory, MemoryPanel
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper

@@ -21,8 +21,8 @@ from talekeeper.context.triggers import MAX_CARDS
 from talekeeper.errors import Invalid, NotFound
 from talekeeper.memory import bank
 from talekeeper.service.unit_of_work import reading, writing
-from talekeeper.service.views.context import Plot, StoryCardView
 from talekeeper.store.models import Adventure, Node
+from talekeeper.views.context import Plot, StoryCardView
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper

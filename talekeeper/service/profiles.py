@@ -40,7 +40,10 @@ from talekeeper.service.connection_in_force import (
 )
 from talekeeper.service.samplers import Offer, SamplersInvalid, clean, offer_of
 from talekeeper.service.unit_of_work import reading
-from talekeeper.service.views.settings import (
+from talekeeper.store import owner
+from talekeeper.store.models import ConnectionProfile, Setting
+from talekeeper.store.secrets import KeyBox, SecretUnreadable
+from talekeeper.views.settings import (
     ConnectionChoiceView,
     ConnectionView,
     ModelInfoView,
@@ -48,9 +51,6 @@ from talekeeper.service.views.settings import (
     ProfileView,
     SamplerValues,
 )
-from talekeeper.store import owner
-from talekeeper.store.models import ConnectionProfile, Setting
-from talekeeper.store.secrets import KeyBox, SecretUnreadable
 
 if TYPE_CHECKING:
     from talekeeper.llm.policy import Resolver

@@ -27,7 +27,10 @@ from talekeeper.errors import Invalid, NotFound
 from talekeeper.llm.backends import SAMPLERS, Backend
 from talekeeper.service.connection_in_force import extras, generation_settings
 from talekeeper.service.unit_of_work import reading, writing
-from talekeeper.service.views.settings import (
+from talekeeper.store import owner, setting_rows
+from talekeeper.store.models import Setting
+from talekeeper.store.secrets import SecretUnreadable
+from talekeeper.views.settings import (
     AdventureSamplersView,
     EffectiveSamplers,
     SamplerChoice,
@@ -35,9 +38,6 @@ from talekeeper.service.views.settings import (
     SamplersOfAdventure,
     SamplerValues,
 )
-from talekeeper.store import owner, setting_rows
-from talekeeper.store.models import Setting
-from talekeeper.store.secrets import SecretUnreadable
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper

@@ -31,11 +31,11 @@ from talekeeper.service.adventures import story_view
 from talekeeper.service.origins import merge, origins_of, with_origin
 from talekeeper.service.scenarios import fill_placeholders
 from talekeeper.service.unit_of_work import get_adventure, writing
-from talekeeper.service.views.state import ScenarioUpdated, ScenarioUpdatePreview, UpdatePart
 from talekeeper.state import RulesError, empty_rules, load_rules
 from talekeeper.state.rebase import Rebased, rebase
 from talekeeper.store.models import Node, Scenario
 from talekeeper.story import canon_versions, tree
+from talekeeper.views.state import ScenarioUpdated, ScenarioUpdatePreview, UpdatePart
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper

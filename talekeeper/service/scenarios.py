@@ -17,16 +17,16 @@ from talekeeper.errors import Invalid, NotFound
 from talekeeper.service import json_depth
 from talekeeper.service.origins import before_answers, origin_summaries
 from talekeeper.service.plot import Persona
-from talekeeper.service.views.scenarios import Scenario as ScenarioView
-from talekeeper.service.views.scenarios import (
-    ScenarioImported,
-    ScenarioInLibrary,
-    ScenarioListed,
-)
 from talekeeper.state import check_rules
 from talekeeper.state.rules import MAX_UNKNOWN_LISTED
 from talekeeper.store import owner
 from talekeeper.store.models import Scenario
+from talekeeper.views.scenarios import Scenario as ScenarioView
+from talekeeper.views.scenarios import (
+    ScenarioImported,
+    ScenarioInLibrary,
+    ScenarioListed,
+)
 
 if TYPE_CHECKING:
     from talekeeper.service.app import Talekeeper

@@ -19,11 +19,11 @@ from sqlalchemy import select
 from talekeeper.errors import Invalid
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.unit_of_work import get_adventure
-from talekeeper.service.views.story import Excerpt, SearchMatch, SearchResult
 from talekeeper.store import text_index
 from talekeeper.store.models import Node
 from talekeeper.story import chains, tree
 from talekeeper.story.actions import format_action
+from talekeeper.views.story import Excerpt, SearchMatch, SearchResult
 
 MAX_QUERY = 200
 MAX_MATCHES = 100

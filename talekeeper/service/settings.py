@@ -27,10 +27,10 @@ from talekeeper.service.connection_in_force import (
     generation_settings,
     stored_value,
 )
-from talekeeper.service.views.settings import ModelSettingsView, SettingsView, StoredSettings
 from talekeeper.store import owner
 from talekeeper.store.models import Setting
 from talekeeper.store.secrets import KeyBox
+from talekeeper.views.settings import ModelSettingsView, SettingsView, StoredSettings
 
 if TYPE_CHECKING:
     from talekeeper.llm.policy import Resolver

@@ -37,7 +37,7 @@ from talekeeper.store.models import Adventure, Node
 from talekeeper.story import tree
 
 if TYPE_CHECKING:
-    from talekeeper.service.views.story import TurnResult
+    from talekeeper.views.story import TurnResult
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from talekeeper.service import tree_ops
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views.story import (
+from talekeeper.views.story import (
     Line,
     MapDrawing,
     MapLine,

@@ -23,7 +23,10 @@ from talekeeper.service.adventures import PageAnswer, Shown, get_turn, page_answ
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import TurnEvent, clean_narration, play_turn
 from talekeeper.service.unit_of_work import AdventureNotFound, reading, writing
-from talekeeper.service.views.story import (
+from talekeeper.store.models import Adventure
+from talekeeper.story import branches, savepoints, takes, tree
+from talekeeper.story.actions import format_action
+from talekeeper.views.story import (
     Line,
     LineDeleted,
     LineRenamed,
@@ -35,9 +38,6 @@ from talekeeper.service.views.story import (
     Take,
     Takes,
 )
-from talekeeper.store.models import Adventure
-from talekeeper.story import branches, savepoints, takes, tree
-from talekeeper.story.actions import format_action
 
 EDITED_BY_PLAYER = "edited by the player"
 MAX_NARRATION_CHARS = 20_000

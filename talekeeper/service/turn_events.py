@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_type_hints
 
-from talekeeper.service.views.story import TurnResult
+from talekeeper.views.story import TurnResult
 
 
 class _Event:

@@ -82,12 +82,12 @@ from talekeeper.service.turn_events import (
     TurnEvent,
 )
 from talekeeper.service.unit_of_work import check_owner, get_adventure
-from talekeeper.service.views.story import TurnResult
 from talekeeper.state import Document, Extraction, Rules, VisibleStream, extract_reply
 from talekeeper.store import owner
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story import tree
 from talekeeper.story.actions import normalise_action
+from talekeeper.views.story import TurnResult
 
 __all__ = [
     "TurnEvent",

@@ -17,7 +17,7 @@ from rich.table import Table
 from talekeeper.errors import TalekeeperError
 from talekeeper.service import profiles
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views.settings import ConnectionView
+from talekeeper.views.settings import ConnectionView
 
 COMMANDS: dict[str, str] = {
     "/model [N]": "list the model connections, or narrate this adventure with connection N "

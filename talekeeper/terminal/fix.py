@@ -16,7 +16,7 @@ from typing import Any
 from talekeeper.errors import Invalid
 from talekeeper.service import json_depth
 from talekeeper.service.names import either, find
-from talekeeper.service.views.state import HeadState
+from talekeeper.views.state import HeadState
 
 USAGE = (
     "/fix set <stat> <value> · /fix add <stat> <±amount> · /fix flag <flag> on|off · "

@@ -32,7 +32,6 @@ from talekeeper.service.turn_events import (
 )
 from talekeeper.service.turns import TurnEvent, current_state_mode, play_turn
 from talekeeper.service.unit_of_work import AdventureNotFound
-from talekeeper.service.views.story import Contradiction, TurnResult
 from talekeeper.story import tree
 from talekeeper.story.actions import DRAFTED, ActionError
 from talekeeper.terminal import character as terminal_character
@@ -44,6 +43,7 @@ from talekeeper.terminal.background import Background
 from talekeeper.terminal.fix import events_from_words
 from talekeeper.terminal.state import show_state
 from talekeeper.terminal.wrap import StreamWrap
+from talekeeper.views.story import Contradiction, TurnResult
 
 console = Console()
 

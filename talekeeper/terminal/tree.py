@@ -18,10 +18,10 @@ from rich.table import Table
 from talekeeper.service import adventures, tree_ops
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import TurnEvent
-from talekeeper.service.views.story import Line, SavePoint
 from talekeeper.story.actions import RETOLD
 from talekeeper.story.tree import TreeError
 from talekeeper.terminal import connection, hand, memory
+from talekeeper.views.story import Line, SavePoint
 
 KINDS = RETOLD
 T = TypeVar("T")

@@ -16,8 +16,8 @@ from talekeeper.service.app import Talekeeper
 from talekeeper.service.plot import Persona
 from talekeeper.service.search import search_story
 from talekeeper.service.turns import play_turn
-from talekeeper.service.views import story as views
 from talekeeper.story.actions import AnyKind, talk_text
+from talekeeper.views import story as views
 from talekeeper.web.deps import get_tk, shown_turns
 from talekeeper.web.errors import ERRORS
 from talekeeper.web.streaming import TURN_STREAM, turn_response

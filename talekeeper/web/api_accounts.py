@@ -11,7 +11,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from talekeeper import accounts
-from talekeeper.service.views.accounts import (
+from talekeeper.views.accounts import (
     AccountView,
     InvitationView,
     ResetLinkView,

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends
 
 from talekeeper.service import hosted, profiles
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views import settings as views
+from talekeeper.views import settings as views
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS
 

@@ -30,9 +30,9 @@ from talekeeper.service import insights, memories, scenario_update
 from talekeeper.service import plot as plot_service
 from talekeeper.service import settings as settings_service
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views import context as views
-from talekeeper.service.views import state as state_views
 from talekeeper.story.actions import ActionKind, RetoldKind
+from talekeeper.views import context as views
+from talekeeper.views import state as state_views
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS
 

@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from talekeeper.service import hand
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views.context import Draft, Suggestions
 from talekeeper.story.actions import ActionKind, DraftedKind
+from talekeeper.views.context import Draft, Suggestions
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS
 

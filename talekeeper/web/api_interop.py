@@ -29,9 +29,9 @@ from starlette.concurrency import run_in_threadpool
 from talekeeper.interop import bundles, imports, starter
 from talekeeper.interop.bundle_format import MEDIA_TYPE, bundle_schema
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views.scenarios import CharacterCard, ImportPreview, ScenarioSaved
-from talekeeper.service.views.state import JsonSchemaDocument
-from talekeeper.service.views.story import AdventureImported
+from talekeeper.views.scenarios import CharacterCard, ImportPreview, ScenarioSaved
+from talekeeper.views.state import JsonSchemaDocument
+from talekeeper.views.story import AdventureImported
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS, error_response
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from talekeeper.service import samplers
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views import settings as views
+from talekeeper.views import settings as views
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS
 

@@ -26,7 +26,7 @@ from fastapi.responses import JSONResponse, Response
 
 from talekeeper.service import scenarios
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views import scenarios as views
+from talekeeper.views import scenarios as views
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS
 

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends
 from talekeeper import __version__
 from talekeeper.service import settings as settings_service
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views import settings as views
+from talekeeper.views import settings as views
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS
 

@@ -11,9 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from talekeeper.errors import NotFound
 from talekeeper.service import adventures, corrections
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views import state as views
 from talekeeper.state import document_schema, proposal_schema, rules_schema
 from talekeeper.state.schema import canon_log_schema, origin_schema, scenario_schema
+from talekeeper.views import state as views
 from talekeeper.web.deps import get_tk
 from talekeeper.web.errors import ERRORS
 

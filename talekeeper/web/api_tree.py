@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from talekeeper.service import tree_ops
 from talekeeper.service.adventures import Shown
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views import story as views
 from talekeeper.story import branches, savepoints
 from talekeeper.story.actions import RetoldKind
+from talekeeper.views import story as views
 from talekeeper.web.deps import get_tk, shown_turns
 from talekeeper.web.errors import ERRORS
 from talekeeper.web.streaming import TURN_STREAM, turn_response

@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from talekeeper import accounts
 from talekeeper.errors import TalekeeperError
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views.accounts import user_view
+from talekeeper.views.accounts import user_view
 from talekeeper.web.auth import COOKIE, Host, invite_url, reset_url, session_cookie, signed_in
 from talekeeper.web.deps import Tk
 from talekeeper.web.errors import retry_after

@@ -19,7 +19,7 @@ from talekeeper.llm.errors import LLMError
 from talekeeper.service import hosted, profiles
 from talekeeper.service import samplers as sampler_choice
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views.settings import ModelListView, ProfileView, service_views
+from talekeeper.views.settings import ModelListView, ProfileView, service_views
 from talekeeper.web import flash
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render

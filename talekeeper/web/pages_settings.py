@@ -23,8 +23,8 @@ from talekeeper.service import hosted, profiles
 from talekeeper.service import samplers as samplers_service
 from talekeeper.service import settings as settings_service
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views.settings import service_views
 from talekeeper.store import owner
+from talekeeper.views.settings import service_views
 from talekeeper.web import flash, pages_connections
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render

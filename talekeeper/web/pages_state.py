@@ -19,8 +19,8 @@ from fastapi.responses import HTMLResponse
 from talekeeper.errors import Conflict
 from talekeeper.service import corrections, json_depth
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.views.state import StatRow
 from talekeeper.state.document import Entity
+from talekeeper.views.state import StatRow
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render
 

@@ -33,7 +33,7 @@ from jinja2 import meta
 from markupsafe import Markup
 
 from talekeeper.service.adventures import PageAnswer, TurnKey
-from talekeeper.service.views.story import StoryTurn
+from talekeeper.views.story import StoryTurn
 from talekeeper.web.render import render, templates
 
 TURN_TEMPLATE = "_turn.html"

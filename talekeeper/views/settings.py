@@ -12,7 +12,7 @@ from pydantic import Field, RootModel
 from talekeeper.context.generation import GenerationSettings
 from talekeeper.llm import services
 from talekeeper.llm.settings import ModelSettings
-from talekeeper.service.views.base import Sparse, View
+from talekeeper.views.base import Sparse, View
 
 
 class ModelSettingsView(Sparse, ModelSettings):

@@ -12,8 +12,6 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from talekeeper.service.views.base import Sparse, View
-from talekeeper.service.views.story import Change, Story
 from talekeeper.state.document import (
     Document,
     Entity,
@@ -24,6 +22,8 @@ from talekeeper.state.document import (
     Scene,
     Thread,
 )
+from talekeeper.views.base import Sparse, View
+from talekeeper.views.story import Change, Story
 
 
 class Possession(View):

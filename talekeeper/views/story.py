@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import Field
 
-from talekeeper.service.views.base import TIMESTAMP, View
-from talekeeper.service.views.context import Assembly
+from talekeeper.views.base import TIMESTAMP, View
+from talekeeper.views.context import Assembly
 
 
 class ChipWords(View):

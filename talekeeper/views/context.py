@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from talekeeper.context.cardspec import Gate, StoryCard
-from talekeeper.service.views.base import TIMESTAMP, Sparse, View
+from talekeeper.views.base import TIMESTAMP, Sparse, View
 
 
 class SectionItem(View):

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from talekeeper.service.views.base import TIMESTAMP, View
+from talekeeper.views.base import TIMESTAMP, View
 
 Role = Literal["player", "host"]
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import Field
 
-from talekeeper.service.views.base import View
-from talekeeper.service.views.state import CreationOptions
+from talekeeper.views.base import View
+from talekeeper.views.state import CreationOptions
 
 DOCUMENT = "The scenario document (`/api/schemas/scenario`)."
 
