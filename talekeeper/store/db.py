@@ -245,13 +245,18 @@ def migrate(engine: Engine, script_location: Path = MIGRATIONS) -> None:
                     f"the upgrade would leave rows pointing at nothing: {broken[:5]}"
                 )
     except Exception as exc:
-        raise MigrationFailed(
-            f"Upgrading the database from schema {current or '(empty)'} to {head} failed: "
-            f"{exc}. The upgrade was rolled back, so nothing was changed; talekeeper will not "
-            "start on a half-upgraded database."
-        ) from exc
+        raise _upgrade_failed(current, head, exc) from exc
     finally:
         upgrader.dispose()
+
+
+def _upgrade_failed(current: str | None, head: str | None, exc: Exception) -> MigrationFailed:
+    """What a failed upgrade says on either database: both roll back whole."""
+    return MigrationFailed(
+        f"Upgrading the database from schema {current or '(empty)'} to {head} failed: "
+        f"{exc}. The upgrade was rolled back, so nothing was changed; talekeeper will not "
+        "start on a half-upgraded database."
+    )
 
 
 def _check_known(script: ScriptDirectory, current: str | None, head: str | None) -> None:
@@ -295,11 +300,7 @@ def _migrate_postgresql(
     except MigrationFailed:
         raise
     except Exception as exc:
-        raise MigrationFailed(
-            f"Upgrading the database from schema {current or '(empty)'} to {head} failed: "
-            f"{exc}. The upgrade was rolled back, so nothing was changed; talekeeper will not "
-            "start on a half-upgraded database."
-        ) from exc
+        raise _upgrade_failed(current, head, exc) from exc
 
 
 def _migration_pragmas(dbapi_connection, _record) -> None:
