@@ -94,34 +94,33 @@ def export_adventure(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> Str
 @router.post(
     "/adventures/import", status_code=201, response_model=AdventureImported, responses=REFUSED
 )
-async def import_adventure(request: Request, tk: Talekeeper = Depends(get_tk)) -> Any:
+async def import_adventure(request: Request, tk: Talekeeper = Depends(get_tk)) -> AdventureImported:
     """The body is a bundle written by export. It becomes a new adventure."""
     spooled = await spool(request)
     try:  # checking a large bundle takes seconds: off the event loop, so others are served
         result = await run_in_threadpool(import_spooled, tk, spooled)
     finally:
         spooled.close()
-    return {
-        "id": result.adventure_id,
-        "title": result.title,
-        "turns": result.turns,
-        "nodes": result.nodes,
-        "notes": result.notes,
-    }
+    return _imported(result)
 
 
 @router.post("/adventures/starter", status_code=201, response_model=AdventureImported)
-async def open_starter(tk: Talekeeper = Depends(get_tk)) -> Any:
+async def open_starter(tk: Talekeeper = Depends(get_tk)) -> AdventureImported:
     """A new copy of the starter adventure: a short story already under way (takes, a
     second line, a Save Point, chips, Insights), to read and continue."""
     result = await run_in_threadpool(starter.open_starter, tk)
-    return {
-        "id": result.adventure_id,
-        "title": result.title,
-        "turns": result.turns,
-        "nodes": result.nodes,
-        "notes": result.notes,
-    }
+    return _imported(result)
+
+
+def _imported(result: bundles.ImportResult) -> AdventureImported:
+    """The answer of both doors that make an adventure from a bundle (import, starter)."""
+    return AdventureImported(
+        id=result.adventure_id,
+        title=result.title,
+        turns=result.turns,
+        nodes=result.nodes,
+        notes=result.notes,
+    )
 
 
 @router.get("/schemas/bundle", response_model=JsonSchemaDocument)
