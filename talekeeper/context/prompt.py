@@ -78,15 +78,7 @@ ORDER = (
     "emit_reminder",
 )
 HEAD = frozenset(ORDER[: ORDER.index("history")])
-TAIL = (
-    "memories",
-    "story_cards_after",
-    "current_state",
-    "refusals",
-    "action",
-    "event_vocabulary",
-    "emit_reminder",
-)
+TAIL = ORDER[ORDER.index("memories") :]
 PROTOCOL = frozenset({"event_vocabulary", "emit_reminder"})
 """What the model is told only so it can write the state block (inline mode)."""
 
