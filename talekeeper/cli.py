@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -293,6 +294,19 @@ users_app = typer.Typer(
 app.add_typer(users_app, name="users")
 
 
+PasswordStdin = Annotated[
+    bool, typer.Option("--password-stdin", help="Read the password from standard input.")
+]
+
+
+def _password(from_stdin: bool, prompt: str) -> str:
+    """The password of `users create` / `set-password`: one line of standard input (scripts),
+    else asked twice without echo."""
+    if from_stdin:
+        return sys.stdin.readline().rstrip("\n")
+    return typer.prompt(prompt, hide_input=True, confirmation_prompt=True)
+
+
 @users_app.command("create")
 def users_create(
     name: Annotated[str, typer.Argument(help="The login name (2-40 letters, digits, . _ -).")],
@@ -306,22 +320,14 @@ def users_create(
             help="Also give this user every adventure and scenario made before accounts were on.",
         ),
     ] = False,
-    password_stdin: Annotated[
-        bool, typer.Option("--password-stdin", help="Read the password from standard input.")
-    ] = False,
+    password_stdin: PasswordStdin = False,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Make an account (the first host, before serving with --accounts); asks for the password."""
-    import sys
-
     from talekeeper.terminal import accounts as accounts_cli
 
-    password = (
-        sys.stdin.readline().rstrip("\n")
-        if password_stdin
-        else typer.prompt("Password", hide_input=True, confirmation_prompt=True)
-    )
+    password = _password(password_stdin, "Password")
     tk = _open(data_dir, None, None, None, database_url)
     raise typer.Exit(accounts_cli.create(tk, name, password, "host" if host else "player", adopt))
 
@@ -329,22 +335,14 @@ def users_create(
 @users_app.command("set-password")
 def users_set_password(
     name: Annotated[str, typer.Argument(help="Whose password.")],
-    password_stdin: Annotated[
-        bool, typer.Option("--password-stdin", help="Read the password from standard input.")
-    ] = False,
+    password_stdin: PasswordStdin = False,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Set a user's password (one who forgot theirs); asks for it. Their sessions end."""
-    import sys
-
     from talekeeper.terminal import accounts as accounts_cli
 
-    password = (
-        sys.stdin.readline().rstrip("\n")
-        if password_stdin
-        else typer.prompt("New password", hide_input=True, confirmation_prompt=True)
-    )
+    password = _password(password_stdin, "New password")
     raise typer.Exit(
         accounts_cli.set_password(_open(data_dir, None, None, None, database_url), name, password)
     )
