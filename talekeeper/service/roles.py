@@ -124,10 +124,17 @@ def addressed(
     return None
 
 
+def _called(member: CastMember, document: Document) -> str:
+    """A cast member's name as the story now has it (a rename in the state wins), for the
+    openings of both an NPC's and a companion's call."""
+    entity = document.entities.get(member.id)
+    return entity.name if entity is not None else member.name
+
+
 def npc_instructions(member: CastMember, document: Document, rules: Rules) -> str:
     """The opening of an NPC's own call: who they are, what they privately know, what
     they may do, and how they feel about the player (band words for hidden stats)."""
-    name = document.entities[member.id].name if member.id in document.entities else member.name
+    name = _called(member, document)
     lines = [
         f"You are {name}, a character in an interactive story, answering the player who has just "
         f"spoken to you. Reply as {name} only: one to three sentences of what {name} says (in "
@@ -158,7 +165,7 @@ def npc_instructions(member: CastMember, document: Document, rules: Rules) -> st
 
 
 def banter_instructions(member: CastMember, document: Document, moment_text: str) -> str:
-    name = document.entities[member.id].name if member.id in document.entities else member.name
+    name = _called(member, document)
     lines = [
         f"You are {name}, the player's travelling companion. Add one short remark of {name}'s (one "
         f"sentence, in quotes, with at most a small gesture) on what just happened. {name} has not "
