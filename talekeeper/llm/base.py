@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from talekeeper.llm.backends import Backend
 from talekeeper.llm.catalog import ModelInfo
+from talekeeper.llm.errors import LLMError
 
 
 class Message(BaseModel):
@@ -156,6 +157,21 @@ class Provider(ABC):
     @abstractmethod
     async def check(self) -> ConnectionReport:
         """Test the connection and say plainly what works and what does not."""
+
+    async def generation_check(self, mode: Literal["chat", "completion"]) -> tuple[str, bool, str]:
+        """The last line of every `check`: whether the model generates one token."""
+        probe = GenerationRequest(
+            mode=mode,
+            messages=[Message(role="user", content="Say OK.")],
+            prompt="OK",
+            max_tokens=1,
+            temperature=0.0,
+        )
+        try:
+            await self.complete(probe)
+        except LLMError as exc:
+            return ("generation works", False, str(exc))
+        return ("generation works", True, "generated a token")
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections or child processes."""

@@ -305,18 +305,9 @@ class EmbeddedProvider(Provider):
             report.checks.append(("model starts", False, str(exc)))
             return report
         report.models_available = [running.model_alias]
-        probe = GenerationRequest(
-            mode="chat" if self.supports_chat else "completion",
-            messages=[Message(role="user", content="Say OK.")],
-            prompt="OK",
-            max_tokens=1,
-            temperature=0.0,
+        report.checks.append(
+            await self.generation_check("chat" if self.supports_chat else "completion")
         )
-        try:
-            await self.complete(probe)
-            report.checks.append(("generation works", True, "generated a token"))
-        except LLMError as exc:
-            report.checks.append(("generation works", False, str(exc)))
         report.ok = all(ok for _what, ok, _detail in report.checks)
         return report
 

@@ -22,7 +22,6 @@ from talekeeper.llm.backends import SAMPLERS, Backend
 from talekeeper.llm.base import (
     ConnectionReport,
     GenerationRequest,
-    Message,
     Provider,
     StreamEvent,
 )
@@ -481,18 +480,7 @@ class HTTPProvider(Provider):
             checks.append(("model known", False, "no model named and the server lists none"))
             return report
 
-        probe = GenerationRequest(
-            mode=self.mode,
-            messages=[Message(role="user", content="Say OK.")],
-            prompt="OK",
-            max_tokens=1,
-            temperature=0.0,
-        )
-        try:
-            await self.complete(probe)
-            checks.append(("generation works", True, "generated a token"))
-        except LLMError as exc:
-            checks.append(("generation works", False, str(exc)))
+        checks.append(await self.generation_check(self.mode))
         report.ok = all(ok is not False for _what, ok, _detail in checks)
         return report
 
