@@ -161,7 +161,7 @@ def _edit_action(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcom
 
 def _lines(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
     table = Table("#", "", "Line", "Turns", "Left its parent line", "Ends with", box=None)
-    for i, line in enumerate(tree_ops.list_lines(tk, aid).lines, start=1):
+    for i, line in enumerate(_all_lines(tk, aid), start=1):
         fork = (
             "—"
             if line.fork_depth is None
@@ -185,16 +185,32 @@ def _lines(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
     return Outcome()
 
 
-def _line_command(act: Callable[[Talekeeper, int, Line, str], object], show_story: bool):
+def _numbered(
+    what: str,
+    listed: Callable[[Talekeeper, int], Sequence[T]],
+    act: Callable[[Talekeeper, int, T, str], object],
+    show_story: bool,
+) -> Callable[[Talekeeper, int, str, Console], Outcome]:
+    """A command on the Nth line or Save Point as `/lines` or `/saves` numbers them
+    (`/line 2`, `/rename-save 1 NAME`): the number read, the item picked, what `act`
+    says printed."""
+
     def handler(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
-        n, rest = _number(arg, "line")
-        line = _pick(tree_ops.list_lines(tk, aid).lines, n, "line")
-        result = act(tk, aid, line, rest)
+        n, rest = _number(arg, what)
+        result = act(tk, aid, _pick(listed(tk, aid), n, what), rest)
         if isinstance(result, str):
             console.print(result)
         return Outcome(show_story=show_story)
 
     return handler
+
+
+def _all_lines(tk: Talekeeper, aid: int) -> list[Line]:
+    return tree_ops.list_lines(tk, aid).lines
+
+
+def _all_saves(tk: Talekeeper, aid: int) -> list[SavePoint]:
+    return tree_ops.list_save_points(tk, aid).save_points
 
 
 def _save(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
@@ -204,7 +220,7 @@ def _save(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
 
 
 def _saves(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
-    points = tree_ops.list_save_points(tk, aid).save_points
+    points = _all_saves(tk, aid)
     if not points:
         console.print("No Save Points yet. Make one with /save NAME.")
         return Outcome()
@@ -216,18 +232,6 @@ def _saves(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
         table.add_row(str(i), sp.name, str(sp.turn), where)
     console.print(table)
     return Outcome()
-
-
-def _save_command(act: Callable[[Talekeeper, int, SavePoint, str], object], show_story: bool):
-    def handler(tk: Talekeeper, aid: int, arg: str, console: Console) -> Outcome:
-        n, rest = _number(arg, "Save Point")
-        sp = _pick(tree_ops.list_save_points(tk, aid).save_points, n, "Save Point")
-        result = act(tk, aid, sp, rest)
-        if isinstance(result, str):
-            console.print(result)
-        return Outcome(show_story=show_story)
-
-    return handler
 
 
 def _switched(tk: Talekeeper, aid: int, line: Line, rest: str) -> None:
@@ -282,13 +286,13 @@ _HANDLERS: dict[str, Callable[[Talekeeper, int, str, Console], Outcome]] = {
     "/edit": _edit,
     "/edit-action": _edit_action,
     "/lines": _lines,
-    "/line": _line_command(_switched, show_story=True),
-    "/name-line": _line_command(_named_line, show_story=False),
-    "/delete-line": _line_command(_deleted_line, show_story=False),
+    "/line": _numbered("line", _all_lines, _switched, show_story=True),
+    "/name-line": _numbered("line", _all_lines, _named_line, show_story=False),
+    "/delete-line": _numbered("line", _all_lines, _deleted_line, show_story=False),
     "/delete-turn": _delete_turn,
     "/save": _save,
     "/saves": _saves,
-    "/restore": _save_command(_restored, show_story=True),
-    "/rename-save": _save_command(_renamed_save, show_story=False),
-    "/delete-save": _save_command(_deleted_save, show_story=False),
+    "/restore": _numbered("Save Point", _all_saves, _restored, show_story=True),
+    "/rename-save": _numbered("Save Point", _all_saves, _renamed_save, show_story=False),
+    "/delete-save": _numbered("Save Point", _all_saves, _deleted_save, show_story=False),
 }
