@@ -323,37 +323,30 @@ def list_lines(session: Session, adventure: Adventure) -> list[Line]:
     paths = chains.paths(session, adventure.id, ends)
     branches = _partings(paths)
     _name_turns(session, adventure.id, branches, paths)
-    route: dict[int, list[tuple[_Branch, int]]] = {e: [] for e in ends}
-    for b in branches:
-        for way, members in enumerate(b.ways):
-            for e in members:
-                route[e].append((b, way))
-    for steps in route.values():
-        steps.sort(key=lambda step: step[0].depth)
+    last = _last_partings(branches)
     saves = session.execute(
         select(SavePoint.node_id, SavePoint.name, Node.chain, Node.depth)
         .join(Node, Node.id == SavePoint.node_id)
         .where(SavePoint.adventure_id == adventure.id)
         .order_by(SavePoint.id)
     ).all()
-    beside = _bare_takes(session, adventure.id, [steps[-1] for steps in route.values() if steps])
+    beside = _bare_takes(session, adventure.id, [(b, way) for b, way, _ in last.values()])
     below_parting = {  # each line's turns below its last parting: only that line has them
-        e: (steps[-1][0].depth + 1, ends[e].depth) for e, steps in route.items() if steps
+        e: (b.depth + 1, ends[e].depth) for e, (b, _, _) in last.items()
     }
     children = _children_below(session, adventure.id, paths, below_parting)
     lines = []
     for e in sorted(ends):
-        end, path, steps = ends[e], paths[e], route[e]
-        fork = next((b for b, way in reversed(steps) if b.children[way] != min(b.children)), None)
+        end, path = ends[e], paths[e]
+        parting, way, fork = last.get(e, (None, 0, None))
         parent_line = _oldest_end(branches, fork) if fork is not None else None
         own, mine = 0, e != adventure.root_node_id
         below = -1  # the depth below which the line's turns are its own
-        if steps:
-            last, way = steps[-1]
-            below = last.depth
-            top = last.children[way]
+        if parting is not None:
+            below = parting.depth
+            top = parting.children[way]
             own = 1 + children[e]
-            own += len(beside.get((last.node, top), ()))
+            own += len(beside.get((parting.node, top), ()))
         lines.append(
             Line(
                 id=e,
@@ -380,36 +373,77 @@ def list_lines(session: Session, adventure: Adventure) -> list[Line]:
 
 
 def _partings(paths: dict[int, chains.Path]) -> list[_Branch]:
-    """The turns where the paths part, each with the ends that take each way on."""
+    """The turns where the paths part, each with the ends that take each way on.
+
+    A group of ends shares one chain down to where the first of them leaves it (its
+    stretch's last depth), kept ordered by that depth: at each such depth the ends leaving
+    the chain part from the ones staying on it, and only the leaving ones are looked at
+    again (on their next chain). So each end is handled once per stretch of its path, not
+    once per parting above it: with many lines the cost follows them, not their square."""
     found: list[_Branch] = []
-    todo: list[tuple[list[int], int]] = [(list(paths), 0)]  # ends sharing the turn at a depth
+    at = dict.fromkeys(paths, 0)  # each end's stretch (index) on the chain its group is on
+
+    def group_on(ends: list[int]) -> list[int]:
+        return sorted(ends, key=lambda e: paths[e][at[e]].last)
+
+    # ends sharing a turn on one chain, and the way (branch index, way) they came by
+    todo: list[tuple[list[int], tuple[int, int] | None]] = [(group_on(list(paths)), None)]
     while todo:
-        group, depth = todo.pop()
-        if len(group) < 2:
-            continue
-        while True:
+        group, came = todo.pop()
+        while len(group) >= 2:
+            first = paths[group[0]][at[group[0]]]
+            depth = first.last  # the first of them leaves the chain below here
+            leaving = 0
+            while leaving < len(group) and paths[group[leaving]][at[group[leaving]]].last == depth:
+                leaving += 1
             ways: dict[int, list[int]] = {}
-            reach = []
-            for e in group:
-                stretch = chains.chain_at(paths[e], depth + 1)
-                assert stretch is not None  # (an end is a leaf: nothing else goes through it)
-                ways.setdefault(stretch.chain, []).append(e)
-                reach.append(stretch.last)
-            if len(ways) > 1:
-                break
-            depth = min(reach)  # all on one chain as far as the first of them leaves it
-        stretch = chains.chain_at(paths[group[0]], depth)
-        assert stretch is not None
-        found.append(_Branch(stretch.chain, depth, list(ways.values())))
-        todo += [(members, depth + 1) for members in ways.values()]
+            for e in group[:leaving]:
+                at[e] += 1
+                assert at[e] < len(paths[e])  # (an end is a leaf: nothing else goes through it)
+                ways.setdefault(paths[e][at[e]].chain, []).append(e)
+            staying = group[leaving:]
+            if not staying and len(ways) == 1:  # all go on to the same chain: no parting
+                group = group_on(group)
+                continue
+            parted = ([staying] if staying else []) + list(ways.values())
+            if came is not None:
+                found[came[0]].after[came[1]] = len(found)
+            here = len(found)
+            found.append(_Branch(first.chain, depth, parted, after=[None] * len(parted)))
+            todo += [
+                (group_on(members), (here, way))
+                for way, members in enumerate(parted)
+                if members is not staying
+            ]
+            group, came = staying, (here, 0)
     return found
+
+
+def _last_partings(branches: list[_Branch]) -> dict[int, tuple[_Branch, int, _Branch | None]]:
+    """For each end below a parting: the last parting on its path and the way it takes
+    there, and the deepest parting where it does not take the oldest way on (None: none
+    does). One walk down the partings (`_Branch.after`), each taken once."""
+    out: dict[int, tuple[_Branch, int, _Branch | None]] = {}
+    stack: list[tuple[int, _Branch | None]] = [(0, None)] if branches else []
+    while stack:
+        i, fork = stack.pop()
+        b = branches[i]
+        oldest = min(b.children)
+        for way, nxt in enumerate(b.after):
+            deepest = b if b.children[way] != oldest else fork
+            if nxt is None:
+                (end,) = b.ways[way]  # (ends that part no more: one)
+                out[end] = (b, way, deepest)
+            else:
+                stack.append((nxt, deepest))
+    return out
 
 
 def _name_turns(
     session: Session, adventure_id: int, branches: list[_Branch], paths: dict[int, chains.Path]
 ) -> None:
     """Read the ids of the parting turns and of each way's first turn (a chain and a depth
-    name one turn), and link each way to the next parting on it."""
+    name one turn)."""
     wanted = set()
     for b in branches:
         wanted.add((b.chain, b.depth))
@@ -437,11 +471,6 @@ def _name_turns(
             b.children.append(
                 ids[(chains.chain_at(paths[members[0]], b.depth + 1).chain, b.depth + 1)]
             )
-    by_members = {
-        tuple(sorted(m for way in b.ways for m in way)): i for i, b in enumerate(branches)
-    }
-    for b in branches:
-        b.after = [by_members.get(tuple(sorted(members))) for members in b.ways]
 
 
 def _oldest_end(branches: list[_Branch], b: _Branch) -> int:
