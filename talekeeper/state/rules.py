@@ -277,6 +277,21 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def _reused_ids(items: list[Any], where: str, within: str = "") -> list[str]:
+    """Each item whose `id` an earlier item of the same list has. An id that is not a
+    string is the schema's to report (and may not even be hashable), so it is passed over."""
+    errors: list[str] = []
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        item_id = _dict(item).get("id")
+        if not isinstance(item_id, str):
+            continue
+        if item_id in seen:
+            errors.append(f"{where}[{i}].id: '{item_id}' is used twice{within}")
+        seen.add(item_id)
+    return errors
+
+
 def _semantic_errors(raw: dict[str, Any]) -> list[str]:
     """Reference and range checks. Written to tolerate a wrongly shaped declaration (the
     schema reports the shape), so one pass reports every mistake of both kinds."""
@@ -347,37 +362,18 @@ def _semantic_errors(raw: dict[str, Any]) -> list[str]:
         rel = _dict(rel)
         ref(f"relationships[{i}].source", rel.get("source"))
         ref(f"relationships[{i}].target", rel.get("target"))
-    thread_ids: set[str] = set()
-    for i, thread in enumerate(_list(raw.get("threads"))):
-        thread = _dict(thread)
-        if not isinstance(thread.get("id"), str):
-            continue
-        if thread["id"] in thread_ids:
-            errors.append(f"threads[{i}].id: '{thread['id']}' is used twice")
-        thread_ids.add(thread["id"])
-        seen: set[str] = set()
-        for j, objective in enumerate(_list(thread.get("objectives"))):
-            objective = _dict(objective)
-            if not isinstance(objective.get("id"), str):
-                continue
-            if objective["id"] in seen:
-                errors.append(
-                    f"threads[{i}].objectives[{j}].id: '{objective['id']}' is used twice in this thread"
-                )
-            seen.add(objective["id"])
+    threads = _list(raw.get("threads"))
+    errors += _reused_ids(threads, "threads")
+    for i, thread in enumerate(threads):
+        objectives = _list(_dict(thread).get("objectives"))
+        errors += _reused_ids(objectives, f"threads[{i}].objectives", " in this thread")
     scene = _dict(raw.get("scene"))
     ref("scene.location", scene.get("location"))
     for i, present in enumerate(_list(scene.get("present"))):
         ref(f"scene.present[{i}]", present)
     for qid, quest in _dict(raw.get("quests")).items():
-        seen_objectives: set[str] = set()
-        for j, objective in enumerate(_list(_dict(quest).get("objectives"))):
-            oid = _dict(objective).get("id")
-            if oid in seen_objectives:
-                errors.append(
-                    f"quests.{qid}.objectives[{j}].id: '{oid}' is used twice in this quest"
-                )
-            seen_objectives.add(oid)
+        objectives = _list(_dict(quest).get("objectives"))
+        errors += _reused_ids(objectives, f"quests.{qid}.objectives", " in this quest")
     errors += _character_errors(raw)
     stats = _dict(raw.get("stats"))
     for owner in ("world", "player"):
@@ -400,13 +396,7 @@ def _character_errors(raw: dict[str, Any]) -> list[str]:
     (with a range to roll across and bands to show instead of the number)."""
     character = _dict(raw.get("character"))
     player_stats = _dict(_dict(raw.get("stats")).get("player"))
-    errors: list[str] = []
-    seen: set[str] = set()
-    for i, klass in enumerate(_list(character.get("classes"))):
-        cid = _dict(klass).get("id")
-        if cid in seen:
-            errors.append(f"character.classes[{i}].id: '{cid}' is used twice")
-        seen.add(cid)
+    errors = _reused_ids(_list(character.get("classes")), "character.classes")
     for i, name in enumerate(_list(character.get("stats"))):
         stat = player_stats.get(name)
         if not isinstance(stat, dict):

@@ -144,6 +144,25 @@ def test_load_rules_raises_with_every_mistake(raw_rules):
     assert "stats.player.mana.initial" in str(caught.value)
 
 
+def test_an_id_used_twice_is_named_in_every_list_and_an_odd_id_is_the_schemas():
+    """Threads, a thread's objectives, a quest's objectives and the creation classes each
+    refuse a repeated id; an id that is no string (a list, an object, missing) is reported by
+    the schema as such, never as a repeat, and never crashes the check."""
+    raw = {
+        "threads": [{"id": "t", "objectives": [{"id": "a"}, {"id": "a"}]}, {"id": "t"}],
+        "quests": {"q": {"objectives": [{"id": "x"}, {"id": "x"}, {"id": []}, {}, {}]}},
+        "character": {"classes": [{"id": "c"}, {"id": "c"}, {"id": {}}, {"id": {}}]},
+    }
+    errors = [e for e in check_rules(raw) if "twice" in e]
+    assert errors == [
+        "threads[1].id: 't' is used twice",
+        "threads[0].objectives[1].id: 'a' is used twice in this thread",
+        "quests.q.objectives[1].id: 'x' is used twice in this quest",
+        "character.classes[1].id: 'c' is used twice",
+    ]
+    assert "quests.q.objectives[2].id: must be a string" in check_rules(raw)
+
+
 @pytest.mark.parametrize("raw", [None, [], "rules", 3])
 def test_a_declaration_must_be_an_object(raw):
     assert check_rules(raw) == ["(rules): must be an object"]
