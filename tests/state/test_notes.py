@@ -79,6 +79,29 @@ def test_the_demo_opening_reads_as_notes() -> None:
     assert "5" not in notes.split("luck")[1].split(";")[0]  # a hidden stat shows only its band word
 
 
+def test_someone_the_story_names_is_not_here_when_the_state_puts_them_elsewhere() -> None:
+    """The recent window names Tobin (at his cottage) while you are on the docks: the notes
+    say where he is, never "Here too: Tobin" (seen in play: the narrator brought him in)."""
+    rules = SCENARIOS["greywater"]
+    notes = state_notes(initial_document(rules), rules, ["maren", "tobin"])
+    assert "Here too" not in notes
+    assert "Tobin, alive, at Keeper's cottage, holding brass key" in notes
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(SCENARIOS)), st.lists(proposals, max_size=3))
+def test_no_one_is_here_too_whom_the_state_puts_elsewhere(name: str, batches: list) -> None:
+    rules = SCENARIOS[name]
+    doc = initial_document(rules)
+    for proposal in batches:
+        doc = apply_proposal(doc, proposal, rules, 1)[0]
+    notes = state_notes(doc, rules, list(doc.entities))
+    here_too = next((ln for ln in notes.splitlines() if ln.startswith("Here too: ")), "")
+    for eid, e in doc.entities.items():
+        if e.location and e.location in doc.entities and e.location != doc.scene.location:
+            assert not re.search(rf"(?:: |; ){re.escape(e.name)}\b", here_too), (eid, notes)
+
+
 @SETTINGS
 @given(st.sampled_from(sorted(SCENARIOS)), st.lists(proposals, max_size=3), st.booleans())
 def test_no_id_or_path_reaches_the_narrator(scenario, turns, use_scene) -> None:
