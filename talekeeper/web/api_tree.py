@@ -202,30 +202,19 @@ def list_branches(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> views.
     return views.LinesWithBranches(**dict(listing), branches=listing.lines)
 
 
-router.add_api_route(
-    "/branches/{leaf_id}",
-    rename_line,
-    methods=["PATCH"],
-    deprecated=True,
-    name="rename_branch",
-    response_model=views.LineRenamed,
-)
-router.add_api_route(
-    "/branches/{leaf_id}/switch",
-    switch_line,
-    methods=["POST"],
-    deprecated=True,
-    name="switch_branch",
-    response_model=views.Story,
-)
-router.add_api_route(
-    "/branches/{leaf_id}",
-    delete_line,
-    methods=["DELETE"],
-    deprecated=True,
-    name="delete_branch",
-    response_model=views.LineDeleted,
-)
+for path, endpoint, method, answer in (
+    ("/branches/{leaf_id}", rename_line, "PATCH", views.LineRenamed),
+    ("/branches/{leaf_id}/switch", switch_line, "POST", views.Story),
+    ("/branches/{leaf_id}", delete_line, "DELETE", views.LineDeleted),
+):
+    router.add_api_route(
+        path,
+        endpoint,
+        methods=[method],
+        deprecated=True,
+        name=endpoint.__name__.replace("_line", "_branch"),
+        response_model=answer,
+    )
 
 
 # --- Save Points -----------------------------------------------------------------------------
