@@ -1,10 +1,12 @@
 """The narration reader on a labelled corpus: the contradiction guard and the change reader.
 
-    .venv/bin/python benchmarks/contradictions.py [--set dev|held|model|all] [--batch N] [--misses]
+    .venv/bin/python benchmarks/contradictions.py [--set dev|held|model|action|all] [--batch N] [--misses]
 
 Each case of `narration_corpus.json` — narrations over both built-in scenarios in several
 states: `dev` (written while the reader was tuned), `held` (written after, to test it) and
-`model` (what SmolLM2 wrote in a run of `narration.py`, labelled by hand); `--batch 2` keeps
+`model` (what SmolLM2 wrote in a run of `narration.py`, labelled by hand), `action` (a
+player's Do action with the narration that answered it: the player's own changes read
+from the action, `state/acted.py`); `--batch 2` keeps
 only the held-out cases written by a second hand — is read
 against its state as a turn reads it
 (`state.telling.read_telling`): the clashes the guard reports and the changes the change
@@ -155,7 +157,7 @@ def evaluate(cases: list[dict[str, Any]]) -> Result:
     for case in cases:
         doc, rules = state_for(case)
         t0 = time.perf_counter()
-        telling = read_telling(case["text"], doc, doc, rules, 1)
+        telling = read_telling(case["text"], doc, doc, rules, 1, action=case.get("action", ""))
         result.times.append(time.perf_counter() - t0)
         found = {(c.kind, c.about) for c in telling.contradictions}
         wanted = {tuple(x) for x in case.get("clashes", [])}
@@ -208,7 +210,7 @@ def report(result: Result, title: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--set", choices=("dev", "held", "model", "all"), default="all")
+    parser.add_argument("--set", choices=("dev", "held", "model", "action", "all"), default="all")
     parser.add_argument(
         "--batch", type=int, help="only the cases of this batch (2: the second hand's)"
     )
@@ -218,7 +220,7 @@ def main() -> None:
     if args.batch is not None:
         cases = [c for c in cases if c.get("batch", 1) == args.batch]
     evaluate(cases[:5])  # warm the gazetteer caches, as a running server has them
-    sets = ["dev", "held", "model"] if args.set == "all" else [args.set]
+    sets = ["dev", "held", "model", "action"] if args.set == "all" else [args.set]
     for name in sets:
         chosen = [c for c in cases if c.get("set", "dev") == name]
         if not chosen:

@@ -1985,3 +1985,16 @@ def read_claims(text: str, document: Document, rules: Rules) -> list[Claim]:
     if PLAYER_ID not in document.entities:
         return []
     return _Reader(document, rules).read(text)
+
+
+def named(text: str, document: Document, rules: Rules, kind: str) -> set[str]:
+    """The entities of `kind` (player | person | place | item) that `text` names plainly:
+    a name or alias that means one entity only."""
+    gaz = gazetteer(document, rules)
+    if gaz.pattern is None:
+        return set()
+    found = (
+        gaz.forms.get(" ".join(m.group("name").casefold().split()), ())
+        for m in gaz.pattern.finditer(text)
+    )
+    return {ids[0] for ids in found if len(ids) == 1 and gaz.kinds.get(ids[0]) == kind}

@@ -2,7 +2,8 @@
 
 One call for a turn (and for an edited narration): the reader's claims
 (`reader.py`), the changes they state outright validated and applied after the model's
-own (`told.py`, through `apply_proposal` like any proposal), and the contradictions
+own (`told.py`, through `apply_proposal` like any proposal) — and the player's own from
+their action where the narration leaves them unsaid (`acted.py`) — and the contradictions
 with the state at each point (`contradictions.py`). Pure: documents in, documents and
 reports out.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .acted import acted_changes
 from .apply import apply_proposal
 from .contradictions import Contradiction, capacity, find_contradictions, short
 from .document import Document
@@ -76,12 +78,19 @@ def read_telling(
     *,
     changes: bool = True,
     guard: bool = True,
+    action: str = "",
 ) -> Telling:
     """Read `text` (a narration, an NPC's reply, a companion's remark). `start` is the
     state at the turn's start; `settled` the state after the model's accepted events
-    (`model_report` their verdicts, so a told change never overrides one of them)."""
+    (`model_report` their verdicts, so a told change never overrides one of them).
+    `action`: the player's Do action as the page stores it, read for the player's own
+    changes the narration leaves unsaid (`acted.py`), after the narration's."""
     claims = read_claims(text, settled, rules)
-    told = told_changes(claims, settled, rules, touched_targets(model_report)) if changes else []
+    told: list[ToldChange] = []
+    if changes:
+        model = touched_targets(model_report)
+        told = told_changes(claims, settled, rules, model)
+        told += acted_changes(action, text, claims, settled, rules, model, told)
     after, report = settled, None
     accepted = told
     if told:

@@ -35,12 +35,15 @@ class ToldChange:
 
     claim: Claim
     events: tuple[dict[str, Any], ...]
+    source: str = "narration"
+    """Where it was read: the narration, or the player's own action (`acted.py`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "sentence": self.claim.sentence,
             "kind": self.claim.kind,
             "events": list(self.events),
+            "from": self.source,
         }
 
 

@@ -51,3 +51,19 @@ def test_the_evaluation_counts_a_wrong_answer(bench):
     wrong = [{"s": "greywater", "text": "Tobin laughs.", "clashes": [["item", "brass_key"]]}]
     scored = bench.evaluate(wrong)
     assert scored.guard.precision() == 0.0 and scored.guard.recall() == 0.0
+
+
+def test_the_action_set_reads_the_players_own_changes_and_their_near_misses(bench):
+    # the player's Do action read where the narration leaves the change unsaid, as precise
+    # as the narration's; and the near misses (refused, blocked, elsewhere, intended) are
+    # as many as the changes
+    cases = [c for c in bench.load_corpus() if c.get("set") == "action"]
+    changed = [c for c in cases if c.get("changes")]
+    assert len(cases) >= 40 and len(changed) >= 12 and len(cases) - len(changed) >= 20
+    assert {c["s"] for c in cases} == {"greywater", "fenmouth"}
+    scored = bench.evaluate(cases)
+    assert scored.changes.precision() >= bench.TARGET_PRECISION, "\n".join(scored.misses)
+    assert scored.changes.recall() >= 0.8, "\n".join(scored.misses)
+    # without the action, the narrations alone tell (almost) none of those changes
+    alone = bench.evaluate([{k: v for k, v in c.items() if k != "action"} for c in changed])
+    assert alone.changes.recall() < 0.5
