@@ -9,10 +9,11 @@ carries each event's verdict.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from talekeeper.errors import Conflict, Invalid, NotFound
-from talekeeper.service import state_engine
+from talekeeper.service import json_depth, state_engine
 from talekeeper.service.adventures import get_turn, story_view
 from talekeeper.service.names import Names
 from talekeeper.service.state_engine import ProposalRecord
@@ -48,6 +49,40 @@ class CorrectionRefused(Invalid):
     def __init__(self, outcomes: list[dict[str, Any]]):
         super().__init__("Nothing was changed.")
         self.errors = outcomes
+
+
+MAX_JSON_CHARS = 20_000
+"""The longest correction typed as JSON (a page's field or a terminal line)."""
+
+
+class UnreadableCorrection(Invalid):
+    """A correction typed as JSON could not be read as events; nothing was sent."""
+
+
+def events_from_json(text: str) -> list[Any]:
+    """A correction typed as JSON — a list of events, `{"events": [...]}` as the API takes
+    it, or one event — as its list of events. The State panel's JSON field and the
+    terminal's `/fix [...]` both read it here; the validator then judges each event."""
+    if len(text) > MAX_JSON_CHARS:
+        raise UnreadableCorrection(
+            f"That is too long for a correction (at most {MAX_JSON_CHARS:,} characters)."
+        )
+    json_depth.check(text)  # TooDeep (Invalid) before the parser could recurse
+    try:
+        data = json_depth.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UnreadableCorrection(
+            f"That is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})."
+        ) from None
+    if isinstance(data, dict) and "events" in data:
+        data = data["events"]
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list):
+        raise UnreadableCorrection(
+            'Write a list of events, e.g. [{"type": "set_flag", "flag": "…", "value": true}].'
+        )
+    return data
 
 
 def state_at_head(tk: Talekeeper, adventure_id: int) -> HeadState:

@@ -10,11 +10,10 @@ named; nothing is written unless something would change.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from talekeeper.errors import Invalid
-from talekeeper.service import json_depth
+from talekeeper.service import corrections
 from talekeeper.service.names import either, find
 from talekeeper.views.state import HeadState
 
@@ -110,13 +109,7 @@ def events_from_words(line: str, state: HeadState) -> list[Any]:
     if not rest:
         raise FixInvalid("What should be corrected? " + USAGE)
     if rest[0] in "[{":
-        json_depth.check(rest)  # TooDeep (Invalid) before the parser could recurse
-        try:
-            data = json_depth.loads(rest)
-        except json.JSONDecodeError as exc:
-            raise FixInvalid(f"That is not valid JSON (column {exc.colno}: {exc.msg}).") from None
-        data = data.get("events", data) if isinstance(data, dict) else data
-        return data if isinstance(data, list) else [data]
+        return corrections.events_from_json(rest)
     verb, *words = rest.split()
     verb = verb.lower()
     known = _candidates(state)

@@ -10,14 +10,13 @@ says why, in words.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
 from talekeeper.errors import Conflict
-from talekeeper.service import corrections, json_depth
+from talekeeper.service import corrections
 from talekeeper.service.app import Talekeeper
 from talekeeper.state.document import Entity
 from talekeeper.views.state import StatRow
@@ -26,7 +25,6 @@ from talekeeper.web.render import render
 
 router = APIRouter(prefix="/adventures/{adventure_id}/state", include_in_schema=False)
 GROUPS = {"person": "Characters", "place": "Places", "item": "Items"}
-MAX_JSON_CHARS = 20_000
 
 
 def _number(text: str) -> Any:
@@ -139,26 +137,7 @@ def events_from_form(form: Any) -> list[Any]:
             }
         ]
     if kind == "json":
-        text = str(form.get("events", ""))
-        if len(text) > MAX_JSON_CHARS:
-            raise ValueError(
-                f"That is too long for a correction (at most {MAX_JSON_CHARS:,} characters)."
-            )
-        try:
-            data = json_depth.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"That is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})."
-            ) from exc
-        if isinstance(data, dict) and "events" in data:
-            data = data["events"]
-        if isinstance(data, dict):
-            data = [data]
-        if not isinstance(data, list):
-            raise ValueError(
-                'Write a list of events, e.g. [{"type": "set_flag", "flag": "…", "value": true}].'
-            )
-        return data
+        return corrections.events_from_json(str(form.get("events", "")))
     raise ValueError("Choose what to correct.")
 
 
