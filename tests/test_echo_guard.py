@@ -11,10 +11,13 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from talekeeper.context.echo import EchoGuard, summary
+from talekeeper.context.echo import LABELS, EchoGuard, summary
 from talekeeper.llm.scripted import ScriptedProvider
 from talekeeper.memory import prompts
 from talekeeper.state import initial_document, load_rules, state_notes
+from talekeeper.state.document import RecentEvent
+from talekeeper.state.notes import stat_guide_words
+from talekeeper.state.prompt import canon_prompt, stat_guide, state_for_prompt
 from tests.state.test_notes import GREYWATER
 from tests.test_api_turns import streamed_turn
 
@@ -35,7 +38,7 @@ GUARD = EchoGuard.for_sections(
 
 ECHOES = {
     "verbatim": "You are at Greywater docks, first evening of the storm.",
-    "partial": "Still to do: reach the lighthouse headland and obtain the brass key.",
+    "partial": "Left to do: reach the lighthouse headland and obtain the brass key.",
     "paraphrase": "Tobin is still alive at the keeper's cottage, and he holds the brass key.",
     "protocol": "Your stats: player.health 10/5, world.night 4/28",
     "tag": "Maren (maren, person) — alive",
@@ -46,6 +49,20 @@ ECHOES = {
     "stat line": "Maren: 1 of 3",
     "stat line, fraction": "Health: 2/5",
     "stat line, markup and band": "- **Lamp oil:** 2 out of 3 (low)",
+    # the prompt's own labels with content of the model's own (SmolLM2, the starter, 6 turns)
+    "label, card": "World lore: Maren is alive on Greywater, and you've taken her brass key to Keeper's Cottage.",
+    "label, markup": "**World lore:** The lighthouse keeper sold his soul to the tide.",
+    "label, notes": "- With you: a man in a grey suit, and the ghost of the old keeper.",
+    "label, long": "Memories of earlier events: you once swam the whole bay at night with a lantern in your teeth.",
+    "label, author's note": "[Author’s note: make the sea angrier]",
+    "label, system": "Canon: the drowned walk on the first night of every storm.",
+    "label, state pass": "Goals (mark with reach_milestone): find the fog horn",
+    # …whose label has four words or more before its colon: not shown from its first words
+    "label, spaced": "Memories of earlier events : you once swam the bay at night with a lamp.",
+    "label, bracket": "Goals (mark them with the tool): find the fog horn before the tide turns.",
+    "form, you're now": "You're now: a man in a large grey suit with an old wooden chair behind his desk.",
+    "form, you are now": "You are now: Maren in Keeper's cottage, looking down at the two you've seen so far.",
+    "form, your location": "Your location: the bottom of the harbour",
 }
 PROSE = [
     "Elsewhere.",  # a single word that is also a note's heading ("Elsewhere: …") is story
@@ -61,6 +78,18 @@ PROSE = [
     'Tobin: "3 of 4 lamps are out."',
     "She holds up two fingers: 2 of 3.",
     "1 of 3",
+    # near misses of the labels: a word that starts a label, with no colon after it, or a
+    # label that is not the prompt's (a speaker's name, a phrase of the story's own)
+    "Canon fire shakes the docks.",
+    "Quest for the key begins at dawn, Maren says",
+    "You are now in the lighthouse, and the lamp is cold.",
+    "You're now soaked to the bone.",
+    "You are sure of one thing: the key is gone.",
+    "Known to all: the sea takes its due, and the keeper knew it.",
+    "Maren: I will row you across at first light.",
+    "Maren, your brother: he was here before the storm.",
+    "Memories of the drowned crowd the harbour at dusk.",
+    "Your brother is waiting at the cottage.",
 ]
 
 
@@ -72,6 +101,9 @@ def test_removes_verbatim_partial_and_paraphrased_echoes() -> None:
     assert GUARD.judge(ECHOES["partial"]).kind == "partial"
     assert GUARD.judge(ECHOES["paraphrase"]).kind == "paraphrase"
     assert GUARD.judge(ECHOES["protocol"]).kind == "protocol"
+    for kind, line in ECHOES.items():
+        if kind.startswith(("label", "form")):
+            assert GUARD.judge(line).kind == "protocol", line
     assert GUARD.judge(ECHOES["paraphrase"]).section == "current_state"
 
 
@@ -215,6 +247,55 @@ def test_a_turn_never_shows_or_stores_a_garbled_stat_line(
         "Maren coils the rope.\nMaren: 1 of 3 boats came back tonight, she says."
     )
     assert turn["narration"].startswith(shown.rstrip()) and "2/5" not in shown
+
+
+def test_a_turn_never_shows_or_stores_a_line_in_the_prompts_form(
+    client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
+    """SmolLM2 in play: the prompt's labels with content of its own, copied more each turn
+    once stored. Neither shown nor stored; Insights names them."""
+    client.put("/api/settings", json={"generation": {"state_updates": "off"}})
+    scripted.queue(
+        "The door of the cottage groans open.\n"
+        "World lore: Maren is alive on Greywater, and you've taken her brass key to Keeper's Cottage.\n"
+        "You're now: a man in a large grey suit with an old wooden chair behind his desk.\n"
+        "Maren: Keep your voice down.\n"
+        "You are now in the cottage, and it smells of tar."
+    )
+    shown, turn = streamed_turn(client, adventure_id, "open the door")
+    assert turn["narration"] == (
+        "The door of the cottage groans open.\nMaren: Keep your voice down.\n"
+        "You are now in the cottage, and it smells of tar."
+    )
+    assert turn["narration"].startswith(shown.rstrip())
+    assert "World lore" not in shown and "grey suit" not in shown
+    insights = client.get(f"/api/adventures/{adventure_id}/turns/{turn['id']}/insights").json()
+    note = next(n for n in insights["notes"] if n.startswith("The echo guard removed 2 lines"))
+    assert "World lore: Maren is alive" in note and "(protocol)" in note
+
+
+def test_every_label_the_notes_write_is_one_the_guard_knows() -> None:
+    """The labels come from the modules that write them: a label added there without
+    adding it to their list fails here."""
+    document = initial_document(RULES)
+    document.recent_events.append(RecentEvent(turn=1, text="You arrived."))
+    written = "\n".join(
+        [
+            NOTES,
+            state_for_prompt(document, RULES, ["maren"]),
+            stat_guide_words(RULES),
+            stat_guide(RULES),
+            canon_prompt(RULES),
+        ]
+    )
+    names = {e.name for e in document.entities.values()}
+    labels = {
+        m.group(1)
+        for m in re.finditer(r"^([A-Z][A-Za-z' ]*?)(?: \([^)]*\))?:", written, re.MULTILINE)
+        if m.group(1) != "You"  # a speaker's label too: not the notes' own
+        and not m.group(1).startswith(("Your ", *names))  # a stat ("Your health: …")
+    }
+    assert labels and labels <= set(LABELS), labels - set(LABELS)
 
 
 def test_the_memory_writer_stores_no_echo() -> None:

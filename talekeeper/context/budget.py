@@ -47,6 +47,10 @@ def reply_tokens(max_tokens: int | None, length: str, budget: int, inline: bool)
     return max(SMALLEST_REPLY, min(tokens, budget // 4))
 
 
+LABELS = ("Length",)
+"""The label `length_hint` opens its line with (see context/echo)."""
+
+
 def length_hint(length: str) -> str:
     """The narrator's word on length, matching the token limit it is given."""
     words = REPLY_WORDS.get(length, REPLY_WORDS["medium"])

@@ -14,8 +14,11 @@ if shorter) decides, and it is an echo when that opening
 - is mostly made of three-word runs found in the sources (`partial`);
 - uses mostly the content words of one source line or clause, and covers most of them
   (`paraphrase`) — so prose that merely shares a few names with the state stays;
-- or writes protocol: a stat path (`player.health`), an `(id, kind)` tag, a JSON event
-  (`protocol`).
+- or writes protocol: a stat path (`player.health`), an `(id, kind)` tag, a JSON event,
+  or opens with one of the prompt's own labels ("World lore:", "With you:", "[Author's
+  note:", `LABELS`, taken from the modules that write them) or a second-person form to fill
+  in ("You are now:", "Your location:") — whatever follows, for a small model copies the
+  form with content of its own (`protocol`). A speaker's label ("Maren:") is not one.
 
 A line that retells the story itself (its opening is a run of, or mostly made of runs
 from, the history, memories or summary) is kept even when the state says the same: the
@@ -30,6 +33,11 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+
+from talekeeper.context import budget
+from talekeeper.context import prompt as sections
+from talekeeper.state import notes
+from talekeeper.state import prompt as state_prompt
 
 OPENING_WORDS = 16
 """Words a line's verdict rests on: enough to know an echo, few enough to stream soon."""
@@ -87,6 +95,47 @@ _STAT_LINE = re.compile(
 """A line that is nothing but a stat read out ("Maren: 1 of 3", "Health: 2/5", "- Lamp
 oil: 2 of 3", "Your health: hale (10 of 10)"): the state notes' form, garbled by a small
 model into its prose. One figure inside a sentence is prose ("you count 3 of 4 coins")."""
+LABELS = tuple(
+    dict.fromkeys((*sections.LABELS, *budget.LABELS, *notes.LABELS, *state_prompt.LABELS))
+)
+"""The labels the prompt's non-story lines open with, from the modules that write them."""
+_FORMS = (
+    r"you(?:[ \t]+are|'re)(?:[ \t]+(?:now|currently|still|here|there|at|in))*",
+    r"your[ \t]+(?:location|position|place|surroundings|situation|status|state|condition"
+    r"|inventory|items|goals?|quests?|tasks?|objectives?|companions|party|role|character|scene)",
+)
+"""Second-person forms to fill in ("You are now: …", "Your location: …"): a colon right
+after them is a form, never prose ("You are now in the cottage." stays)."""
+_MARKUP = r"[ \t>*_#\[-]*(?:\d+[.)][ \t]+)?[ \t*_]*"  # list, emphasis, "[", "1."
+_LABEL_LINE = re.compile(
+    _MARKUP
+    + "(?:"
+    + "|".join(
+        [
+            r"[ \t]+".join(re.escape(w).replace("'", "['’]") for w in label.split())
+            for label in LABELS
+        ]
+        + [f.replace("'", "['’]") for f in _FORMS]
+    )
+    + r")[ \t]*(?:\([^()\n]{0,40}\))?[ \t]*[*_]*[ \t]*:",
+    re.IGNORECASE,
+)
+"""A line opening with one of the prompt's own labels (`LABELS`, `_FORMS`), in any markup:
+"World lore: …", "**World lore:** …", "- With you: …", "Goals (mark with …): …"."""
+
+
+def _labelled(text: str) -> bool:
+    """Whether a line (or the opening of one) begins with a prompt's label."""
+    return _LABEL_LINE.match(text.replace("’", "'")) is not None
+
+
+def _may_be_labelled(prefix: str) -> bool:
+    """Whether a streamed line's first words may still become a label ("Memories of earlier
+    events" before its colon, "Goals (mark them with" before its bracket closes): such a
+    line is not yet story."""
+    return _labelled(prefix) or _labelled(prefix + ":") or _labelled(prefix + "):")
+
+
 _STOP = frozenset(
     """a an the and or but of to in on at by for from with without into onto over under as is are was were be been
     being am it its it's this that these those there here now then still so very you your yours you're i me my we
@@ -296,7 +345,7 @@ class EchoGuard:
         )
 
     def _judge_plainly(self, prefix: str) -> bool:
-        if self._writes_protocol(prefix):
+        if self._writes_protocol(prefix) or _may_be_labelled(prefix):
             return False
         if len(prefix.split()) <= MAY_READ_OUT_WORDS and _MAY_READ_OUT.match(prefix):
             return False  # "Night: 1 out of": it may yet be a stat line
@@ -323,7 +372,7 @@ class EchoGuard:
         return verdict
 
     def _judge_key(self, line: str, key: str) -> Removed | None:
-        if self._writes_protocol(key):
+        if self._writes_protocol(key) or _labelled(key):
             return Removed(line, "protocol", "")
         tokens = _tokens(key)
         if not tokens:

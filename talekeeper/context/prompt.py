@@ -320,6 +320,18 @@ def scan(inputs: ContextInput) -> Scan:
 # ---------------------------------------------------------------------------- rendering
 
 
+LABELS = (
+    "Player character",
+    "Author's note",
+    "Memories of earlier events",
+    "World lore",
+    "Essentials",
+    "Story so far",
+)
+"""The labels this module's sections open with ("World lore: …", "[Author's note: …"): a
+reply line that opens with one copies the prompt's form, whatever follows (context/echo)."""
+
+
 def persona_text(persona: dict[str, Any] | None) -> str:
     persona = persona or {}
     name = str(persona.get("name") or "").strip()

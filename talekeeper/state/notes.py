@@ -217,6 +217,27 @@ def _guide_words(rule: StatRule) -> str:
     return "; ".join(parts) or "a number"
 
 
+LABELS = (
+    "What the stats mean",
+    "With you",
+    "Now",
+    "The world",
+    "Here too",
+    "Elsewhere",
+    "True now",
+    "Still to do",
+    "Already done",
+    "Quest",
+    "Open matter",
+    "Known",
+    "No longer true",
+    "Between people",
+    "Not forgotten",
+)
+"""The labels these notes open their lines with ("With you: Maren."): a reply line that
+opens with one copies the notes' form, whatever follows (context/echo)."""
+
+
 def state_notes(
     document: Document,
     rules: Rules,

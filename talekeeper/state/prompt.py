@@ -263,6 +263,35 @@ def _entity_line(doc: Document, eid: str) -> str:
     return " — ".join(bits)
 
 
+LABELS = (
+    "Canon",
+    "Stat guide",
+    "Scene",
+    "Present",
+    "Now",
+    "Your stats",
+    "World",
+    "Here",
+    "Elsewhere",
+    "Flags",
+    "Goals",
+    "Achieved",
+    "Open threads",
+    "Facts",
+    "No longer true",
+    "Relationships",
+    "Recently",
+    "Not forgotten",
+    "Also",
+    "Stats",
+    "Milestones",
+    "Objectives",
+)
+"""The labels this module's notes write ("Scene: …", "Recently: …"; not "You:", which a
+reply may use as a speaker's): a reply line that opens with one copies the notes' form,
+whatever follows (context/echo)."""
+
+
 def state_for_prompt(
     document: Document, rules: Rules, in_scene_ids: list[str] | None = None
 ) -> str:
