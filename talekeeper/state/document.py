@@ -166,6 +166,13 @@ class Document(_Model):
         """The plain-JSON form to store. `normalise` reads it back unchanged."""
         return self.model_dump(mode="json")
 
+    def may_be_here(self, eid: str) -> bool:
+        """Nothing in the state puts `eid` in a place other than the scene's: someone the
+        recent story names is in view only then (the notes must not say "here" of a man
+        the state has at his cottage)."""
+        place = self.entities[eid].location
+        return not place or place == self.scene.location or place not in self.entities
+
 
 SECTIONS: tuple[str, ...] = tuple(name for name in Document.model_fields if name != "version")
 """The document's sections, in order. `normalise` checks and repairs each on its own."""

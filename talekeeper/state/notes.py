@@ -107,12 +107,6 @@ def _person(doc: Document, eid: str, described: bool = False) -> str:
     return f"{line} — {about}" if about else line
 
 
-def _may_be_here(doc: Document, eid: str) -> bool:
-    """Nothing in the state puts them in another place (or they are in the scene's)."""
-    place = doc.entities[eid].location
-    return not place or place == doc.scene.location or place not in doc.entities
-
-
 def _in_view(doc: Document, present: list[str]) -> list[str]:
     """What is shown in full: who is present, what they hold, what lies in the place."""
     ids = list(present)
@@ -286,7 +280,7 @@ def state_notes(
     # Someone the recent window names is "here too" only if the state does not put them
     # elsewhere: "Here too: Tobin" while Tobin is at his cottage told the narrator to bring
     # him in, and the guard then flagged what the notes had said.
-    in_view = [*present, *(i for i in in_scene if _may_be_here(doc, i))]
+    in_view = [*present, *(i for i in in_scene if doc.may_be_here(i))]
     nearby = [i for i in _in_view(doc, list(dict.fromkeys(in_view))) if i not in present]
     loose = [i for i in nearby if i not in doc.possessions]
     if loose:

@@ -325,7 +325,7 @@ def state_for_prompt(
     for npc in in_scene:
         if npc in rules.stats.npcs:
             lines.append(f"{document_name(doc, npc)}: " + _stats_line(doc, rules, "npc", npc))
-    here = _in_view(doc, list(dict.fromkeys([*present, *in_scene])))
+    here = _in_view(doc, list(dict.fromkeys([*present, *filter(doc.may_be_here, in_scene)])))
     if here:
         lines.append("Here:")
         lines += [f"- {_entity_line(doc, i)}" + _described(doc, i, in_scene) for i in here]
