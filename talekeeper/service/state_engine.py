@@ -35,6 +35,7 @@ from talekeeper.state import (
     stat_guide_words,
     state_notes,
 )
+from talekeeper.state.acted import ACTION
 from talekeeper.state.canon import event_line, record_event
 from talekeeper.state.events import EVENTS
 from talekeeper.state.report import Outcome
@@ -42,6 +43,7 @@ from talekeeper.state.sentences import plain_line, same_line
 from talekeeper.state.telling import heard, read_telling
 from talekeeper.state.told import beyond_reading
 from talekeeper.store.models import Adventure, Node
+from talekeeper.story.actions import ActionKind, format_action
 
 TEXT_CHARS = 300
 """The longest sentence field an event may carry (the event schema's own limit)."""
@@ -267,6 +269,7 @@ def read_into(
     rules: Rules,
     turn: int,
     guard: str = "flag",
+    action: str = "",
 ) -> Settled:
     """Read a turn's narration against the state (state/telling): `settled` with what it
     told folded in — the changes it states outright, applied after the model's own (never
@@ -274,16 +277,25 @@ def read_into(
     read from the narration, with their chips; and its clashes with the state at each
     point, kept with the record for the warning under the turn. `guard` is the setting
     `generation.contradictions` ("off": no clashes; the changes are read whatever it says).
-    Called again on the same turn (its state pass settled later), it starts over."""
+    `action`: the turn's Do action as the page shows it (`action_words`), read for the
+    player's own changes the narration leaves unsaid (state/acted), marked as read from
+    the action. Called again on the same turn (its state pass settled later), it starts over."""
     before = settled.document or document_of(settled.state, rules)
     telling = read_telling(
-        text, start, before, rules, turn, last_report(settled.proposal), guard=guard != "off"
+        text,
+        start,
+        before,
+        rules,
+        turn,
+        last_report(settled.proposal),
+        guard=guard != "off",
+        action=action,
     )
     proposal = {k: v for k, v in settled.proposal.items() if k not in ("read", "contradictions")}
     if telling.told and telling.report is not None and telling.after is not None:
         state = telling.after.to_json()
         proposal["read"] = telling.record()
-        sentences = [t.claim.sentence for t in telling.told for _event in t.events]
+        sentences = [(t.source, t.claim.sentence) for t in telling.told for _event in t.events]
         settled = replace(
             settled,
             state=state,
@@ -415,7 +427,8 @@ def rederive_for_edit(
     else:
         settled = _keep_unread(original, extraction.prose, before, rules)
     settled = settled.noted(source="player_edit", edited_from=original.id)
-    settled = read_into(settled, settled.prose, before, rules, original.depth, guard)
+    action = action_words(original.action_kind, original.action_text)
+    settled = read_into(settled, settled.prose, before, rules, original.depth, guard, action)
     return settled.prose, settled.state, settled.proposal
 
 
@@ -571,21 +584,30 @@ def contradictions_of(node: Node) -> list[dict[str, str]]:
     return [{f: str(c.get(f, "")) for f in WARNING_FIELDS} for c in stored_contradictions(node)]
 
 
-READ_FROM = "Read from the narration"
+READ_FROM = {"narration": "Read from the narration", ACTION: "Read from your action"}
+
+
+def action_words(kind: str, text: str) -> str:
+    """A Do action as the page shows it ("You walk to the keeper's cottage."), the words
+    the change reader reads the player's own changes from; "" for every other kind (what
+    the player says or writes as the story is no deed of theirs to read)."""
+    return format_action(kind, text).removeprefix(">").strip() if kind == ActionKind.DO else ""
 
 
 def read_views(
-    report: Report, state: dict[str, Any] | None, sentences: list[str]
+    report: Report, state: dict[str, Any] | None, sentences: list[tuple[str, str]]
 ) -> list[dict[str, Any]]:
-    """The chips of the changes read from the narration: ordinary chips (`by: narration`)
-    whose tooltip quotes the sentence that told each one (`sentences`, one per event)."""
+    """The chips of the changes read from the narration or the player's action: ordinary
+    chips (`by: narration`) whose tooltip says which and quotes the sentence that told each
+    one (`sentences`: (source, sentence), one per event)."""
     names = Names(state)
     views = []
     for outcome in report.outcomes:
         view = outcome_view(outcome, names, "narration")
         at = outcome.index if outcome.index is not None else -1
-        said = sentences[at] if 0 <= at < len(sentences) else ""
-        view["chip"] = {**view["chip"], "detail": f"{READ_FROM}: “{said}”" if said else READ_FROM}
+        source, said = sentences[at] if 0 <= at < len(sentences) else ("narration", "")
+        label = READ_FROM.get(source, READ_FROM["narration"])
+        view["chip"] = {**view["chip"], "detail": f"{label}: “{said}”" if said else label}
         views.append(view)
     return views
 
@@ -598,7 +620,7 @@ def read_changes_of(node: Node) -> list[dict[str, Any]]:
     except ValueError:
         return []
     sentences = [
-        str(change.get("sentence", ""))
+        (str(change.get("from", "narration")), str(change.get("sentence", "")))
         for change in record.get("changes") or []
         if isinstance(change, dict)
         for _event in change.get("events") or []

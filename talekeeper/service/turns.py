@@ -434,14 +434,21 @@ def read_narration(
 ) -> state_engine.Settled:
     """In step 5 (settle), and again in step 7 (later) after the state pass: `settled` with
     the narration read against the state — what it tells outright applied after the
-    model's events, its clashes kept with the turn's record. With a companion's remark
+    model's events (and the player's own changes its Do action states, where the
+    narration leaves them unsaid), its clashes kept with the turn's record. With a companion's remark
     after it (made in step 7 (later) too), the remark is guarded instead."""
     if remark:
         return state_engine.guard_remark(
             settled, remark, start.rules, start.turn_number, guard_mode(start)
         )
     return state_engine.read_into(
-        settled, narration, start.before, start.rules, start.turn_number, guard_mode(start)
+        settled,
+        narration,
+        start.before,
+        start.rules,
+        start.turn_number,
+        guard_mode(start),
+        state_engine.action_words(start.kind, start.text),
     )
 
 

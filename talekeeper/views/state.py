@@ -129,8 +129,9 @@ class AuditEntry(View):
     read: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Changes read from the narration (not the model's): each with the "
-        "sentence that told it and its events; their verdicts are among `changes` "
-        "(`by: narration`).",
+        "sentence that told it, its events and `from` (`narration`, or `action`: the "
+        "player's own change their Do action stated and the narration left unsaid); their "
+        "verdicts are among `changes` (`by: narration`).",
     )
     contradictions: list[dict[str, Any]] = Field(
         default_factory=list,
