@@ -33,6 +33,7 @@ from talekeeper.views.scenarios import CharacterCard, ImportPreview, ScenarioSav
 from talekeeper.views.state import JsonSchemaDocument
 from talekeeper.views.story import AdventureImported
 from talekeeper.web.deps import get_tk
+from talekeeper.web.downloads import adventure_bundle, saved_as
 from talekeeper.web.errors import ERRORS, error_response
 
 router = APIRouter(prefix="/api", tags=["export and import"], responses=ERRORS)
@@ -42,15 +43,6 @@ REFUSED = {
         "description": "The file was refused (`detail` and `errors` name the first problem); nothing was written.",
     }
 }
-
-
-def export_response(tk: Talekeeper, adventure_id: int) -> StreamingResponse:
-    filename, chunks = bundles.export_download(tk, adventure_id)
-    return StreamingResponse(
-        chunks,
-        media_type=MEDIA_TYPE,
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
-    )
 
 
 async def spool(request: Request) -> tempfile.SpooledTemporaryFile:
@@ -88,7 +80,7 @@ def import_spooled(tk: Talekeeper, spooled: Any) -> bundles.ImportResult:
 def export_adventure(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> StreamingResponse:
     """Every node, take and line, Save Points, state snapshots, the audit trail, Insights,
     memories and summaries, plot, story cards, rules and a scenario snapshot."""
-    return export_response(tk, adventure_id)
+    return adventure_bundle(tk, adventure_id)
 
 
 @router.post(
@@ -163,9 +155,7 @@ def import_save(
 @router.get("/scenarios/{scenario_id}/card.json", response_model=CharacterCard)
 def card_json(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> JSONResponse:
     card, row_id = imports.card_json(tk, scenario_id)
-    return JSONResponse(
-        card, headers={"Content-Disposition": f'attachment; filename="{row_id}.card.json"'}
-    )
+    return JSONResponse(card, headers=saved_as(f"{row_id}.card.json"))
 
 
 @router.get(
@@ -183,5 +173,5 @@ def card_png(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> Response:
     return Response(
         data,
         media_type="image/png",
-        headers={"Content-Disposition": f'attachment; filename="{row_id}.card.png"'},
+        headers=saved_as(f"{row_id}.card.png"),
     )

@@ -28,6 +28,7 @@ from talekeeper.service import scenarios
 from talekeeper.service.app import Talekeeper
 from talekeeper.views import scenarios as views
 from talekeeper.web.deps import get_tk
+from talekeeper.web.downloads import saved_as
 from talekeeper.web.errors import ERRORS
 
 router = APIRouter(prefix="/api/scenarios", tags=["scenarios"], responses=ERRORS)
@@ -87,6 +88,4 @@ def duplicate(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> Any:
 @router.get("/{scenario_id}/export", response_model=views.ScenarioFile)
 def export(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> Any:
     document, filename = scenarios.export(tk, scenario_id)
-    return JSONResponse(
-        document, headers={"Content-Disposition": f'attachment; filename="{filename}"'}
-    )
+    return JSONResponse(document, headers=saved_as(filename))

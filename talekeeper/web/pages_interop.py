@@ -12,11 +12,11 @@ from starlette.concurrency import run_in_threadpool
 
 from talekeeper.errors import TalekeeperError
 from talekeeper.interop import bundles, imports, starter
-from talekeeper.interop.bundle_format import MEDIA_TYPE
 from talekeeper.service import json_depth
 from talekeeper.service.app import Talekeeper
 from talekeeper.web import flash, pages
 from talekeeper.web.deps import get_tk
+from talekeeper.web.downloads import adventure_bundle
 from talekeeper.web.render import render
 
 router = APIRouter(include_in_schema=False)
@@ -24,12 +24,7 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/adventures/{adventure_id}/export")
 def export_adventure(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> StreamingResponse:
-    filename, chunks = bundles.export_download(tk, adventure_id)
-    return StreamingResponse(
-        chunks,
-        media_type=MEDIA_TYPE,
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
-    )
+    return adventure_bundle(tk, adventure_id)
 
 
 class _Reopen:
