@@ -1,7 +1,8 @@
 """The truth kept in the telling, in a real browser: a narration that brings an absent
 person into the scene gets a quiet warning naming the clash, and each of its buttons does
 what it says; a truthful mention is not flagged; a narration that walks the player into the
-lighthouse moves them there as a real chip, and Undo takes it back."""
+lighthouse moves them there as a real chip, and Undo takes it back — as does a move only the
+player's own action states."""
 
 from __future__ import annotations
 
@@ -91,6 +92,22 @@ def test_a_told_move_is_a_real_chip_that_undo_takes_back(isolated_home) -> None:
         assert where(w, "player")[0] == "lighthouse"
         page.locator("#undo").click()
         expect(page.locator("#story")).not_to_contain_text("out of the wind")
+        assert where(w, "player")[0] == "docks"
+
+
+def test_a_move_only_the_action_states_is_a_real_chip_that_undo_takes_back(isolated_home):
+    # the embedded model's way: the narration names the place but never moves you there
+    replies = ["The keeper's cottage, the only way to reach the headland. Rain on the slates."]
+    with web(isolated_home, replies) as w:
+        page = w.page
+        w.start()
+        w.act("walk to the keeper's cottage", "Rain on the slates")
+        chip = page.locator("#story .turn").last.locator(".chip-applied").first
+        expect(chip).to_contain_text("cottage")
+        assert "Read from your action" in (chip.get_attribute("title") or "")
+        assert where(w, "player")[0] == "cottage"
+        page.locator("#undo").click()
+        expect(page.locator("#story")).not_to_contain_text("Rain on the slates")
         assert where(w, "player")[0] == "docks"
 
 
