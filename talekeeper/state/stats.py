@@ -38,6 +38,16 @@ def num(value: float | int) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
+def typed_number(text: str) -> float | int | None:
+    """What a player typed as a number (`5`, `-2.5`, `3.0` is 3), or None when it is not
+    one; each form decides what to do with the rest (`num` writes it back)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return int(value) if value.is_integer() else value
+
+
 def shown(rule: StatRule, value: float | int | str) -> str:
     """A value as the model may see it: the number and its label, or for a hidden stat
     only the label."""

@@ -15,6 +15,7 @@ from typing import Any
 from talekeeper.errors import Invalid
 from talekeeper.service import corrections
 from talekeeper.service.names import either, find
+from talekeeper.state.stats import typed_number
 from talekeeper.views.state import HeadState
 
 USAGE = (
@@ -29,11 +30,10 @@ class FixInvalid(Invalid):
 
 
 def _number(text: str) -> float | int:
-    try:
-        value = float(text)
-    except ValueError:
-        raise FixInvalid(f"{text!r} is not a number.") from None
-    return int(value) if value.is_integer() else value
+    value = typed_number(text)
+    if value is None:
+        raise FixInvalid(f"{text!r} is not a number.")
+    return value
 
 
 def _one(said: str, candidates: dict[str, list[str]], what: str) -> str:

@@ -24,6 +24,7 @@ from talekeeper.context.cardspec import StoryCard, rules_in_words
 from talekeeper.context.triggers import MAX_CARDS
 from talekeeper.service import json_depth, scenarios
 from talekeeper.service.app import Talekeeper
+from talekeeper.state.stats import typed_number
 from talekeeper.web import flash
 from talekeeper.web.card_form import card_from_form
 from talekeeper.web.deps import get_tk
@@ -68,11 +69,8 @@ def _list(text: str) -> list[str]:
 
 def _number(text: str) -> Any:
     """A typed number as a number; anything else as typed (the check names the field)."""
-    try:
-        value = float(text)
-    except ValueError:
-        return text
-    return int(value) if value.is_integer() else value
+    value = typed_number(text)
+    return text if value is None else value
 
 
 def _bands(text: str) -> list[Any]:

@@ -19,6 +19,7 @@ from talekeeper.errors import Conflict
 from talekeeper.service import corrections
 from talekeeper.service.app import Talekeeper
 from talekeeper.state.document import Entity
+from talekeeper.state.stats import typed_number
 from talekeeper.views.state import StatRow
 from talekeeper.web.deps import get_tk
 from talekeeper.web.render import render
@@ -29,11 +30,8 @@ GROUPS = {"person": "Characters", "place": "Places", "item": "Items"}
 
 def _number(text: str) -> Any:
     """A typed number as a number (5, -2.5); anything else as typed, for the validator to judge."""
-    try:
-        value = float(text)
-    except ValueError:
-        return text.strip()
-    return int(value) if value.is_integer() else value
+    value = typed_number(text)
+    return text.strip() if value is None else value
 
 
 def panel_context(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
