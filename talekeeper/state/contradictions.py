@@ -122,7 +122,10 @@ def find_contradictions(
     first = Situation.of(start, rules)
     now = first.copy()
     after = Situation.of(final, rules)
-    told_at = {change.claim.index: change for change in told or []}
+    told_at = {c.claim.index: c for c in told or [] if c.source == "narration"}
+    for change in told or []:  # the player's action came before every sentence of it
+        if change.source != "narration":
+            now.apply(list(change.events))
     out: list[Contradiction] = []
     seen: set[tuple[str, str]] = set()
     for claim in claims:

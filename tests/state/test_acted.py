@@ -93,3 +93,16 @@ def test_an_item_is_taken_only_when_free_here_or_held_by_someone_here():
     doc, rules = state(player_at="cottage")
     told = read_telling("Tobin watches the fire.", doc, doc, rules, 1, action=take).told
     assert [e["holder"] for t in told for e in t.events] == [PLAYER_ID]
+
+
+def test_the_guard_holds_the_narration_against_the_place_the_action_moved_to():
+    # with the action's move, Tobin at his cottage is no clash; where the narration takes
+    # the player elsewhere (it wins the move), he is one
+    doc, rules = state()
+    narration = "Tobin hands you a mug of tea. You go into the lighthouse."
+    telling = read_telling(narration, doc, doc, rules, 1, action=WALK)
+    assert [t.source for t in telling.told] == ["narration"]  # the narration wins the move
+    assert {(c.kind, c.about) for c in telling.contradictions} == {("presence", "tobin")}
+    quiet = read_telling(f"{QUIET} Tobin hands you a mug of tea.", doc, doc, rules, 1, action=WALK)
+    assert [t.source for t in quiet.told] == [ACTION]
+    assert quiet.contradictions == ()
