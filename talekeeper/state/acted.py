@@ -22,6 +22,7 @@ told changes already touched the same target. Pure.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence, Set
 
 from .document import PLAYER_ID, Document
 from .reader import Claim, named, read_claims
@@ -133,8 +134,8 @@ def acted_changes(
     narration_claims: list[Claim],
     settled: Document,
     rules: Rules,
-    touched: set[str] = frozenset(),
-    told: list[ToldChange] = (),
+    touched: Set[str] = frozenset(),
+    told: Sequence[ToldChange] = (),
 ) -> list[ToldChange]:
     """The player's own changes `action` states, over the state after the model's events
     (`settled`) and the narration's `told` changes; `touched`: the model's targets."""
