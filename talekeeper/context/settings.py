@@ -10,7 +10,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy.orm import Session
 
 from talekeeper.store import owner, setting_rows
-from talekeeper.store.models import Setting
 
 KEY = "context"
 
@@ -128,9 +127,5 @@ def update_context_settings(session: Session, values: dict) -> ContextSettings:
     """Merge and validate; raises pydantic's ValidationError and stores nothing if invalid."""
     current = context_settings(session).model_dump()
     merged = ContextSettings(**{**current, **values})
-    row = session.get(Setting, owner.setting_key(KEY))
-    if row is None:
-        session.add(Setting(key=owner.setting_key(KEY), value=merged.model_dump()))
-    else:
-        row.value = merged.model_dump()
+    setting_rows.write(session, owner.setting_key(KEY), merged.model_dump())
     return merged

@@ -25,6 +25,7 @@ from talekeeper.service import guards
 from talekeeper.service.context import Call, build, prompt_text
 from talekeeper.service.roles import Role
 from talekeeper.state import visible_prefix
+from talekeeper.store import setting_rows
 from talekeeper.store.models import Setting
 from talekeeper.story.actions import DRAFTED
 from talekeeper.views.context import Draft, HandCall, Suggestions
@@ -157,11 +158,7 @@ def _remember(
             entry["note"] = note
         row = session.get(Setting, hand_key(adventure_id))
         kept = list((row.value or {}).get("calls") or []) if row is not None else []
-        value = {"calls": [*kept, entry][-KEPT_CALLS:]}
-        if row is None:
-            session.add(Setting(key=hand_key(adventure_id), value=value))
-        else:
-            row.value = value
+        setting_rows.write(session, hand_key(adventure_id), {"calls": [*kept, entry][-KEPT_CALLS:]})
 
 
 async def write_turn(tk: Talekeeper, adventure_id: int, kind: str = "do") -> Draft:

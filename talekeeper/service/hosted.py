@@ -24,8 +24,7 @@ from sqlalchemy.orm import Session
 from talekeeper.errors import Forbidden, Invalid, NotFound
 from talekeeper.llm import services
 from talekeeper.service.connection_in_force import HOSTED_KEY, hosted_permissions
-from talekeeper.store import owner
-from talekeeper.store.models import Setting
+from talekeeper.store import owner, setting_rows
 from talekeeper.views.settings import HostedServiceView
 
 if TYPE_CHECKING:
@@ -70,14 +69,6 @@ def normal_host(host: str) -> str:
     return name
 
 
-def _write(session: Session, value: dict[str, dict[str, Any]]) -> None:
-    row = session.get(Setting, HOSTED_KEY)
-    if row is None:
-        session.add(Setting(key=HOSTED_KEY, value=value))
-    else:
-        row.value = value
-
-
 def allow(session: Session, host: str) -> HostedServiceView:
     if not owner.may_manage_installation():
         raise OnlyHostsAllow()
@@ -86,7 +77,7 @@ def allow(session: Session, host: str) -> HostedServiceView:
     if name not in stored and len(stored) >= MAX_HOSTS:
         raise HostNotAllowed(f"At most {MAX_HOSTS} hosted services; take one back first.")
     stored.setdefault(name, {"allowed_at": datetime.now(UTC).isoformat(timespec="seconds")})
-    _write(session, stored)
+    setting_rows.write(session, HOSTED_KEY, stored)
     return view(name, stored[name])
 
 
@@ -98,7 +89,7 @@ def revoke(session: Session, host: str) -> None:
     if name not in stored:
         raise PermissionNotFound(f"{name} is not among the allowed hosted services.")
     del stored[name]
-    _write(session, stored)
+    setting_rows.write(session, HOSTED_KEY, stored)
 
 
 def view(host: str, record: dict[str, Any]) -> HostedServiceView:

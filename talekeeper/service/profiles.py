@@ -40,7 +40,7 @@ from talekeeper.service.connection_in_force import (
 )
 from talekeeper.service.samplers import Offer, SamplersInvalid, clean, offer_of
 from talekeeper.service.unit_of_work import reading
-from talekeeper.store import owner
+from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import ConnectionProfile, Setting
 from talekeeper.store.secrets import KeyBox, SecretUnreadable
 from talekeeper.views.settings import (
@@ -244,15 +244,12 @@ def parse_choice(value: Any) -> Choice | None:
 def _store_choice(session: Session, key: str, choice: Choice | None) -> None:
     if choice is not None and choice not in (EMBEDDED, SERVER):
         get_profile(session, int(choice))  # refuses an unknown or someone else's profile
-    row = session.get(Setting, key)
     if choice is None:
+        row = session.get(Setting, key)
         if row is not None:
             session.delete(row)
         return
-    if row is None:
-        session.add(Setting(key=key, value={"use": choice}))
-    else:
-        row.value = {"use": choice}
+    setting_rows.write(session, key, {"use": choice})
 
 
 def choose_default(session: Session, choice: Choice | None) -> None:

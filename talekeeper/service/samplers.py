@@ -28,7 +28,6 @@ from talekeeper.llm.backends import SAMPLERS, Backend
 from talekeeper.service.connection_in_force import extras, generation_settings
 from talekeeper.service.unit_of_work import reading, writing
 from talekeeper.store import owner, setting_rows
-from talekeeper.store.models import Setting
 from talekeeper.store.secrets import SecretUnreadable
 from talekeeper.views.settings import (
     AdventureSamplersView,
@@ -143,14 +142,6 @@ def _row(session: Session, key: str) -> dict[str, Any]:
     return dict(row.value) if row is not None and isinstance(row.value, dict) else {}
 
 
-def _write(session: Session, key: str, value: dict[str, Any]) -> None:
-    row = session.get(Setting, key)
-    if row is None:
-        session.add(Setting(key=key, value=value))
-    else:
-        row.value = value
-
-
 def presets(session: Session) -> dict[str, dict[str, Any]]:
     """The player's own presets (the starters are `STARTERS`)."""
     return _row(session, owner.setting_key(PRESETS_KEY))
@@ -171,7 +162,7 @@ def save_preset(session: Session, name: str, values: dict[str, Any]) -> dict[str
     if name not in stored and len(stored) >= MAX_PRESETS:
         raise SamplersInvalid(f"At most {MAX_PRESETS} presets; delete one first.")
     stored[name] = clean(values)
-    _write(session, owner.setting_key(PRESETS_KEY), stored)
+    setting_rows.write(session, owner.setting_key(PRESETS_KEY), stored)
     return stored[name]
 
 
@@ -182,7 +173,7 @@ def delete_preset(session: Session, name: str) -> None:
     if name not in stored:
         raise PresetNotFound(f"There is no preset named {name!r}.")
     del stored[name]
-    _write(session, owner.setting_key(PRESETS_KEY), stored)
+    setting_rows.write(session, owner.setting_key(PRESETS_KEY), stored)
 
 
 def adventure_key(adventure_id: int) -> str:
@@ -200,7 +191,7 @@ def set_adventure_choice(
     if preset and preset not in every_preset(session):
         raise SamplersInvalid(f"There is no preset named {preset!r}; save it first.")
     choice = {"preset": preset or None, "values": clean(values)}
-    _write(session, adventure_key(adventure_id), choice)
+    setting_rows.write(session, adventure_key(adventure_id), choice)
     return choice
 
 

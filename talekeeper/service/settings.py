@@ -27,8 +27,7 @@ from talekeeper.service.connection_in_force import (
     generation_settings,
     stored_value,
 )
-from talekeeper.store import owner
-from talekeeper.store.models import Setting
+from talekeeper.store import owner, setting_rows
 from talekeeper.store.secrets import KeyBox
 from talekeeper.views.settings import ModelSettingsView, SettingsView, StoredSettings
 
@@ -144,11 +143,7 @@ def update_settings(
         if value is None:
             continue
         key = owner.setting_key(key) if key in PLAYER_KEYS else key
-        row = session.get(Setting, key)
-        if row is None:
-            session.add(Setting(key=key, value=value))
-        else:
-            row.value = value
+        setting_rows.write(session, key, value)
     return stored_settings(session)
 
 

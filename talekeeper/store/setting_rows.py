@@ -1,4 +1,4 @@
-"""Settings rows a unit of work reads, fetched in one statement.
+"""Settings rows: those a unit of work reads, fetched in one statement; and a row written.
 
 A turn reads five or six settings keys (context, generation, the model, the adventure's
 samplers — each also under the player's own key with accounts on), most of them absent
@@ -41,3 +41,14 @@ def row(session: Session, key: str) -> Setting | None:
         return None
     found = session.info.get(_FOUND, {}).get(key)
     return found if found is not None else session.get(Setting, key)
+
+
+def write(session: Session, key: str, value: object) -> None:
+    """Store `value` under `key`, adding the row or replacing its value (every settings
+    writer's upsert). Asks the session itself, never `prefetch`'s note of absent keys,
+    which a row added in this session would contradict."""
+    found = session.get(Setting, key)
+    if found is None:
+        session.add(Setting(key=key, value=value))
+    else:
+        found.value = value
