@@ -22,7 +22,7 @@ from talekeeper.service import adventures
 from talekeeper.service.app import Talekeeper
 from talekeeper.store.db import MIGRATIONS, _migration_pragmas, migrate
 from talekeeper.store.models import Adventure, Node, SavePoint
-from talekeeper.story import branches, chains, savepoints, takes, tree
+from talekeeper.story import branches, chains, line_ends, savepoints, takes, tree
 
 OPS = st.lists(
     st.tuples(
@@ -62,6 +62,12 @@ def play(session, adventure: Adventure, ops: list[tuple[str, int]]) -> None:  # 
         elif op == "jump":  # a Save Point's restore, another line read
             tree.move_head(adventure, any_node)
         elif op == "delete" and any_node.active_child_id is None:
+            # the line's own turns read from its partings, as the whole-tree walk finds them
+            line_ends.settle(session)
+            own, _ = branches._own_turns(session, adventure, any_node)
+            assert sorted(own) == sorted(
+                branches._Skeleton(session, adventure).own_ids(any_node.id)
+            )
             try:
                 branches.delete_line(session, adventure, any_node)
             except tree.TreeError:
@@ -182,3 +188,34 @@ def test_an_imported_story_is_labelled_as_it_is_written(tk: Talekeeper, tmp_path
     copy = bundles.import_path(tk, tmp_path / "story.tkb").adventure_id
     with tk.db.session() as session:
         assert check(session, copy) == check(session, aid)
+
+
+def test_deleting_a_line_takes_its_own_turns_and_the_takes_hanging_off_them(
+    tk: Talekeeper,
+) -> None:
+    """The line's own turns are read from where the lines part, not the whole tree: its
+    turns below the fork, a bare take hanging off one of them, and a bare take of its first
+    turn beside it go; the other line and the fork stay."""
+    with tk.db.session() as session:
+        adventure = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"})
+        root = tree.head(session, adventure)
+        state = root.state
+        a1 = tree.append_child(session, adventure, root, _turn(1, state))
+        a2 = tree.append_child(session, adventure, a1, _turn(2, state))
+        b1 = tree.append_child(session, adventure, a1, _turn(3, state))
+        beside = tree.append_child(session, adventure, a1, _turn(4, state, take_of=b1.id))
+        takes.choose(session, adventure, b1)
+        b2 = tree.append_child(session, adventure, b1, _turn(5, state))
+        hanging = tree.append_child(session, adventure, b1, _turn(6, state, take_of=b2.id))
+        takes.choose(session, adventure, b2)
+        b3 = tree.append_child(session, adventure, b2, _turn(7, state))
+        tree.move_head(adventure, a2)
+        line_ends.settle(session)
+        expected = {b3.id, b2.id, b1.id, hanging.id, beside.id}
+        own, top = branches._own_turns(session, adventure, b3)
+        assert set(own) == expected and top == b1.id
+        assert set(branches._Skeleton(session, adventure).own_ids(b3.id)) == expected
+        assert branches.delete_line(session, adventure, b3) == 5
+        left = set(session.scalars(select(Node.id).where(Node.adventure_id == adventure.id)))
+        assert left == {root.id, a1.id, a2.id}
+        assert [line.id for line in branches.list_lines(session, adventure)] == [a2.id]

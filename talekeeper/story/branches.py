@@ -656,19 +656,69 @@ def _names(names: list[str]) -> str:
     return ", ".join(quoted) + (f" and {more} more" if more else "")
 
 
+_SIBLING = (Node.id, Node.action_kind, Node.action_text, Node.take_of)
+
+
+def _own_turns(session: Session, adventure: Adventure, leaf: Node) -> tuple[list[int], int]:
+    """The turns only `leaf`'s line has, last first, then the bare takes hanging off them or
+    beside its first own turn (they go with it); and that first own turn. Empty if it is the
+    only line; a bare take that is no line of its own is just itself. Read from the lines'
+    partings (`list_lines`), so it costs the lines and the line's own turns, not the story."""
+    if not leaf.line_end:
+        return [leaf.id], leaf.id
+    ends = {
+        r.id: r
+        for r in session.execute(
+            _END.where(Node.adventure_id == adventure.id, Node.line_end == true())
+        )
+    }
+    paths = chains.paths(session, adventure.id, ends)
+    found = _partings(paths)
+    if not found:
+        return [], adventure.root_node_id
+    _name_turns(session, adventure.id, found, paths)
+    parting, way, _ = _last_partings(found)[leaf.id]
+    top = parting.children[way]
+    line = chains.ids_on(session, adventure.id, paths[leaf.id], parting.depth + 1, leaf.depth)
+    on_line = set(line)
+    hanging = sorted(  # (an unordered read: ordered by id, SQLite would walk every node)
+        r.id
+        for i in range(0, len(line), _CHUNK)
+        for r in session.execute(
+            select(Node.id).where(
+                Node.adventure_id == adventure.id, Node.parent_id.in_(line[i : i + _CHUNK])
+            )
+        )
+        if r.id not in on_line
+    )
+    siblings = session.execute(  # the parting turn's children (its index, by parent)
+        select(*_SIBLING, Node.child_count, Node.line_end).where(
+            Node.adventure_id == adventure.id, Node.parent_id == parting.node
+        )
+    ).all()
+    family = families(Sibling(r.id, r.action_kind, r.action_text, r.take_of) for r in siblings)
+    beside = [
+        r.id
+        for r in siblings
+        if not r.child_count and not r.line_end and family[r.id] == family[top]
+    ]
+    return [*reversed(line), *hanging, *sorted(beside)], top
+
+
 def delete_line(session: Session, adventure: Adventure, leaf: Node) -> int:
     """Delete a line's own turns (none that another line shares). Returns how many.
 
     Refused, changing nothing, while the line holds the moment being read or a Save Point.
     """
     _end_of_line(session, leaf)
-    sk = _Skeleton(session, adventure)
-    if sk.under_head[leaf.id]:
+    line_ends.settle(session)
+    head = tree.head(session, adventure)
+    if chains.on_path(chains.segments(session, leaf), head.chain, head.depth):
         raise TreeError(
             "You are reading this line, so it can't be deleted. Switch to another line "
             "first, then delete this one."
         )
-    own = sk.own_ids(leaf.id)
+    own, top = _own_turns(session, adventure, leaf)
     if not own:
         raise TreeError("This is the only line of the story, so it can't be deleted.")
     own_set = set(own)
@@ -689,10 +739,14 @@ def delete_line(session: Session, adventure: Adventure, leaf: Node) -> int:
             "longer need them (deleting a Save Point deletes none of the story), then delete "
             "the line."
         )
-    top = sk.own_top[leaf.id] if sk.leaf_count[leaf.id] else leaf.id
-    fork = session.get(Node, sk.parent[top])
+    fork = session.get(Node, session.get(Node, top).parent_id)
     assert fork is not None
-    remaining = [c for c in sk.children[fork.id] if c not in own_set]
+    children = list(
+        session.scalars(
+            select(Node.id).where(Node.adventure_id == adventure.id, Node.parent_id == fork.id)
+        )
+    )
+    remaining = [c for c in children if c not in own_set]
     # Unlink first so no cascade runs down a long line, then delete in bounded batches.
     for i in range(0, len(own), _CHUNK):
         batch = own[i : i + _CHUNK]
@@ -700,6 +754,6 @@ def delete_line(session: Session, adventure: Adventure, leaf: Node) -> int:
         session.execute(delete(Node).where(Node.id.in_(batch)))
     if fork.active_child_id not in remaining:  # Redo followed the deleted line: the newest left
         tree.set_active(session, adventure, fork, session.get(Node, max(remaining)))
-    fork.child_count -= len(sk.children[fork.id]) - len(remaining)
+    fork.child_count -= len(children) - len(remaining)
     line_ends.touch(session, adventure.id, fork.id)
     return len(own)
