@@ -63,6 +63,10 @@ ECHOES = {
     "form, you're now": "You're now: a man in a large grey suit with an old wooden chair behind his desk.",
     "form, you are now": "You are now: Maren in Keeper's cottage, looking down at the two you've seen so far.",
     "form, your location": "Your location: the bottom of the harbour",
+    # this story's stat labels, from its notes, with speech of the model's own (SmolLM2,
+    # the starter: once kept, the next turns copied the form)
+    "stat label, speech": "Maren's trust: “I'm sorry; I was going to help,” she said.",
+    "stat label, player": "Your health: you are fine, just tired from the walk.",
 }
 PROSE = [
     "Elsewhere.",  # a single word that is also a note's heading ("Elsewhere: …") is story
@@ -90,6 +94,10 @@ PROSE = [
     "Maren, your brother: he was here before the storm.",
     "Memories of the drowned crowd the harbour at dusk.",
     "Your brother is waiting at the cottage.",
+    # near misses of this story's stat labels: the same words, no label
+    "Maren's trust in you grows as she speaks of the storm.",
+    "Your health is fine: you feel strong.",
+    "Tobin's grief: he carries it like a stone.",  # not a stat line of these notes (not in scene)
 ]
 
 

@@ -124,16 +124,44 @@ _LABEL_LINE = re.compile(
 "World lore: …", "**World lore:** …", "- With you: …", "Goals (mark with …): …"."""
 
 
-def _labelled(text: str) -> bool:
-    """Whether a line (or the opening of one) begins with a prompt's label."""
-    return _LABEL_LINE.match(text.replace("’", "'")) is not None
+_STAT_LABEL = re.compile(
+    r"^[ \t-]*((?:[^:;\n]{1,40}['’]s|Your)[ \t]+[a-z][^:;\n()]{0,30}?)[ \t]*:", re.MULTILINE
+)
+"""A stat line's label in the state notes, named for this story: "Maren's trust: wary …",
+"Your health: hale …" (see `EchoGuard.for_sections`)."""
 
 
-def _may_be_labelled(prefix: str) -> bool:
+def state_labels(notes: str) -> list[str]:
+    """The labels this story's state notes open their stat lines with. They are the
+    prompt's own as much as "With you:", but made from the scenario's names and stats, so
+    they are read from the notes rather than listed ("Maren's trust: 'I'm sorry,' she
+    said" was kept until then, and fed back)."""
+    return list(dict.fromkeys(m.group(1).replace("’", "'") for m in _STAT_LABEL.finditer(notes)))
+
+
+def _label_line(labels: Iterable[str]) -> re.Pattern[str] | None:
+    words = [
+        r"[ \t]+".join(re.escape(w).replace("'", "['’]") for w in label.split()) for label in labels
+    ]
+    if not words:
+        return None
+    return re.compile(_MARKUP + "(?:" + "|".join(words) + r")[ \t]*[*_]*[ \t]*:", re.IGNORECASE)
+
+
+def _labelled(text: str, more: re.Pattern[str] | None = None) -> bool:
+    """Whether a line (or the opening of one) begins with a prompt's label (or one of
+    `more`, this story's state labels)."""
+    text = text.replace("’", "'")
+    return _LABEL_LINE.match(text) is not None or (
+        more is not None and more.match(text) is not None
+    )
+
+
+def _may_be_labelled(prefix: str, more: re.Pattern[str] | None = None) -> bool:
     """Whether a streamed line's first words may still become a label ("Memories of earlier
     events" before its colon, "Goals (mark them with" before its bracket closes): such a
     line is not yet story."""
-    return _labelled(prefix) or _labelled(prefix + ":") or _labelled(prefix + "):")
+    return any(_labelled(prefix + end, more) for end in ("", ":", "):"))
 
 
 _STOP = frozenset(
@@ -255,7 +283,9 @@ class EchoGuard:
         sources: Iterable[tuple[str, str]],
         protocol_terms: Iterable[str] = (),
         story: Iterable[str] = (),
+        labels: Iterable[str] = (),
     ) -> None:
+        self._labels = _label_line(labels)  # this story's own state labels: `state_labels`
         self._units: list[_Unit] = []
         self._verdicts: dict[str, Removed | None] = {}
         self._plain: dict[str, bool] = {}
@@ -302,7 +332,8 @@ class EchoGuard:
             for name, text in sections
             if name in STORY_SOURCES
         )
-        return cls(sources, ids, story)
+        labels = state_labels(dict(sections).get("current_state", ""))
+        return cls(sources, ids, story, labels)
 
     def judge(self, line: str) -> Removed | None:
         """Why `line` is an echo of the sources, or None when it is story.
@@ -345,7 +376,7 @@ class EchoGuard:
         )
 
     def _judge_plainly(self, prefix: str) -> bool:
-        if self._writes_protocol(prefix) or _may_be_labelled(prefix):
+        if self._writes_protocol(prefix) or _may_be_labelled(prefix, self._labels):
             return False
         if len(prefix.split()) <= MAY_READ_OUT_WORDS and _MAY_READ_OUT.match(prefix):
             return False  # "Night: 1 out of": it may yet be a stat line
@@ -372,7 +403,7 @@ class EchoGuard:
         return verdict
 
     def _judge_key(self, line: str, key: str) -> Removed | None:
-        if self._writes_protocol(key) or _labelled(key):
+        if self._writes_protocol(key) or _labelled(key, self._labels):
             return Removed(line, "protocol", "")
         tokens = _tokens(key)
         if not tokens:
