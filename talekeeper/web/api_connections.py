@@ -31,20 +31,20 @@ def list_profiles(tk: Talekeeper = Depends(get_tk)) -> list[dict[str, Any]]:
 
 
 @router.post("/profiles", response_model=views.ProfileView, status_code=201)
-def create_profile(body: profiles.ProfileIn, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def create_profile(body: profiles.ProfileIn, tk: Talekeeper = Depends(get_tk)) -> views.ProfileView:
     """A new connection. Its `api_key` is stored sealed and never shown again."""
     return profiles.keep(tk, body)
 
 
 @router.get("/profiles/{profile_id}", response_model=views.ProfileView)
-def read_profile(profile_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def read_profile(profile_id: int, tk: Talekeeper = Depends(get_tk)) -> views.ProfileView:
     return profiles.read(tk, profile_id)
 
 
 @router.put("/profiles/{profile_id}", response_model=views.ProfileView)
 def replace_profile(
     profile_id: int, body: profiles.ProfileIn, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.ProfileView:
     """Replace a connection; an empty `api_key` keeps the stored one (`forget_key` drops it)."""
     return profiles.keep(tk, body, profile_id)
 
@@ -55,13 +55,13 @@ def delete_profile(profile_id: int, tk: Talekeeper = Depends(get_tk)) -> None:
 
 
 @router.get("/profiles/{profile_id}/models", response_model=views.ModelListView)
-async def profile_models(profile_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+async def profile_models(profile_id: int, tk: Talekeeper = Depends(get_tk)) -> views.ModelListView:
     """The models the connection's service offers, with context and an estimate per turn."""
     return await profiles.models_of(tk, profile_id)
 
 
 @router.get("/connection", response_model=views.ConnectionView)
-def default_connection(tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def default_connection(tk: Talekeeper = Depends(get_tk)) -> views.ConnectionView:
     """Which connection narrates by default, and every one that could."""
     return profiles.connection_view(tk)
 
@@ -69,20 +69,22 @@ def default_connection(tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
 @router.put("/connection", response_model=views.ConnectionView)
 def choose_default(
     body: views.ConnectionChoice, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.ConnectionView:
     profiles.use_by_default(tk, profiles.parse_choice(body.use))
     return profiles.connection_view(tk)
 
 
 @router.get("/adventures/{adventure_id}/connection", response_model=views.ConnectionView)
-def adventure_connection(adventure_id: int, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def adventure_connection(
+    adventure_id: int, tk: Talekeeper = Depends(get_tk)
+) -> views.ConnectionView:
     return profiles.connection_view(tk, adventure_id)
 
 
 @router.put("/adventures/{adventure_id}/connection", response_model=views.ConnectionView)
 def choose_for_adventure(
     adventure_id: int, body: views.ConnectionChoice, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.ConnectionView:
     """This adventure's connection; null follows the default again."""
     profiles.use_for_adventure(tk, adventure_id, profiles.parse_choice(body.use))
     return profiles.connection_view(tk, adventure_id)

@@ -63,7 +63,7 @@ async def import_file(request: Request, tk: Talekeeper = Depends(get_tk)) -> Any
 
 
 @router.get("/{scenario_id}", response_model=views.Scenario)
-def get_scenario(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def get_scenario(scenario_id: str, tk: Talekeeper = Depends(get_tk)) -> views.Scenario:
     return scenarios.read(tk, scenario_id)
 
 

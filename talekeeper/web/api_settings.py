@@ -28,14 +28,14 @@ def health(tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
 
 
 @router.get("/settings", response_model=views.SettingsView)
-def get_settings(tk: Talekeeper = Depends(get_tk)) -> dict[str, Any]:
+def get_settings(tk: Talekeeper = Depends(get_tk)) -> views.SettingsView:
     return settings_service.settings_view(tk)
 
 
 @router.put("/settings", response_model=views.SettingsView)
 def put_settings(
     body: settings_service.SettingsUpdate, tk: Talekeeper = Depends(get_tk)
-) -> dict[str, Any]:
+) -> views.SettingsView:
     settings_service.save(tk, body)
     return settings_service.settings_view(tk)
 
