@@ -101,7 +101,9 @@ def test_the_scanner_measures_depth_as_the_parser_nests(value, chunk) -> None:
 def test_pages_reading_json_from_a_form_field_refuse_deep_nesting(client: TestClient) -> None:
     """Form fields are not scanned by the body guard (their brackets arrive encoded): the
     pages that read JSON from one (a correction, an import's review, the scenario editor)
-    answer a clear 422 for nesting Python's reader cannot follow, never a 500."""
+    refuse nesting Python's reader cannot follow in words, never a 500: the import's review
+    and the scenario editor with a 422, the State panel as it shows every refused
+    correction (the panel again, the refusal written in it), and nothing changes."""
     story = client.post(
         "/api/adventures", json={"scenario_id": "greywater-lantern", "answers": {"name": "Ada"}}
     ).json()
@@ -109,8 +111,12 @@ def test_pages_reading_json_from_a_form_field_refuse_deep_nesting(client: TestCl
     before = client.get(f"/api/adventures/{story['id']}").json()
     scenario_before = client.get(f"/api/scenarios/{own}").json()
     deep = "[" * 9_000 + "]" * 9_000  # within the correction's 20,000 characters
+    panel = client.post(
+        f"/adventures/{story['id']}/state/correct", data={"kind": "json", "events": deep}
+    )
+    assert panel.status_code == 200 and 'data-panel="state"' in panel.text
+    assert "nested too deeply" in panel.text and "HX-Trigger" not in panel.headers
     for url, data in (
-        (f"/adventures/{story['id']}/state/correct", {"kind": "json", "events": deep}),
         ("/interop/save", {"document": deep}),
         (f"/scenarios/{own}/save/json", {"document": deep}),
     ):
