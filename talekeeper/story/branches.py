@@ -314,15 +314,7 @@ def list_lines(session: Session, adventure: Adventure) -> list[Line]:
     step, each for every line at once."""
     line_ends.settle(session)
     head = tree.head(session, adventure)
-    ends = {
-        r.id: r
-        for r in session.execute(
-            _END.where(Node.adventure_id == adventure.id, Node.line_end == true())
-        )
-    }
-    paths = chains.paths(session, adventure.id, ends)
-    branches = _partings(paths)
-    _name_turns(session, adventure.id, branches, paths)
+    ends, paths, branches = _read_partings(session, adventure.id)
     last = _last_partings(branches)
     saves = session.execute(
         select(SavePoint.node_id, SavePoint.name, Node.chain, Node.depth)
@@ -437,6 +429,23 @@ def _last_partings(branches: list[_Branch]) -> dict[int, tuple[_Branch, int, _Br
             else:
                 stack.append((nxt, deepest))
     return out
+
+
+def _read_partings(
+    session: Session, adventure_id: int
+) -> tuple[dict[int, Any], dict[int, chains.Path], list[_Branch]]:
+    """Every line's end and path, and where the lines part, with the parting turns and
+    each way's first turn named: what listing the lines and deleting one both start from."""
+    ends = {
+        r.id: r
+        for r in session.execute(
+            _END.where(Node.adventure_id == adventure_id, Node.line_end == true())
+        )
+    }
+    paths = chains.paths(session, adventure_id, ends)
+    branches = _partings(paths)
+    _name_turns(session, adventure_id, branches, paths)
+    return ends, paths, branches
 
 
 def _name_turns(
@@ -666,17 +675,9 @@ def _own_turns(session: Session, adventure: Adventure, leaf: Node) -> tuple[list
     partings (`list_lines`), so it costs the lines and the line's own turns, not the story."""
     if not leaf.line_end:
         return [leaf.id], leaf.id
-    ends = {
-        r.id: r
-        for r in session.execute(
-            _END.where(Node.adventure_id == adventure.id, Node.line_end == true())
-        )
-    }
-    paths = chains.paths(session, adventure.id, ends)
-    found = _partings(paths)
+    _, paths, found = _read_partings(session, adventure.id)
     if not found:
         return [], adventure.root_node_id
-    _name_turns(session, adventure.id, found, paths)
     parting, way, _ = _last_partings(found)[leaf.id]
     top = parting.children[way]
     line = chains.ids_on(session, adventure.id, paths[leaf.id], parting.depth + 1, leaf.depth)
