@@ -148,6 +148,14 @@ def test_the_memory_banks_run_asks_only_about_the_blocks_past_its_parents(
                 b.depth for b in bank.due_blocks(session, story, path, settings, key, parent_key)
             ]
 
+    def play_and_look(depth: int) -> list[int]:
+        """One turn played, then the bank's run after it: the blocks it finds due."""
+        with tk.db.session() as session:
+            adventure = session.get(Adventure, story)
+            turn = tree.NewTurn("do", "on", f"Turn {depth}.")
+            tree.append_child(session, adventure, tree.head(session, adventure), turn)
+        return due()
+
     with tk.db.session() as session:  # the first block's memory (grow starts at turn 12)
         first = session.get(
             Node, keyed_path(session, session.get(Adventure, story).head_node_id)[0][6]
@@ -170,15 +178,7 @@ def test_the_memory_banks_run_asks_only_about_the_blocks_past_its_parents(
     try:
         found = []
         for depth in range(271, 283):  # turns played one by one, the bank running after each
-            with tk.db.session() as session:
-                adventure = session.get(Adventure, story)
-                tree.append_child(
-                    session,
-                    adventure,
-                    tree.head(session, adventure),
-                    tree.NewTurn("do", "on", f"Turn {depth}."),
-                )
-            found = due()
+            found = play_and_look(depth)
         assert found == [276]  # the block written while no memory was made for it
         assert asked and max(asked) <= 1, asked
 
@@ -186,15 +186,7 @@ def test_the_memory_banks_run_asks_only_about_the_blocks_past_its_parents(
         # do: each run asks about that one and the new end, never again from 276 on.
         asked.clear()
         for depth in range(283, 320):
-            with tk.db.session() as session:
-                adventure = session.get(Adventure, story)
-                tree.append_child(
-                    session,
-                    adventure,
-                    tree.head(session, adventure),
-                    tree.NewTurn("do", "on", f"Turn {depth}."),
-                )
-            found = due()
+            found = play_and_look(depth)
             with tk.db.session() as session:
                 path = keyed_path(session, session.get(Adventure, story).head_node_id)[0]
                 for end in found:
