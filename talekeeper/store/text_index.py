@@ -48,11 +48,12 @@ def available(session: Session) -> bool:
     bind = session.get_bind()
     url = str(bind.url)
     if url not in _known:
+        found = inspect(session.connection())
+        names = {i["name"] for i in found.get_indexes("nodes")}
         if bind.dialect.name == "postgresql":
-            names = {i["name"] for i in inspect(session.connection()).get_indexes("nodes")}
             _known[url] = "ix_nodes_narration_trgm" in names
-        else:
-            _known[url] = TABLE in inspect(session.connection()).get_table_names()
+        else:  # the rows waiting to be entered are read through ix_nodes_waiting, by name
+            _known[url] = TABLE in found.get_table_names() and "ix_nodes_waiting" in names
     return _known[url]
 
 
@@ -74,10 +75,14 @@ def holds(query: str) -> Any:
     return or_(Node.narration.ilike(like, escape="\\"), Node.action_text.ilike(like, escape="\\"))
 
 
+# The rows waiting to be entered are read through the partial index ix_nodes_waiting, named:
+# left to choose, SQLite took ix_nodes_adventure_id and read every row of the adventure
+# (7 ms at 10,000 turns, on every search). Both statements run only where `available`
+# found the index.
 _WAITING = text(
-    "SELECT id, narration, action_text FROM nodes "
+    "SELECT id, narration, action_text FROM nodes INDEXED BY ix_nodes_waiting "
     f"WHERE adventure_id = :adventure AND in_index = 0 LIMIT {_BATCH}"
-)  # (in the words of the partial index ix_nodes_waiting, so SQLite uses it)
+)
 _ENTER = text(f"INSERT INTO {TABLE} (rowid, narration, action_text) VALUES (:id, :n, :a)")
 
 
@@ -129,5 +134,6 @@ _MATCH = text(f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH :words").columns(
     column("rowid", Integer)
 )
 _WAITING_IDS = text(
-    "SELECT id FROM nodes WHERE adventure_id = :adventure AND in_index = 0"
+    "SELECT id FROM nodes INDEXED BY ix_nodes_waiting "
+    "WHERE adventure_id = :adventure AND in_index = 0"
 ).columns(column("id", Integer))
