@@ -8,6 +8,8 @@ transaction, commit):
 - restore             a Save Point restore (half of them far back, half near the end)
 - play turn           a whole turn with the scripted model: context, state engine, commit
 - read last 50        the story page the play page shows (`story_view`, 50 turns)
+- delete line         a two-turn side line, left behind halfway, deleted (made afresh, untimed,
+  before each); it reads where the lines part, so it is O(lines) here: information
 - list lines          every line of the story, from the line ends the tree keeps; and
   list lines, walked  the same worked out from the whole tree (the code before them)
   (for information: here the lines grow with the story, a side line every 50 turns;
@@ -51,6 +53,7 @@ TARGET_RATIO = 1.2
 INFORMATION = {
     "list lines": "(O(lines); here the lines grow with the story; information)",
     "list lines, walked": "(O(story size): the whole tree; information)",
+    "delete line": "(reads where the lines part: O(lines); information)",
     "durable commit": "(the fsync every change pays on top; the disk's, not the tree's)",
 }
 NARRATION = (
@@ -112,6 +115,8 @@ class Story:
             near = savepoints.create(session, adventure, "near the end").id
         self.targets = itertools.cycle([far, near])
         self.near = near
+        self.fork, self.stays = main[turns // 2], main[turns // 2 + 1]
+        self.head = main[-1]
 
     def write(self, step: Callable) -> None:
         """One change as the API makes it: writer lock, one transaction, durable commit.
@@ -141,6 +146,26 @@ class Story:
     def park(self) -> None:
         """Back at the end of the main line (a restore far back may have moved it)."""
         tree_ops.restore_save_point(self.tk, self.aid, self.near)
+
+    def delete_line(self) -> None:
+        """A side line left behind halfway (Redo and the head stay on the main line),
+        made in a transaction of its own, then deleted as the API does."""
+        with self.tk.db.session() as session:
+            adventure = unit_of_work.get_adventure(session, self.aid)
+            fork = session.get(Node, self.fork)
+            side = tree.NewTurn("say", "wait", "A side line.", state=fork.state)
+            side_node = tree.append_child(session, adventure, fork, side)
+            leaf = tree.append_child(
+                session, adventure, side_node, tree.NewTurn("do", "go on", "On.", state=fork.state)
+            )
+            leaf_id = leaf.id
+            tree.set_active(session, adventure, fork, session.get(Node, self.stays))
+            tree.move_head(adventure, session.get(Node, self.head))
+        self.write(
+            lambda session, adventure: branches.delete_line(
+                session, adventure, session.get(Node, leaf_id)
+            )
+        )
 
     def read_last_50(self) -> None:
         with self.tk.db.session() as session:
@@ -172,11 +197,12 @@ def measure(stories: list[Story], repeat: int) -> dict[str, dict[int, float]]:
         ("redo", repeat),
         ("restore", repeat),
         ("read last 50", repeat),
+        ("delete line", max(10, repeat // 10)),
         ("play turn", max(10, repeat // 10)),
         ("list lines", max(5, repeat // 20)),
         ("list lines, walked", max(5, repeat // 20)),
     ]
-    writes = {"undo", "redo", "restore"}
+    writes = {"undo", "redo", "restore", "delete line"}
     results: dict[str, dict[int, float]] = {}
     commits: dict[int, list[float]] = {s.turns: [] for s in stories}
     for op, rounds in plan:
@@ -193,6 +219,7 @@ def measure(stories: list[Story], repeat: int) -> dict[str, dict[int, float]]:
                     "redo": story.redo,
                     "restore": story.restore,
                     "read last 50": story.read_last_50,
+                    "delete line": story.delete_line,
                     "list lines": story.list_lines,
                     "list lines, walked": story.list_lines_walked,
                 }[op]

@@ -180,6 +180,8 @@ def test_a_database_that_lost_the_index_triggers_gets_them_back(
         db.execute(
             "UPDATE nodes SET narration = 'harbour lamps' WHERE narration LIKE 'quayside nets%'"
         )
+        for index in ("ix_nodes_parent_id", "ix_memories_node_id", "ix_story_summaries_node_id"):
+            db.execute(f"DROP INDEX {index}")  # made by 0014, after the 0012 this one is at
         db.execute("UPDATE alembic_version SET version_num = '0012'")
     tk = Talekeeper(tmp_path / "home")  # upgraded at start
     assert search_story(tk, aid, "quayside").matches == []

@@ -120,8 +120,9 @@ class Node(Base):
     adventure_id: Mapped[int] = mapped_column(
         ForeignKey("adventures.id", ondelete="CASCADE"), index=True
     )
+    # Indexed on its own so deleting a turn finds its children by index (migration 0014).
     parent_id: Mapped[int | None] = mapped_column(
-        ForeignKey("nodes.id", ondelete="CASCADE"), nullable=True
+        ForeignKey("nodes.id", ondelete="CASCADE"), nullable=True, index=True
     )
     active_child_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     depth: Mapped[int] = mapped_column(Integer, default=0)
@@ -374,7 +375,8 @@ class Memory(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     adventure_id: Mapped[int] = mapped_column(ForeignKey("adventures.id", ondelete="CASCADE"))
-    node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id", ondelete="CASCADE"))
+    # (indexed on its own for deleting turns: migration 0014)
+    node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id", ondelete="CASCADE"), index=True)
     first_depth: Mapped[int] = mapped_column(Integer)
     depth: Mapped[int] = mapped_column(Integer)
     text: Mapped[str] = mapped_column(Text, default="")
@@ -405,7 +407,8 @@ class StorySummary(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     adventure_id: Mapped[int] = mapped_column(ForeignKey("adventures.id", ondelete="CASCADE"))
-    node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id", ondelete="CASCADE"))
+    # (indexed on its own for deleting turns: migration 0014)
+    node_id: Mapped[int] = mapped_column(ForeignKey("nodes.id", ondelete="CASCADE"), index=True)
     depth: Mapped[int] = mapped_column(Integer)
     text: Mapped[str] = mapped_column(Text, default="")
     source: Mapped[str] = mapped_column(String(16), default="auto")  # auto | player
