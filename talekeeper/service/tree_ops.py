@@ -16,14 +16,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from sqlalchemy.orm import Session
+from sqlalchemy import Integer, bindparam, func, select
+from sqlalchemy.orm import Session, defer
 
 from talekeeper.service import state_engine
 from talekeeper.service.adventures import PageAnswer, Shown, get_turn, page_answer, story_view
 from talekeeper.service.app import Talekeeper
 from talekeeper.service.turns import TurnEvent, clean_narration, play_turn
-from talekeeper.service.unit_of_work import AdventureNotFound, reading, writing
-from talekeeper.store.models import Adventure
+from talekeeper.service.unit_of_work import AdventureNotFound, get_adventure, reading, writing
+from talekeeper.store.models import Adventure, Node
 from talekeeper.story import branches, savepoints, takes, tree
 from talekeeper.story.actions import format_action
 from talekeeper.views.story import (
@@ -120,16 +121,30 @@ def retry(
     """A new take of the head's turn (or of turn `node_id`): same action, new narration.
 
     Refusals (no such turn, the opening) raise here; busy is refused by the pipeline.
+    Only the turn's action and place are read, in one statement (its snapshot and its
+    parent's are step 2 (load)'s to read).
     """
-    with reading(tk, adventure_id) as (session, adventure):
-        node = (
-            tree.head(session, adventure)
-            if node_id is None
-            else get_turn(session, adventure, node_id)
-        )
-        tree.parent_for_take(session, node)
-        kind, text, take_of = node.action_kind, node.action_text, node.id
-    return play_turn(tk, adventure_id, kind, text, take_of=take_of)
+    with tk.db.session() as session:
+        found = session.execute(_RETOLD, {"adventure": adventure_id, "node": node_id}).first()
+        adventure = get_adventure(session, adventure_id)  # (held when found: no read)
+        if found is None:  # no such turn (or the head is gone): refused in the usual words
+            found = (
+                tree.head(session, adventure)
+                if node_id is None
+                else get_turn(session, adventure, node_id)
+            )
+        tree.take_parent_id(found.parent_id)
+    return play_turn(tk, adventure_id, found.action_kind, found.action_text, take_of=found.id)
+
+
+# The turn a retry tells again (the head's, or the one named) with its adventure, whose
+# plot and rules are not read: built once, as every statement a turn runs.
+_RETOLD = (
+    select(Adventure, Node.id, Node.parent_id, Node.action_kind, Node.action_text)
+    .join(Node, Node.id == func.coalesce(bindparam("node", type_=Integer), Adventure.head_node_id))
+    .where(Adventure.id == bindparam("adventure"), Node.adventure_id == bindparam("adventure"))
+    .options(defer(Adventure.plot), defer(Adventure.rules))
+)
 
 
 def edit_action(

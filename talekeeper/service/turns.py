@@ -292,18 +292,23 @@ def load_turn(
     """Step 2 (load): one transaction; everything after works on the value it returns.
     `writing`: under the writer lock, so a turn a stopped process left pending is marked."""
     with tk.db.session() as session:
-        # the adventure and its head in one statement (held: the checks below find them)
-        _held = _with_node(session, _WITH_HEAD, adventure=adventure_id) if take_of is None else None
+        # the adventure and the node the turn goes below in one statement (held: the
+        # checks below find them): the head, or the parent of the turn told again (the
+        # take itself is only a place in the tree: its row is not read)
+        held = (
+            _with_node(session, _WITH_HEAD, adventure=adventure_id)
+            if take_of is None
+            else _with_node(session, _WITH_PARENT_OF, adventure=adventure_id, take=take_of)
+        )
         adventure = get_adventure(session, adventure_id)
         if writing:
             settling.recover(session, adventure)
         if take_of is None:
             below = tree.head(session, adventure)
-        else:  # the take itself is only a place in the tree: its snapshot is not read
-            taken = session.get(Node, take_of, options=[defer(Node.state), defer(Node.proposal)])
-            if taken is None or taken.adventure_id != adventure_id:
-                taken = get_turn(session, adventure, take_of)  # the usual "no such turn"
-            below = tree.parent_for_take(session, taken)
+        elif held is not None:
+            below = held[1]
+        else:  # no such turn here, or the opening: refused in the usual words
+            below = tree.parent_for_take(session, get_turn(session, adventure, take_of))
         model = tk.model_settings(adventure_id, session)  # this adventure's connection
         context = load(session, adventure, below, kind, text, model.mode == "chat")
         return TurnStart(model, context, take_of)
@@ -676,9 +681,9 @@ def give_up(
         return turn_result(adventure, node, state_engine.changes_of(node), prepared)
 
 
-# The adventure and one node in one statement: its head (step 2 (load)), or the parent the
-# new turn goes below (step 6 (commit)) or the pending turn (step 7 (later)), whose snapshot,
-# plot and rules were read already.
+# The adventure and one node in one statement: its head, or the parent of the turn a take
+# tells again (step 2 (load)); or the parent the new turn goes below (step 6 (commit)) or
+# the pending turn (step 7 (later)), whose snapshot, plot and rules were read already.
 # Built once: a turn runs each, and making them cost more than running them.
 _SAME_ADVENTURE = (
     Adventure.id == bindparam("adventure"),
@@ -686,6 +691,14 @@ _SAME_ADVENTURE = (
 )
 _WITH_HEAD = (
     select(Adventure, Node).join(Node, Node.id == Adventure.head_node_id).where(*_SAME_ADVENTURE)
+)
+_TAKEN = Node.__table__.alias("taken")
+_WITH_PARENT_OF = (
+    select(Adventure, Node)
+    .select_from(Adventure)
+    .join(_TAKEN, _TAKEN.c.id == bindparam("take"))
+    .join(Node, Node.id == _TAKEN.c.parent_id)
+    .where(*_SAME_ADVENTURE, _TAKEN.c.adventure_id == bindparam("adventure"))
 )
 _WITH_NODE = (
     select(Adventure, Node)

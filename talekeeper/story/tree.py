@@ -251,14 +251,20 @@ def find_node(session: Session, adventure: Adventure, node_id: int) -> Node | No
 
 def parent_for_take(session: Session, node: Node) -> Node:
     """Where a new take of `node` is written: below the same parent (retry, edits)."""
-    if node.parent_id is None:
+    parent = session.get(Node, take_parent_id(node.parent_id))
+    assert parent is not None
+    return parent
+
+
+def take_parent_id(parent_id: int | None) -> int:
+    """The parent a new take of a turn whose parent is `parent_id` is written below; the
+    opening (no parent) has no takes."""
+    if parent_id is None:
         raise TreeError(
             "The opening is not an answer to an action, so it has no takes. "
             "Retry or edit a later turn instead."
         )
-    parent = session.get(Node, node.parent_id)
-    assert parent is not None
-    return parent
+    return parent_id
 
 
 def can_undo(node: Node) -> bool:
