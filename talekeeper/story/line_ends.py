@@ -42,6 +42,15 @@ def ends(
     (a correction written over) is none. A take being read, saved or named always does."""
     family = families(Sibling(c.id, c.action_kind, c.action_text, c.take_of) for c in children)
     goes_on = {family[c.id] for c in children if c.child_count}
+    members: dict[int, set[int]] = {}
+    for c in children:
+        members.setdefault(family[c.id], set()).add(c.id)
+    # the one take of each family that ends a line when none goes on: worked out once a
+    # family, not once a take (a turn retried often has many)
+    shown = {
+        root: next((r for r in (head, active) if r in same), max(same))
+        for root, same in members.items()
+    }
     out = set()
     for c in children:
         if c.child_count:
@@ -50,11 +59,8 @@ def ends(
             out.add(c.id)
         elif c.action_kind in STEPS and c.id != active:
             continue  # undone, and something else was written in its place
-        elif family[c.id] not in goes_on:
-            same = [k.id for k in children if family[k.id] == family[c.id]]
-            rep = next((r for r in (head, active) if r in same), max(same))
-            if c.id == rep:
-                out.add(c.id)
+        elif family[c.id] not in goes_on and c.id == shown[family[c.id]]:
+            out.add(c.id)
     return out
 
 
