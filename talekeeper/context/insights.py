@@ -230,13 +230,17 @@ def previous_from(record: dict[str, Any] | None) -> PreviousPrompt:
     )
 
 
-_sent: OrderedDict[tuple[str, int], str] = OrderedDict()  # (database, node id) → prompt
+_sent: OrderedDict[tuple[str, int], str | None] = OrderedDict()  # (database, node id) → prompt
 SENT_KEPT = 32
 
 
 def _remember_sent(session: Session, node_id: int, request: GenerationRequest) -> None:
     """Keep the last prompts sent, so the next turn's share needs no rebuild."""
-    _sent[(str(session.get_bind().url), node_id)] = flat_prompt(request)
+    _keep_sent((str(session.get_bind().url), node_id), flat_prompt(request))
+
+
+def _keep_sent(key: tuple[str, int], prompt: str | None) -> None:
+    _sent[key] = prompt
     while len(_sent) > SENT_KEPT:
         _sent.popitem(last=False)
 
@@ -244,14 +248,17 @@ def _remember_sent(session: Session, node_id: int, request: GenerationRequest) -
 def sent_prompt(session: Session, node: Node) -> str | None:
     """The prompt that wrote `node`, flat (None: that turn has no Insights, e.g. the
     opening): kept from when it was sent, or rebuilt from the stored Insights (after a
-    restart)."""
-    previous = _sent.get((str(session.get_bind().url), node.id))
-    if previous is None:
-        try:
-            assembly, record = load(session, node)
-        except InsightsMissing:
-            return None
+    restart) and kept then — every retry of the turn after `node` asks for it again."""
+    key = (str(session.get_bind().url), node.id)
+    if key in _sent:
+        return _sent.get(key)
+    try:
+        assembly, record = load(session, node)
+    except InsightsMissing:
+        previous = None
+    else:
         previous = flat_prompt(rebuild_request(assembly, record))
+    _keep_sent(key, previous)
     return previous
 
 
