@@ -42,7 +42,7 @@ from talekeeper.service import samplers as sampler_choice
 from talekeeper.service.connection_in_force import generation_settings
 from talekeeper.service.roles import NARRATOR, STATE_PASS, Role, role_for_turn
 from talekeeper.state import Document, Rules
-from talekeeper.store import owner, setting_rows
+from talekeeper.store import owner
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story.actions import format_action
 from talekeeper.story.paths import keyed_path
@@ -248,10 +248,11 @@ def load(
     session: Session, adventure: Adventure, head: Node, kind: str, text: str, chat: bool = False
 ) -> ContextStart:
     """Read what the prompts for an action below `head` need, in the caller's session:
-    the rules and state there, who answers, the story, settings and memories."""
+    the rules and state there, who answers, the story, settings and memories. The caller
+    reads the settings rows first, the connection's among them, in one statement
+    (`setting_rows.prefetch` of `turn_setting_keys`): else each is a statement."""
     from talekeeper.service import state_engine
 
-    setting_rows.prefetch(session, turn_setting_keys(adventure.id))  # one read, not one a key
     settings = context_settings(session)
     if not bank.bank_on(adventure.plot):  # this adventure's memory bank is off: none is sent
         settings = settings.model_copy(update={"memory_top_k": 0, "embedding_model": None})

@@ -67,7 +67,15 @@ from talekeeper.memory.worker import worker_for
 from talekeeper.service import guards, roles, settling, state_engine, state_updates
 from talekeeper.service.adventures import get_turn, node_view
 from talekeeper.service.app import Talekeeper
-from talekeeper.service.context import Call, ContextStart, PreparedContext, build, load, prompt_text
+from talekeeper.service.context import (
+    Call,
+    ContextStart,
+    PreparedContext,
+    build,
+    load,
+    prompt_text,
+    turn_setting_keys,
+)
 from talekeeper.service.locks import AdventureBusy
 from talekeeper.service.turn_events import (
     Accepted,
@@ -83,7 +91,7 @@ from talekeeper.service.turn_events import (
 )
 from talekeeper.service.unit_of_work import check_owner, get_adventure
 from talekeeper.state import Document, Extraction, Rules, VisibleStream, extract_reply
-from talekeeper.store import owner
+from talekeeper.store import owner, setting_rows
 from talekeeper.store.models import Adventure, Node
 from talekeeper.story import tree
 from talekeeper.story.actions import normalise_action
@@ -309,6 +317,8 @@ def load_turn(
             below = held[1]
         else:  # no such turn here, or the opening: refused in the usual words
             below = tree.parent_for_take(session, get_turn(session, adventure, take_of))
+        # every settings row the turn reads, the connection's among them, in one statement
+        setting_rows.prefetch(session, turn_setting_keys(adventure_id))
         model = tk.model_settings(adventure_id, session)  # this adventure's connection
         context = load(session, adventure, below, kind, text, model.mode == "chat")
         return TurnStart(model, context, take_of)
