@@ -237,7 +237,8 @@ class _Checker:
         check = getattr(self, f"_{record.t}")
         check(record, where)
         if record.t != "end":
-            self.digest.update(raw + b"\n")
+            self.digest.update(raw)
+            self.digest.update(b"\n")
             self.records += 1
         return record
 
@@ -614,6 +615,7 @@ class _Writer:
 
     def _node(self, record: Any, raw: bytes) -> None:
         nodes = self.nodes
+        plain = b"NaN" not in raw and b"Infinity" not in raw
         row = {
             "id": nodes[record.id],
             "adventure_id": self.aid,
@@ -625,10 +627,10 @@ class _Writer:
             "narration": record.narration,
             "reasoning": record.reasoning,
             # Compressed now, as the column stores them: a batch holds bytes, not documents.
-            "state_z": _snapshot(record.state, raw),
+            "state_z": _snapshot(record.state, plain),
             "proposal_z": _snapshot(
                 remap_proposal(record.proposal, lambda n: nodes[n] if isinstance(n, int) else n),
-                raw,
+                plain,
             ),
             "branch_name": record.branch_name,
             "take_of": nodes[record.take_of] if record.take_of else None,
@@ -700,14 +702,15 @@ _ADD_TEXT = insert(ContextText.__table__)
 _SNAPSHOT = CompressedJSON()
 
 
-def _snapshot(value: Any, line: bytes) -> bytes | None:
+def _snapshot(value: Any, plain: bool) -> bytes | None:
     """A snapshot as `CompressedJSON` stores it (any JSON text reads back the same), written
     by orjson: most of an import's time was the standard library writing snapshots. orjson
-    writes NaN and Infinity as null and refuses integers past 64 bits, so a line holding
-    either (only an edited file can) goes the standard library's way."""
+    writes NaN and Infinity as null and refuses integers past 64 bits, so a snapshot from a
+    line holding either (only an edited file can; `plain` when its line holds neither word)
+    goes the standard library's way."""
     if value is None:
         return None
-    if b"NaN" not in line and b"Infinity" not in line:
+    if plain:
         try:
             return zlib.compress(orjson.dumps(value, option=orjson.OPT_SORT_KEYS), 6)
         except orjson.JSONEncodeError:

@@ -12,6 +12,7 @@ reported in words. A valid document comes back identical, with no repairs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -64,7 +65,12 @@ class _Defaults:
 Memo = dict[str, tuple[Any, Any]]
 """Per section, the last raw value checked and what it became: `normalise` over a run of
 documents that share most sections (the snapshots of consecutive turns) checks a section
-again only when it differs from the one before."""
+again only when it differs from the one before. Under `_CLEAN`, the rules and sections of
+the last document that needed no repair: a check across sections (keys, references, the
+rules' declarations) runs again only when one of the sections it reads, or the rules, differ
+from that document's, since the same check of the same sections found nothing then."""
+
+_CLEAN = "(clean)"
 
 
 def normalise(
@@ -110,14 +116,27 @@ def normalise(
         if memo is not None:
             memo[name] = (raw[name], sections[name])
     doc = Document(**sections)
-    _check_keys(doc, defaults, repairs)
-    _check_references(doc, defaults, repairs)
+    clean = memo.get(_CLEAN) if memo is not None else None
+
+    def changed(*names: str) -> bool:
+        return (
+            clean is None
+            or clean[0] is not rules
+            or any(sections[name] is not clean[1].get(name) for name in names)
+        )
+
+    if changed("entities", "threads", "facts", "relationships", "moments"):
+        _check_keys(doc, defaults, repairs)
+    if changed("entities", "possessions", "scene"):
+        _check_references(doc, defaults, repairs)
     if len(doc.recent_events) > RECENT_EVENTS_WINDOW:
         dropped = len(doc.recent_events) - RECENT_EVENTS_WINDOW
         doc.recent_events = doc.recent_events[-RECENT_EVENTS_WINDOW:]
         repairs.append(f"recent_events: kept the newest {RECENT_EVENTS_WINDOW}, dropped {dropped}")
     if rules is not None:
-        _check_declarations(doc, rules, repairs)
+        _check_declarations(doc, rules, repairs, changed)
+    if memo is not None and not repairs:
+        memo[_CLEAN] = (rules, sections)
     return doc, repairs
 
 
@@ -162,15 +181,22 @@ def _check_references(doc: Document, defaults: Document, repairs: list[str]) -> 
         scene.present = [p for p in scene.present if p in known]
 
 
-def _check_declarations(doc: Document, rules: Rules, repairs: list[str]) -> None:
-    for name, flag in rules.flags.items():
-        if name not in doc.flags:
-            doc.flags[name] = flag.initial
-            repairs.append(f"flags.{name}: missing; set to its initial {flag.initial}")
-    for mid in rules.milestones:
-        if mid not in doc.milestones:
-            doc.milestones[mid] = None
-            repairs.append(f"milestones.{mid}: missing; set as not reached")
+def _check_declarations(
+    doc: Document, rules: Rules, repairs: list[str], changed: Callable[[str], bool]
+) -> None:
+    """Each section the rules declare entries in, where `changed` says it may need it."""
+    if changed("flags"):
+        for name, flag in rules.flags.items():
+            if name not in doc.flags:
+                doc.flags[name] = flag.initial
+                repairs.append(f"flags.{name}: missing; set to its initial {flag.initial}")
+    if changed("milestones"):
+        for mid in rules.milestones:
+            if mid not in doc.milestones:
+                doc.milestones[mid] = None
+                repairs.append(f"milestones.{mid}: missing; set as not reached")
+    if not changed("stats"):
+        return
     blocks = [
         ("world", rules.stats.world, doc.stats.world),
         ("player", rules.stats.player, doc.stats.player),

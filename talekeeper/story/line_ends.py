@@ -17,6 +17,7 @@ a turn or a line deleted. A bundle import or the migration works all of it out a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import groupby
 from typing import Any
 
 from sqlalchemy import bindparam, event, exists, select, text, update
@@ -151,31 +152,35 @@ def _refresh(session: Session, adventure: Adventure, parents: list[int]) -> None
 
 def recount(session: Session, adventure: Adventure) -> None:
     """Work out every node's children and every line end of `adventure` at once (a bundle
-    import writes its nodes without them)."""
+    import writes its nodes without them). The children are read a family at a time, in
+    order of their parent, so memory holds one family and the line ends, not the tree."""
     session.flush()
     session.execute(_COUNT, {"adventure": adventure.id})
-    rows = session.execute(
-        select(*_CHILD, Node.active_child_id).where(Node.adventure_id == adventure.id)
-    ).all()
     saved = set(
         session.scalars(select(SavePoint.node_id).where(SavePoint.adventure_id == adventure.id))
     )
-    active = {r.id: r.active_child_id for r in rows}
-    by_parent: dict[int | None, list[Any]] = {}
-    for r in rows:
-        by_parent.setdefault(r.parent_id, []).append(r)
-    line: set[int] = set()
-    for parent, children in by_parent.items():
+    rows = session.execute(
+        _FAMILIES, {"adventure": adventure.id}, execution_options={"yield_per": 1000}
+    )
+    line: list[int] = []
+    for parent, family in groupby(rows, key=lambda r: r.parent_id):
+        children = list(family)
         if parent is None:
-            line.update(c.id for c in children if not c.child_count)  # a story of its opening
+            line.extend(c.id for c in children if not c.child_count)  # a story of its opening
         else:
-            line.update(ends(children, active.get(parent), adventure.head_node_id, saved))
-    ordered = sorted(line)
-    for i in range(0, len(ordered), 500):
-        chunk = ordered[i : i + 500]
+            line.extend(ends(children, children[0].active, adventure.head_node_id, saved))
+    line.sort()
+    for i in range(0, len(line), 500):
+        chunk = line[i : i + 500]
         session.execute(update(Node).where(Node.id.in_(chunk)).values(line_end=True))
 
 
+_FAMILIES = (  # `recount`'s: every node with its parent's active child, family by family
+    select(*(_n[c.key] for c in _CHILD), _parent.c.active_child_id.label("active"))
+    .select_from(Node.__table__.outerjoin(_parent, _parent.c.id == _n.parent_id))
+    .where(_n.adventure_id == bindparam("adventure"))
+    .order_by(_n.parent_id, _n.id)
+)
 _COUNT = text(
     "UPDATE nodes SET child_count = (SELECT count(*) FROM nodes AS c "
     "WHERE c.adventure_id = nodes.adventure_id AND c.parent_id = nodes.id) "

@@ -419,6 +419,27 @@ def damaged_documents(draw):
 
 
 @SETTINGS
+@given(
+    st.lists(
+        st.tuples(damaged_documents() | st.just(PLAYED_JSON), st.booleans()), min_size=1, max_size=6
+    )
+)
+def test_normalise_through_a_memo_finds_what_each_document_alone_would(run):
+    """A bundle import checks a story's snapshots through one memo (sections, and checks
+    across sections, unchanged since the last clean document are not checked again) and
+    stops at the first that needs a repair: up to there each finds what it would alone."""
+    memo: dict = {}
+    for stored, with_rules in run:
+        rules = RULES if with_rules else None
+        alone, expected = normalise(copy.deepcopy(stored), rules)
+        doc, repairs = normalise(copy.deepcopy(stored), rules, memo)
+        assert repairs == expected
+        assert doc.to_json() == alone.to_json()
+        if repairs:
+            break
+
+
+@SETTINGS
 @given(damaged_documents() | json_values, st.booleans())
 def test_normalise_repairs_anything_into_a_stable_document(stored, with_rules):
     rules = RULES if with_rules else None
