@@ -12,7 +12,7 @@ reported in words. A valid document comes back identical, with no repairs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Set
 from functools import cache
 from typing import Any
 
@@ -117,24 +117,20 @@ def normalise(
             memo[name] = (raw[name], sections[name])
     doc = Document(**sections)
     clean = memo.get(_CLEAN) if memo is not None else None
-
-    def changed(*names: str) -> bool:
-        return (
-            clean is None
-            or clean[0] is not rules
-            or any(sections[name] is not clean[1].get(name) for name in names)
-        )
-
-    if changed("entities", "threads", "facts", "relationships", "moments"):
+    if clean is None or clean[0] is not rules:
+        differ = set(SECTIONS)
+    else:
+        differ = {name for name in SECTIONS if sections[name] is not clean[1][name]}
+    if not differ.isdisjoint(("entities", "threads", "facts", "relationships", "moments")):
         _check_keys(doc, defaults, repairs)
-    if changed("entities", "possessions", "scene"):
+    if not differ.isdisjoint(("entities", "possessions", "scene")):
         _check_references(doc, defaults, repairs)
     if len(doc.recent_events) > RECENT_EVENTS_WINDOW:
         dropped = len(doc.recent_events) - RECENT_EVENTS_WINDOW
         doc.recent_events = doc.recent_events[-RECENT_EVENTS_WINDOW:]
         repairs.append(f"recent_events: kept the newest {RECENT_EVENTS_WINDOW}, dropped {dropped}")
     if rules is not None:
-        _check_declarations(doc, rules, repairs, changed)
+        _check_declarations(doc, rules, repairs, differ)
     if memo is not None and not repairs:
         memo[_CLEAN] = (rules, sections)
     return doc, repairs
@@ -181,21 +177,20 @@ def _check_references(doc: Document, defaults: Document, repairs: list[str]) -> 
         scene.present = [p for p in scene.present if p in known]
 
 
-def _check_declarations(
-    doc: Document, rules: Rules, repairs: list[str], changed: Callable[[str], bool]
-) -> None:
-    """Each section the rules declare entries in, where `changed` says it may need it."""
-    if changed("flags"):
+def _check_declarations(doc: Document, rules: Rules, repairs: list[str], differ: Set[str]) -> None:
+    """Each section the rules declare entries in, among those that `differ` from the last
+    clean document's (see `Memo`)."""
+    if "flags" in differ:
         for name, flag in rules.flags.items():
             if name not in doc.flags:
                 doc.flags[name] = flag.initial
                 repairs.append(f"flags.{name}: missing; set to its initial {flag.initial}")
-    if changed("milestones"):
+    if "milestones" in differ:
         for mid in rules.milestones:
             if mid not in doc.milestones:
                 doc.milestones[mid] = None
                 repairs.append(f"milestones.{mid}: missing; set as not reached")
-    if not changed("stats"):
+    if "stats" not in differ:
         return
     blocks = [
         ("world", rules.stats.world, doc.stats.world),
