@@ -10,7 +10,7 @@ import pytest
 
 from talekeeper.context.settings import ContextSettings, update_context_settings
 from talekeeper.llm.scripted import ScriptedProvider
-from talekeeper.memory import bank, lexical, prompts
+from talekeeper.memory import bank, due, lexical, prompts
 from talekeeper.memory.vectors import VectorIndex, pack, unpack
 from talekeeper.memory.worker import run_post_turn
 from talekeeper.service import adventures
@@ -133,15 +133,15 @@ def test_due_blocks_follow_the_schedule(tk: Talekeeper, story: int) -> None:
     with tk.db.session() as session:
         path = bank.path_ids(session, session.get(Adventure, story).head_node_id)
         assert [
-            (b.first_depth, b.depth) for b in bank.due_blocks(session, story, path[:13], settings)
+            (b.first_depth, b.depth) for b in due.due_blocks(session, story, path[:13], settings)
         ] == [(1, 6)]  # head at 12
-        assert bank.due_blocks(session, story, path[:12], settings) == []  # head at 11
+        assert due.due_blocks(session, story, path[:12], settings) == []  # head at 11
         assert [
-            (b.first_depth, b.depth) for b in bank.due_blocks(session, story, path, settings)
+            (b.first_depth, b.depth) for b in due.due_blocks(session, story, path, settings)
         ] == [(1, 6), (7, 12)]
-        bank.add_memory(session, story, bank.due_blocks(session, story, path, settings)[0], "m")
+        bank.add_memory(session, story, due.due_blocks(session, story, path, settings)[0], "m")
         assert [
-            (b.first_depth, b.depth) for b in bank.due_blocks(session, story, path, settings)
+            (b.first_depth, b.depth) for b in due.due_blocks(session, story, path, settings)
         ] == [(7, 12)]
         assert (
             bank.summary_due(path, bank.SummaryInForce("", -1, "plot components"), settings) == 15

@@ -43,6 +43,21 @@ MOST_COMPANION_STATEMENTS = 21
 NARRATION = "Rain needles across the harbour. Maren squints at you and says nothing."
 
 
+def block_memory(adventure_id: int, node_id: int, depth: int, text: str) -> Memory:
+    """The memory the bank writes of the 6 turns up to `depth`."""
+    return Memory(
+        adventure_id=adventure_id,
+        node_id=node_id,
+        first_depth=depth - 5,
+        depth=depth,
+        text=text,
+        source="auto",
+        pinned=False,
+        status="active",
+        uses=0,
+    )
+
+
 def grow(tk: Talekeeper, turns: int) -> int:
     """A story of `turns` turns written straight into the tree, with a memory every 6
     turns and a summary every 15, as the memory bank leaves them."""
@@ -59,19 +74,8 @@ def grow(tk: Talekeeper, turns: int) -> int:
                 ),
             )
             if depth % 6 == 0 and depth >= 12:
-                session.add(
-                    Memory(
-                        adventure_id=adventure.id,
-                        node_id=node.id,
-                        first_depth=depth - 5,
-                        depth=depth,
-                        text=f"Ada and Maren crossed the harbour; the brass key {depth}.",
-                        source="auto",
-                        pinned=False,
-                        status="active",
-                        uses=0,
-                    )
-                )
+                text = f"Ada and Maren crossed the harbour; the brass key {depth}."
+                session.add(block_memory(adventure.id, node.id, depth, text))
             if depth % 15 == 0:
                 session.add(
                     StorySummary(
@@ -149,16 +153,17 @@ def assert_few_statements(
     assert counts[90] == counts[270], counts
 
 
-def test_the_memory_banks_run_asks_only_about_the_blocks_past_its_parents(
+def test_the_memory_banks_run_asks_only_about_the_blocks_past_the_nearest_mark(
     tk: Talekeeper,
 ) -> None:
     """Each run after a turn looks for blocks with no memory; asking about every block on
-    the path made that O(story). A block found with a memory is not asked about again below
-    it, and a block that has none is still found."""
+    the path made that O(story). A run reads the mark the runs before it left on the path (in
+    the database: any process, after a restart, after an undo or on another line) and asks
+    only about its gaps and the ends past it; a block that has no memory is still found."""
     from talekeeper.context.settings import context_settings
-    from talekeeper.memory import bank
+    from talekeeper.memory import bank, due
     from talekeeper.store.models import Adventure, Node
-    from talekeeper.story.paths import keyed_path
+    from talekeeper.story import paths
 
     story = grow(tk, 270)
     asked: list[int] = []
@@ -167,14 +172,12 @@ def test_the_memory_banks_run_asks_only_about_the_blocks_past_its_parents(
         if "FROM memories" in statement:
             asked.append(len(parameters) - 2)  # less the adventure's id and the source: ends
 
-    def due() -> list[int]:
+    def found(head: int | None = None) -> list[int]:
         with tk.db.session() as session:
-            head = session.get(Adventure, story).head_node_id
-            path, key, parent_key = keyed_path(session, head)
+            head = head or session.get(Adventure, story).head_node_id
+            path = bank.path_ids(session, head)
             settings = context_settings(session)
-            return [
-                b.depth for b in bank.due_blocks(session, story, path, settings, key, parent_key)
-            ]
+            return [b.depth for b in due.due_blocks(session, story, path, settings)]
 
     def play_and_look(depth: int) -> list[int]:
         """One turn played, then the bank's run after it: the blocks it finds due."""
@@ -182,60 +185,51 @@ def test_the_memory_banks_run_asks_only_about_the_blocks_past_its_parents(
             adventure = session.get(Adventure, story)
             turn = tree.NewTurn("do", "on", f"Turn {depth}.")
             tree.append_child(session, adventure, tree.head(session, adventure), turn)
-        return due()
+        return found()
 
-    with tk.db.session() as session:  # the first block's memory (grow starts at turn 12)
-        first = session.get(
-            Node, keyed_path(session, session.get(Adventure, story).head_node_id)[0][6]
-        )
-        session.add(
-            Memory(
-                adventure_id=story,
-                node_id=first.id,
-                first_depth=1,
-                depth=6,
-                text="Ada set out.",
-                source="auto",
-                pinned=False,
-                status="active",
-                uses=0,
-            )
-        )
-    assert due() == []  # every block on the path has its memory: asked about all of them
+    def remember(end: int) -> None:
+        with tk.db.session() as session:
+            path = bank.path_ids(session, session.get(Adventure, story).head_node_id)
+            session.add(block_memory(story, path[end], end, f"Turns to {end}."))
+
+    remember(6)  # the first block's memory (grow starts at turn 12)
+    assert found() == []  # no mark yet: every block on the path asked about, once
     event.listen(tk.db.engine, "before_cursor_execute", on_execute)
     try:
-        found = []
         for depth in range(271, 283):  # turns played one by one, the bank running after each
-            found = play_and_look(depth)
-        assert found == [276]  # the block written while no memory was made for it
+            look = play_and_look(depth)
+        assert look == [276]  # the block written while no memory was made for it
         assert asked and max(asked) <= 1, asked
 
         # 276 never gets its memory (its summary keeps failing) while the blocks after it
         # do: each run asks about that one and the new end, never again from 276 on.
         asked.clear()
         for depth in range(283, 320):
-            found = play_and_look(depth)
-            with tk.db.session() as session:
-                path = keyed_path(session, session.get(Adventure, story).head_node_id)[0]
-                for end in found:
-                    if end != 276:
-                        session.add(
-                            Memory(
-                                adventure_id=story,
-                                node_id=path[end],
-                                first_depth=end - 5,
-                                depth=end,
-                                text=f"Turns to {end}.",
-                                source="auto",
-                                pinned=False,
-                                status="active",
-                                uses=0,
-                            )
-                        )
-            assert 276 in found
+            look = play_and_look(depth)
+            for end in look:
+                if end != 276:
+                    remember(end)
+            assert 276 in look
+        assert asked and max(asked) <= 2, asked
+
+        # A restart (nothing kept in the process), then an undo 100 turns back and a new
+        # line from there: still only a window of ends asked about.
+        paths._cache.clear()
+        asked.clear()
+        with tk.db.session() as session:
+            adventure = session.get(Adventure, story)
+            back = bank.path_ids(session, adventure.head_node_id)[219]
+            adventure.head_node_id = back
+        assert found(back) == []
+        for depth in range(220, 240):
+            look = play_and_look(depth)
+        assert look == [222, 228] and asked and max(asked) <= 8, asked
+        with tk.db.session() as session:  # a Save Point far down the first line
+            far = session.get(Node, bank.path_ids(session, back)[100]).id
+        asked.clear()
+        assert found(far) == [] and asked and max(asked) <= 8, asked
     finally:
         event.remove(tk.db.engine, "before_cursor_execute", on_execute)
-    assert asked and max(asked) <= 2, asked
 
 
 def test_a_companions_remark_costs_only_its_settling(

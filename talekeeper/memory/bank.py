@@ -16,15 +16,13 @@ Memories are written after a turn, in the background (see `worker.py`):
   fewest uses, longest unused, oldest) are marked forgotten — kept, not deleted.
 
 Nothing here decides *whether* the player may do something; it reads and writes rows.
-Which blocks are due is derived from the rows that exist, so a failed run is simply
-retried on the next turn.
+Which blocks are due is derived from the rows that exist (`due.py`), so a failed run is
+simply retried on the next turn.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +36,6 @@ from talekeeper.memory import lexical, recall
 from talekeeper.memory.vectors import VectorIndex, pack
 from talekeeper.store.db import serialize
 from talekeeper.store.models import Memory, Node, StorySummary, utcnow
-from talekeeper.story.paths import Key as PathKey
 from talekeeper.story.paths import full_path
 
 MEMORY_WRITES = 0x746B_6D  # `serialize` scope: the memory bank's writes per adventure
@@ -287,70 +284,6 @@ class Block:
     first_depth: int
     depth: int
     node_id: int
-
-
-# Per head (keyed like `story.paths`: a node's id and creation time): the last block end
-# asked about on its path and the ends up to it that had no memory then. A memory's row
-# lives as long as the node it belongs to, and that node is on the path of every head below
-# it, so an end found with a memory stays so for as long as the key names a node, whichever
-# process wrote it; a child's run then asks only about its parent's missing ends and the
-# ones past them. Checking every block end on the path made each run read O(story) ids
-# (1,665 at 10,000 turns), and so did a block whose memory never came (each later run asked
-# from there on).
-_settled: OrderedDict[PathKey, tuple[int, int, int, tuple[int, ...]]] = OrderedDict()
-_settled_lock = threading.Lock()
-SETTLED_KEPT = 64
-_m = Memory.__table__.c
-_HAVE = select(_m.node_id).where(  # built once: a turn's run asks it
-    _m.adventure_id == bindparam("adventure"),
-    _m.node_id.in_(bindparam("nodes", expanding=True)),
-    _m.source != HAND,  # the player's own: no summary of a block
-)
-
-
-def due_blocks(
-    session: Session,
-    adventure_id: int,
-    path: Sequence[int],
-    settings: ContextSettings,
-    key: PathKey | None = None,
-    parent_key: PathKey | None = None,
-) -> list[Block]:
-    """Blocks on the path that should have a memory and have none (of any status). With
-    `key` and `parent_key` (`story.paths.keyed_path`), blocks known to have one are not
-    asked about again."""
-    every = settings.memory_every
-    head_depth = len(path) - 1
-    ends = [
-        end
-        for end in range(every, head_depth - every + 1, every)
-        if end + every >= settings.memory_start
-    ]
-    if not ends:
-        return []
-    known, gaps = -1, ()
-    with _settled_lock:
-        for found in (
-            _settled.get(key) if key else None,
-            _settled.get(parent_key) if parent_key else None,
-        ):
-            if found is not None and found[:2] == (every, settings.memory_start):
-                if found[2] > known:
-                    known, gaps = found[2], found[3]
-    asked = [end for end in ends if end > known or end in gaps]
-    have = (
-        set(session.scalars(_HAVE, {"adventure": adventure_id, "nodes": [path[e] for e in asked]}))
-        if asked
-        else set()
-    )
-    missing = [end for end in asked if path[end] not in have]
-    if key is not None:
-        with _settled_lock:
-            _settled[key] = (every, settings.memory_start, max(known, ends[-1]), tuple(missing))
-            _settled.move_to_end(key)
-            while len(_settled) > SETTLED_KEPT:
-                _settled.popitem(last=False)
-    return [Block(end - every + 1, end, path[end]) for end in missing]
 
 
 def excerpt(

@@ -18,9 +18,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from talekeeper.context.settings import ContextSettings, context_settings
-from talekeeper.memory import bank, prompts
+from talekeeper.memory import bank, due, prompts
 from talekeeper.store.models import Adventure
-from talekeeper.story.paths import keyed_path
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -96,9 +95,8 @@ async def run_post_turn(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
             ):
                 return None
             plot = dict(adventure.plot or {})
-            path, key, parent_key = keyed_path(session, adventure.head_node_id)
-            blocks = bank.due_blocks(session, adventure_id, path, settings, key, parent_key)
-            blocks = blocks[:MAX_MEMORIES_PER_RUN]
+            path = bank.path_ids(session, adventure.head_node_id)
+            blocks = due.due_blocks(session, adventure_id, path, settings, MAX_MEMORIES_PER_RUN)
             excerpts = [bank.excerpt(session, path, b.first_depth, b.depth) for b in blocks]
             # whether the summary is due is read here too: most runs have nothing more to read
             current = bank.summary_at(

@@ -415,6 +415,26 @@ class StorySummary(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class MemoryMark(Base):
+    """What the memory bank's run found about the blocks up to a block end (`memory/bank.py`
+    `due_blocks`): on the path to `node_id`, under the schedule (`every`, `start`), the block
+    ends up to it that may lack a memory (`gaps`, ranges of ends); every other end has one.
+
+    A memory's row lives as long as its node and every node below it, so what a mark says
+    stays true for as long as its node exists, whichever process wrote the memories since:
+    the run reads the nearest mark on its path and asks only about its gaps and the ends
+    past it."""
+
+    __tablename__ = "memory_marks"
+
+    node_id: Mapped[int] = mapped_column(
+        ForeignKey("nodes.id", ondelete="CASCADE"), primary_key=True
+    )
+    every: Mapped[int] = mapped_column(Integer)
+    start: Mapped[int] = mapped_column(Integer)
+    gaps: Mapped[str] = mapped_column(Text, default="")  # "lo-hi,lo-hi": ends, inclusive
+
+
 class MemoryStatus(Base):
     """The memory bank's last background run per adventure: failures are kept visible."""
 
