@@ -29,10 +29,12 @@ from talekeeper.story import tree
 MOST_STATEMENTS = 13
 # A new take of the last turn: the retry reads the turn it tells again (one statement),
 # step 2 reads the adventure with the parent the take goes below (one), then a turn's reads;
-# its commit also relinks the redo chain (a take forks the line: story/chains) and settles
-# the takes' line ends, which a played turn does not. It was 27 when the retry read the
-# adventure, the turn and its parent apart and step 2 the adventure, the take and its parent.
-MOST_RETRY_STATEMENTS = 22
+# its commit also relinks the redo chain (a take forks the line: story/chains, five), reads
+# the head it leaves and writes the takes' line ends (one statement both ways), which a
+# played turn does not. It was 27 when the retry read the adventure, the turn and its parent
+# apart, step 2 the adventure, the take and its parent, and each way of line end was written
+# apart.
+MOST_RETRY_STATEMENTS = 21
 # A turn with a companion's remark, up to its `settled`: the remark is built from the turn's
 # start (no read of its own), and written after `done` by step 7 (later)'s one short
 # transaction — the pending turn, its narration, its call in Insights. It was 24 when that

@@ -119,10 +119,10 @@ _CHILDREN = (
         _n.parent_id.in_(bindparam("parents", expanding=True)),
     )
 )
-_FLIP = (
+_FLIP = (  # both ways in one statement: a retry or a take step ends one line and not another
     update(Node.__table__)
     .where(_n.id.in_(bindparam("ids", expanding=True)))
-    .values(line_end=bindparam("value"))
+    .values(line_end=_n.id.in_(bindparam("ends", expanding=True)))
 )
 
 
@@ -135,19 +135,18 @@ def _refresh(session: Session, adventure: Adventure, parents: list[int]) -> None
     by_parent: dict[int, list[Any]] = {}
     for r in rows:
         by_parent.setdefault(r.parent_id, []).append(r)
-    flip: dict[bool, list[int]] = {True: [], False: []}
+    flip: dict[int, bool] = {}  # id → whether it ends a line now, where that changed
     for parent, children in by_parent.items():
         line = ends(children, actives.get(parent), adventure.head_node_id, saved)
-        for c in children:
-            if bool(c.line_end) != (c.id in line):
-                flip[c.id in line].append(c.id)
-    for value, ids in flip.items():
-        if ids:
-            session.execute(_FLIP, {"ids": ids, "value": value})
-            for node_id in ids:  # and on the nodes this session holds
-                held = session.identity_map.get(identity_key(Node, node_id))
-                if held is not None:
-                    set_committed_value(held, "line_end", value)
+        flip.update((c.id, c.id in line) for c in children if bool(c.line_end) != (c.id in line))
+    if not flip:
+        return
+    now_ends = [node_id for node_id, value in flip.items() if value]
+    session.execute(_FLIP, {"ids": list(flip), "ends": now_ends})
+    for node_id, value in flip.items():  # and on the nodes this session holds
+        held = session.identity_map.get(identity_key(Node, node_id))
+        if held is not None:
+            set_committed_value(held, "line_end", value)
 
 
 def recount(session: Session, adventure: Adventure) -> None:
