@@ -11,8 +11,10 @@
    the top 5, the default K, averaged), MRR, and time per query.
 2. Top-K speed: packed float32 vectors for 10,000 memories (384 and 768 dimensions), the
    time to unpack them into an index (cold) and to rank a query (warm); BM25 top-5 at the
-   default capacity (80) and at 10,000, from the index kept between turns (as a turn
-   uses it) and with the index built per query (as it was before it was kept).
+   default capacity (80) and at 10,000, from the index kept between turns with the path's
+   memories given as a set (summed per query), from the index with the path's pool kept
+   (`recall.Pool`, as a turn uses it: the query reads its words' postings, never the pool),
+   and with the index built per query (as it was before it was kept).
 
 Numbers are ratios and medians from one run on this machine; nothing here is asserted.
 """
@@ -163,12 +165,16 @@ def topk_table(n: int = 10_000, k: int = 5) -> list[dict]:
             kept.put(i, doc)
         build = time.perf_counter() - start
         on_path = set(range(size))
-        kept_times, fresh_times = [], []
+        kept_times, pool_times, fresh_times = [], [], []
         for _ in range(30):
             start = time.perf_counter()
             scores = kept.scores(query, on_path)
             sorted(scores.items(), key=lambda p: -p[1])[:k]
             kept_times.append(time.perf_counter() - start)
+            start = time.perf_counter()  # the pool's size and length kept, as recall does
+            scores = kept.scores_in(query, on_path, kept.total)
+            sorted(scores.items(), key=lambda p: -p[1])[:k]
+            pool_times.append(time.perf_counter() - start)
         for _ in range(5 if size > 1000 else 30):
             start = time.perf_counter()
             lexical.rank(query, docs)
@@ -177,6 +183,9 @@ def topk_table(n: int = 10_000, k: int = 5) -> list[dict]:
             {
                 "what": f"BM25 top-{k} over {size:,} memories",
                 "kept index: query ms, median": round(1000 * statistics.median(kept_times), 2),
+                "kept index and path pool: query ms, median": round(
+                    1000 * statistics.median(pool_times), 2
+                ),
                 "kept index: built once, ms": round(1000 * build, 1),
                 "index built per query: ms, median": round(
                     1000 * statistics.median(fresh_times), 2

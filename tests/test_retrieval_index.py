@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from talekeeper.memory import bank, lexical, recall
 from talekeeper.service import adventures, unit_of_work
 from talekeeper.service.app import Talekeeper
-from talekeeper.store.models import Memory, Node
+from talekeeper.store.models import Adventure, Memory, Node
 from talekeeper.story import paths, tree
 
 WORDS = ["boat", "maren", "lantern", "key", "chapel", "bell", "storm", "tobin", "ferry", "stone"]
@@ -113,3 +113,85 @@ def test_the_kept_index_follows_new_edited_and_forgotten_memories(tmp_path) -> N
     recall._cache.clear()
     with tk.db.session() as session:
         assert [c.id for c, _ in bank.lexical_on_path(session, aid, path, "storm")[0]] == [first.id]
+
+
+looks = st.lists(
+    st.one_of(
+        st.tuples(st.just("grow"), st.integers(0, 99), st.integers(1, 8), texts),
+        st.tuples(st.just("remember"), st.integers(0, 99), st.booleans(), texts),
+        st.tuples(
+            st.just("edit"),
+            st.integers(0, 99),
+            st.sampled_from(["active", "forgotten", "pin", "unpin"]),
+            texts,
+        ),
+        st.tuples(st.just("look"), st.integers(0, 99), st.booleans(), texts),
+    ),
+    max_size=30,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(looks)
+def test_the_kept_pools_rank_as_every_memory_on_the_path_read_afresh(tk: Talekeeper, steps) -> None:
+    """Retrieval counts the memories on a path as rows and heads change (recall.Pool)
+    instead of looking at every active memory each turn: what it finds, with what score,
+    is what BM25 over the path's active memories read afresh finds."""
+    with tk.db.session() as session:
+        adventure = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"})
+        aid, nodes, memories = adventure.id, [tree.head(session, adventure).id], []
+    for kind, pick, flag, text in steps:
+        with tk.db.session() as session:
+            near = nodes[-1 - pick % min(3, len(nodes))]  # (half the time, one of the newest)
+            node = session.get(Node, near if pick < 50 else nodes[pick % len(nodes)])
+            if kind == "grow":
+                adventure = session.get(Adventure, aid)
+                for n in range(flag):
+                    node = tree.append_child(
+                        session, adventure, node, tree.NewTurn("do", text, f"{n}.")
+                    )
+                    nodes.append(node.id)
+            elif kind == "remember":
+                row = Memory(
+                    adventure_id=aid,
+                    node_id=node.id,
+                    first_depth=node.depth,
+                    depth=node.depth,
+                    text=text,
+                    source="auto",
+                    pinned=flag,
+                    status="active",
+                    uses=0,
+                )
+                session.add(row)
+                session.flush()
+                memories.append(row.id)
+            elif kind == "edit" and memories:
+                chosen = update(Memory).where(Memory.id == memories[pick % len(memories)])
+                if flag in ("pin", "unpin"):  # the same words: only what it is changes
+                    session.execute(chosen.values(pinned=flag == "pin"))
+                else:
+                    session.execute(chosen.values(status=flag, text=text))
+            elif kind == "look":
+                path = paths.full_path(session, node.id)
+                if flag:  # (a step from the parent's kept pool, as a turn makes)
+                    bank.lexical_on_path(session, aid, path[:-1], text)
+                found, considered = bank.lexical_on_path(session, aid, path, text)
+                rows = [
+                    m
+                    for m in session.scalars(
+                        select(Memory).where(Memory.adventure_id == aid, Memory.status == "active")
+                    )
+                    if m.depth < len(path) and path[m.depth] == m.node_id
+                ]
+                fresh = lexical.Index()
+                for m in rows:
+                    fresh.put(m.id, m.text)
+                scores = fresh.scores(text)
+                expected = {m.id: scores.get(m.id, 0.0) for m in rows if m.pinned or m.id in scores}
+                assert considered == len(rows)
+                assert {c.id for c, _ in found} == set(expected)
+                assert all(math.isclose(s, expected[c.id]) for c, s in found)
+                assert {c.id for c, _ in found if c.pinned} == {m.id for m in rows if m.pinned}

@@ -57,6 +57,7 @@ class Index:
         self.lengths: dict[int, int] = {}
         self.terms: dict[int, Counter[str]] = {}
         self.postings: dict[str, dict[int, int]] = {}
+        self.total = 0  # the lengths summed, kept as documents come and go
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -65,6 +66,7 @@ class Index:
         self.remove(doc_id)
         words = Counter(tokens(text))
         self.lengths[doc_id] = sum(words.values())
+        self.total += self.lengths[doc_id]
         self.terms[doc_id] = words
         for word, tf in words.items():
             self.postings.setdefault(word, {})[doc_id] = tf
@@ -73,7 +75,7 @@ class Index:
         words = self.terms.pop(doc_id, None)
         if words is None:
             return
-        del self.lengths[doc_id]
+        self.total -= self.lengths.pop(doc_id)
         for word in words:
             posting = self.postings[word]
             del posting[doc_id]
@@ -83,15 +85,22 @@ class Index:
     def scores(self, query: str, among: Collection[int] | None = None) -> dict[int, float]:
         """BM25 score of every document in `among` (all when None) that shares a word with
         the query; the others score 0 and are left out."""
-        pool: Collection[int] = self.lengths if among is None else among
-        if not isinstance(pool, set | frozenset | dict):
-            pool = set(pool)
-        n_docs = len(pool)
-        if not n_docs:
+        if among is None:
+            return self.scores_in(query, None, self.total)
+        pool = among if isinstance(among, set | frozenset | dict) else set(among)
+        return self.scores_in(query, pool, sum(self.lengths[i] for i in pool))
+
+    def scores_in(
+        self, query: str, pool: set[int] | frozenset[int] | dict[int, object] | None, total: int
+    ) -> dict[int, float]:
+        """`scores` over `pool` (None: every document) whose lengths sum to `total`: a caller
+        that keeps the pool and its total as its documents change (`recall.Pool`) pays for
+        the postings the query reads, never for the pool."""
+        count = len(self.lengths) if pool is None else len(pool)
+        if not count:
             return {}
         lengths = self.lengths
-        total = sum(lengths[i] for i in pool) if among is not None else sum(lengths.values())
-        average = max(total / n_docs, 1e-9)
+        average = max(total / count, 1e-9)
         result: dict[int, float] = {}
         for word, repeats in Counter(tokens(query)).items():
             posting = self.postings.get(word)
@@ -99,12 +108,12 @@ class Index:
                 continue
             hits = (
                 posting.items()
-                if among is None
+                if pool is None
                 else [(i, tf) for i, tf in posting.items() if i in pool]
             )
             if not hits:
                 continue
-            idf = math.log(1.0 + (n_docs - len(hits) + 0.5) / (len(hits) + 0.5))
+            idf = math.log(1.0 + (count - len(hits) + 0.5) / (len(hits) + 0.5))
             for doc_id, tf in hits:
                 norm = tf + K1 * (1.0 - B + B * lengths[doc_id] / average)
                 result[doc_id] = result.get(doc_id, 0.0) + repeats * idf * tf * (K1 + 1.0) / norm

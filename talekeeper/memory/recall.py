@@ -6,6 +6,13 @@ is brought up to date from the rows changed since it was last read (`updated_at`
 margin for transactions that committed late); a row count that does not add up (a row
 deleted, one missed) rebuilds it from scratch. The database stays the only truth: a fresh
 process simply reads everything once.
+
+A query may return only the memories on the path to the head, and BM25 weighs its words by
+those (`lexical`): the memories on each of the last few paths, with their length in words,
+are kept too (`Pool`), changed with the rows, and a child's made from its parent's, so a
+turn no longer looks at every active memory to find the ones on its path (nor sums their
+lengths): only a head elsewhere does, once. Scoring then reads the postings of the query's
+words and nothing else.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from talekeeper.store.models import Memory
 
 MARGIN = timedelta(seconds=30)
 CACHED_ADVENTURES = 16
+POOLS_KEPT = 8  # paths whose pools are kept per adventure: the last heads
 
 
 @dataclass
@@ -37,16 +45,77 @@ class Row:
 
 
 @dataclass
+class Pool:
+    """The active memories on one path and their length in words, kept as rows change
+    (BM25 weighs a word by the memories a query may return, `lexical`)."""
+
+    path: Sequence[int]
+    ids: set[int] = field(default_factory=set)
+    total: int = 0
+
+    def holds(self, row: Row) -> bool:
+        return row.depth < len(self.path) and self.path[row.depth] == row.node_id
+
+
+@dataclass
 class Kept:
     index: lexical.Index = field(default_factory=lexical.Index)
     active: dict[int, Row] = field(default_factory=dict)
     stamps: dict[int, datetime] = field(default_factory=dict)  # every row read, any status
     newest: datetime | None = None
+    pinned: set[int] = field(default_factory=set)  # active and pinned
+    at_node: dict[int, set[int]] = field(default_factory=dict)  # active ids by node
+    pools: OrderedDict[int, Pool] = field(default_factory=OrderedDict)  # by the path's end
 
-    def on_path(self, path: Sequence[int]) -> list[Row]:
-        """Active memories whose node is on `path` (index i: the node at depth i)."""
-        depth = len(path)
-        return [r for r in self.active.values() if r.depth < depth and path[r.depth] == r.node_id]
+    def pool(self, path: Sequence[int]) -> Pool:
+        """The active memories on `path`: kept for the last few heads, a child's
+        made from its parent's (a turn), only a jump elsewhere (undo, another line, a Save
+        Point, a fresh process) counts every active memory, once."""
+        path = path if isinstance(path, tuple) else tuple(path)
+        found = self.pools.get(path[-1])
+        if found is None or (found.path is not path and found.path != path):
+            parent = self.pools.get(path[-2]) if len(path) > 1 else None
+            if parent is not None and parent.path == path[:-1]:
+                here = self.at_node.get(path[-1], set())
+                found = Pool(path, parent.ids | here)
+                found.total = parent.total + sum(self.index.lengths[i] for i in here)
+            else:
+                found = Pool(path)
+                for row in self.active.values():
+                    if found.holds(row):
+                        found.ids.add(row.id)
+                        found.total += self.index.lengths[row.id]
+            self.pools[path[-1]] = found
+            while len(self.pools) > POOLS_KEPT:
+                self.pools.popitem(last=False)
+        self.pools.move_to_end(path[-1])
+        return found
+
+    def add(self, row: Row) -> None:
+        self.active[row.id] = row
+        self.index.put(row.id, row.text)
+        self.at_node.setdefault(row.node_id, set()).add(row.id)
+        if row.pinned:
+            self.pinned.add(row.id)
+        self._count(row, 1)
+
+    def drop(self, memory_id: int) -> None:
+        row = self.active.pop(memory_id, None)
+        if row is None:
+            return
+        self._count(row, -1)
+        self.index.remove(memory_id)
+        self.at_node[row.node_id].discard(memory_id)
+        self.pinned.discard(memory_id)
+
+    def _count(self, row: Row, sign: int) -> None:
+        for pool in self.pools.values():
+            if pool.holds(row):
+                if sign > 0:
+                    pool.ids.add(row.id)
+                else:
+                    pool.ids.discard(row.id)
+                pool.total += sign * self.index.lengths[row.id]
 
 
 _cache: OrderedDict[tuple[str, int], Kept] = OrderedDict()
@@ -70,11 +139,15 @@ def ranked_on_path(
     `query`, best first; and how many memories on the path were considered."""
     with _reading:
         kept = memories(session, adventure_id)
-        rows = kept.on_path(path)
-        scores = kept.index.scores(query, {r.id for r in rows})
-    found = [(r, scores.get(r.id, 0.0)) for r in rows if r.pinned or r.id in scores]
-    found.sort(key=lambda p: (-p[1], -p[0].depth))
-    return found, len(rows)
+        if not path:
+            return [], 0
+        pool = kept.pool(path)
+        rows = kept.active
+        scores = kept.index.scores_in(query, pool.ids, pool.total)
+        pinned = kept.pinned & pool.ids
+    found = [(rows[i], scores.get(i, 0.0)) for i in {*scores, *pinned}]
+    found.sort(key=lambda p: (-p[1], -p[0].depth, p[0].id))
+    return found, len(pool.ids)
 
 
 # Built once (every turn runs one): the adventure's memory count and newest change, with
@@ -128,11 +201,15 @@ def _apply(kept: Kept, rows) -> None:  # type: ignore[no-untyped-def]
         if r.id in kept.stamps and kept.stamps[r.id] == r.updated_at:
             continue  # read before and not written since (the margin reads rows again)
         kept.stamps[r.id] = r.updated_at
+        row = Row(r.id, r.node_id, r.depth, r.first_depth, r.text, bool(r.pinned))
+        old = kept.active.get(r.id)
+        if r.status == "active" and old is not None and old.text == r.text:
+            kept.active[r.id] = row  # used, pinned or unpinned: its words and place stay
+            if row.pinned:
+                kept.pinned.add(r.id)
+            else:
+                kept.pinned.discard(r.id)
+            continue
+        kept.drop(r.id)
         if r.status == "active":
-            old = kept.active.get(r.id)
-            kept.active[r.id] = Row(r.id, r.node_id, r.depth, r.first_depth, r.text, bool(r.pinned))
-            if old is None or old.text != r.text:
-                kept.index.put(r.id, r.text)
-        elif r.id in kept.active:
-            del kept.active[r.id]
-            kept.index.remove(r.id)
+            kept.add(row)
