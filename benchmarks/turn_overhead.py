@@ -25,6 +25,9 @@
 4. Prints what reading a turn's narration costs on its own (the reader, the change reader
    and the contradiction guard, `state_engine.read_into`; part of every turn above), for a
    plain narration and for one that tells changes and clashes. Target: ≤ 2 ms.
+5. Prints what the memory bank's run spends finding the blocks due a memory (`memory/due`)
+   at the head, after an undo, on another line and at a Save Point, measured before the
+   turns above (and the story's first run, with no marks yet), and the 10,000 / 100 ratio.
 
 `--profile` also runs a few turns on the largest story under cProfile in-process (the
 same pipeline without HTTP) and prints where the time goes.
@@ -45,6 +48,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -59,7 +63,7 @@ from talekeeper.service import (
     unit_of_work,
 )
 from talekeeper.service.app import Talekeeper  # noqa: E402
-from talekeeper.store.models import Memory, StorySummary, utcnow  # noqa: E402
+from talekeeper.store.models import Memory, Node, StorySummary, utcnow  # noqa: E402
 from talekeeper.story import tree  # noqa: E402
 
 SPAWN = multiprocessing.get_context("spawn")  # the same way on every platform
@@ -284,6 +288,49 @@ TOLD = (
 )
 
 
+def bank_after_jumps(tk: Talekeeper, aid: int, rounds: int = 20) -> dict[str, float]:
+    """What the memory bank's run spends finding the blocks due a memory (`memory/due.py`,
+    in-process, the path given), per head: at the head (after a turn, or a restart: nothing
+    of it is kept in the process), after an undo of 50 turns, on a line played 12 turns from
+    there, at a Save Point half way down. The story's first run, with no marks yet (a
+    database from before them: every end asked about once), apart. Run before the story is
+    played, while it has no marks."""
+    from talekeeper.context.settings import context_settings
+    from talekeeper.memory import bank, due
+
+    with tk.db.session() as session:
+        adventure = unit_of_work.get_adventure(session, aid)
+        settings, head = context_settings(session), adventure.head_node_id
+        path = bank.path_ids(session, head)
+        node = session.get(Node, path[-51])
+        for n in range(12):
+            node = tree.append_child(
+                session, adventure, node, tree.NewTurn("do", f"elsewhere {n}", NARRATION)
+            )
+        adventure.head_node_id = head
+        heads = {
+            "first run, no marks": path,
+            "head, after a turn or a restart": path,
+            "undo 50 turns": path[:-50],
+            "another line": bank.path_ids(session, node.id),
+            "save point half way": path[: len(path) // 2],
+        }
+
+    def run(found: Sequence[int]) -> float:
+        with tk.db.session() as session:
+            t0 = time.perf_counter()
+            due.due_blocks(session, aid, found, settings, 4)
+            return time.perf_counter() - t0
+
+    out = {}
+    for label, found in heads.items():
+        times = (
+            [run(found)] if label == "first run, no marks" else [run(found) for _ in range(rounds)]
+        )
+        out[f"{label}: ms"] = round(statistics.median(times) * 1000, 3)
+    return out
+
+
 def reading_cost(tk: Talekeeper, aid: int, rounds: int = 200) -> dict[str, float]:
     """What reading a turn's narration costs on its own (state_engine.read_into: the
     reader, the change reader with the validator for what it tells, and the guard), per
@@ -328,6 +375,7 @@ def main() -> None:
             f"built {', '.join(f'{s:,}' for s in sizes)}-turn stories in {time.perf_counter() - start:.1f} s",
             flush=True,
         )
+        jumps = {size: bank_after_jumps(tk, aids[size]) for size in sizes}
         bank = worker_for(tk)  # made here, so this thread and the server share it
         with Served(tk) as base:
             times, banked, cpu = play(base, aids, args.turns, bank)
@@ -360,6 +408,16 @@ def main() -> None:
                 )
             )
         print(json.dumps({"narration reading per turn": reading_cost(tk, aids[small])}))
+        for size in sizes:
+            print(json.dumps({"story turns": size, "blocks due, found after": jumps[size]}))
+        print(
+            json.dumps(
+                {
+                    "ratio": f"blocks due found, {large:,} / {small:,}",
+                    "value": {k: round(jumps[large][k] / jumps[small][k], 2) for k in jumps[small]},
+                }
+            )
+        )
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         if args.profile:
             print(profile(tk, aids[large]))
