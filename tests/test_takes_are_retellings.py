@@ -71,6 +71,25 @@ def test_turns_written_before_takes_were_recorded_group_by_action(
     assert len(lines(client, aid)) == 2
 
 
+def test_deleting_a_take_another_retold_leaves_that_one_retelling_the_first(
+    tk: Talekeeper, client: TestClient, adventure_id: int, scripted: ScriptedProvider
+) -> None:
+    aid = adventure_id
+    first = play(client, aid, scripted, "Locked.", "open the door")["turn"]["id"]
+    scripted.queue("Still locked.")
+    client.post(f"/api/adventures/{aid}/retry")
+    second = story(client, aid)["head_id"]
+    scripted.queue("Locked fast.")
+    client.post(f"/api/adventures/{aid}/retry")
+    third = story(client, aid)["head_id"]
+    with tk.db.session() as session:
+        assert session.get(Node, third).take_of == second
+    assert client.delete(f"/api/adventures/{aid}/turns/{second}").status_code == 200
+    with tk.db.session() as session:
+        assert session.get(Node, third).take_of == first
+    assert last_takes(client, aid)["count"] == 2
+
+
 SIBLINGS = st.lists(
     st.tuples(
         st.sampled_from(["do", "say", "correction"]), st.sampled_from(["a", "b"]), st.integers(0, 8)

@@ -639,8 +639,13 @@ def delete_turn(session: Session, adventure: Adventure, node: Node) -> Node:
     follows = parent.active_child_id == node.id
     if node.branch_name and not remaining:  # the line ends one turn sooner, with its name
         parent.branch_name = node.branch_name
-    # a take that retold this one retells what this one retold
-    session.execute(update(Node).where(Node.take_of == node.id).values(take_of=node.take_of))
+    # a take that retold this one retells what this one retold (a take is a sibling: looked
+    # up among them by index, not through every turn of every story)
+    session.execute(
+        update(Node)
+        .where(Node.parent_id == node.parent_id, Node.take_of == node.id)
+        .values(take_of=node.take_of)
+    )
     reading = adventure.head_node_id == node.id
     if reading:
         tree.move_head(adventure, session.get(Node, stay) if stay is not None else parent)
