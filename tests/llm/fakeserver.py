@@ -8,7 +8,9 @@ to the `/v1/models` entries (vLLM's `max_model_len`). Each test says what the mo
 "answers" with `FakeReply`s (queued in order, or computed from the request), and every
 request is recorded for assertions. A reply can also misbehave like real servers do:
 drop the connection mid-stream, stall, omit `[DONE]`, answer an HTTP error, or wait on
-a `threading.Event` so a test can hold a generation in flight.
+a `threading.Event` so a test can hold a generation in flight, or keep the stream
+open after `[DONE]`. `connections` counts the TCP connections accepted, so a test can
+see whether the client reused one.
 
     with FakeOpenAIServer(["You open the door."]) as server:
         provider = OpenAIProvider(server.url, "fake-model")
@@ -48,6 +50,7 @@ class FakeReply:
     cut_after_chunks: int | None = None  # drop the connection after N text chunks
     delay: float = 0.0  # seconds before each text chunk
     gate: threading.Event | None = None  # wait for it after the first text chunk
+    linger: float = 0.0  # seconds the body stays open after `[DONE]`, a ": ping" each 0.05 s
     usage: tuple[int, int] | None = (10, 5)  # (prompt_tokens, completion_tokens)
     status: int = 200
     error: str | None = None  # message of the error body when status >= 400
@@ -74,6 +77,7 @@ class _State:
     model_fields: dict[str, Any] = field(default_factory=dict)
     requests: list[RecordedRequest] = field(default_factory=list)
     record: bool = True
+    connections: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -136,6 +140,12 @@ class FakeOpenAIServer:
         return [r for r in self.requests if r.method == "POST" and r.path.endswith("completions")]
 
     @property
+    def connections(self) -> int:
+        """TCP connections accepted so far (a client that keeps its connection alive
+        makes one for many requests)."""
+        return self._state.connections
+
+    @property
     def port(self) -> int:
         assert self._httpd is not None, "server not started"
         return int(self._httpd.server_address[1])
@@ -179,10 +189,24 @@ class FakeOpenAIServer:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # As llama.cpp's server, Ollama and uvicorn do: with Nagle's algorithm a kept-alive
+    # connection's next answer can wait ~40 ms for the client's delayed ACK.
+    disable_nagle_algorithm = True
     state: _State
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
         pass
+
+    def setup(self) -> None:  # once per accepted connection
+        with self.state.lock:
+            self.state.connections += 1
+        super().setup()
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except ConnectionResetError:
+            pass  # the client closed a kept-alive connection while it waited for a request
 
     # --- plumbing --------------------------------------------------------------------
 
@@ -338,6 +362,10 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             if reply.send_done:
                 self._event("[DONE]")
+            lingered = time.monotonic() + reply.linger
+            while time.monotonic() < lingered:  # a proxy that keeps the stream alive
+                self._chunk(": ping\n\n")
+                time.sleep(0.05)
             self._chunk("")  # zero-length chunk: the body is complete
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client went away; nothing to clean up
