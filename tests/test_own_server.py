@@ -39,6 +39,24 @@ def test_environment_endpoint_carries_the_turn(
         assert "> You wave." in sent["messages"][-1]["content"]
 
 
+def test_turns_keep_one_connection_to_the_server(isolated_home, monkeypatch) -> None:
+    with FakeOpenAIServer(lambda request: "Maren nods at you.") as server:
+        monkeypatch.setenv("TALEKEEPER_ENDPOINT", server.url)
+        monkeypatch.setenv("TALEKEEPER_MODEL", "fake-model")
+        tk = Talekeeper(isolated_home)
+        with TestClient(create_app(tk), base_url="http://127.0.0.1:8000") as client:
+            aid = client.post("/api/adventures", json={"scenario_id": "greywater-lantern"}).json()[
+                "id"
+            ]
+            for _ in range(4):
+                done = client.post(
+                    f"/api/adventures/{aid}/turns", json={"kind": "do", "text": "wave"}
+                )
+                assert done.status_code == 200, done.text
+        assert len(server.generation_requests) == 4
+        assert server.connections == 1  # one a turn before the stream was read to its end
+
+
 def test_a_server_that_is_down_gets_a_clear_message_and_nothing_is_written(
     isolated_home, monkeypatch
 ) -> None:

@@ -3,7 +3,13 @@
 `HTTPProvider` owns the httpx client (always behind `PolicyTransport`), resolves which
 model to use, runs "test connection", and translates every httpx error into the
 `talekeeper.llm.errors` tree at this boundary. A concrete provider says only how to
-list models, what to POST for a request, and how to read the streamed answer.
+list models, what to POST for a request, and how to read the streamed answer's lines.
+
+The client keeps its connection to the server alive between calls (a turn, the memory
+bank's, the state pass: no new TCP connection or TLS handshake each time). httpx pools a
+connection only once its response has been read to the end, so after the answer's end
+marker the rest of the body is read too (`read_rest`, bounded); a stream stopped, cut,
+timed out or unreadable before that is closed, never reused half-read.
 """
 
 from __future__ import annotations
@@ -45,6 +51,11 @@ _START_HINT = (
     "`llama-server -m MODEL.gguf`), or correct the address in the model settings."
 )
 _UNKNOWN_MODEL_WORDS = ("not found", "does not exist", "not exist", "unknown", "no such", "pull")
+# How long, and how much further, a body is read after the answer's end marker so that its
+# connection can be reused: a server ends the body at once, and one that keeps the stream
+# open (or keeps sending) past that is not waited for: its connection is closed instead.
+REST_SECONDS = 0.25
+REST_BYTES = 64 * 1024
 
 
 def error_message(response: httpx.Response) -> str:
@@ -79,6 +90,21 @@ def message_from_body(body: Any) -> str:
 def looks_like_unknown_model(message: str) -> bool:
     lowered = message.lower()
     return "model" in lowered and any(word in lowered for word in _UNKNOWN_MODEL_WORDS)
+
+
+async def read_rest(response: httpx.Response, lines: AsyncIterator[str]) -> None:
+    """Read `lines`, the rest of `response` after the answer's end marker, to the body's end,
+    so httpx hands the connection back to its pool; give up after `REST_SECONDS` or
+    `REST_BYTES` (the connection is then closed with the response, as a half-read one must
+    be). The answer is already whole: nothing here can fail it."""
+    most = response.num_bytes_downloaded + REST_BYTES
+    try:
+        async with asyncio.timeout(REST_SECONDS):
+            async for _line in lines:
+                if response.num_bytes_downloaded > most:
+                    return
+    except (TimeoutError, httpx.HTTPError):
+        return
 
 
 def translate_transport_error(
@@ -210,9 +236,10 @@ class HTTPProvider(Provider):
 
     @abstractmethod
     def _events(
-        self, response: httpx.Response, request: GenerationRequest
+        self, lines: AsyncIterator[str], request: GenerationRequest
     ) -> AsyncIterator[StreamEvent]:
-        """Read the streamed body; the last event is "done". Raise `StreamInterrupted`."""
+        """Read the streamed body's lines up to the answer's end marker and no further (the
+        base reads the rest); the last event is "done". Raise `StreamInterrupted`."""
 
     # --- shared machinery ------------------------------------------------------------
 
@@ -426,7 +453,10 @@ class HTTPProvider(Provider):
                     await response.aread()
                     raise await self._status_error(response, model)
                 started = True
-                async for event in self._events(response, request):
+                lines = response.aiter_lines()
+                async for event in self._events(lines, request):
+                    if event.kind == "done":  # before it: a reader may stop at "done"
+                        await read_rest(response, lines)
                     yield event
         except httpx.HTTPError as exc:
             raise translate_transport_error(exc, self.endpoint, started, self.read_timeout) from exc

@@ -12,8 +12,6 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
-
 from talekeeper.llm import backends, window
 from talekeeper.llm.backends import Backend
 from talekeeper.llm.base import GenerationRequest, StreamEvent, Usage
@@ -89,11 +87,11 @@ class OllamaProvider(HTTPProvider):
         return f"{self.endpoint}/api/generate", body
 
     async def _events(
-        self, response: httpx.Response, request: GenerationRequest
+        self, lines: AsyncIterator[str], request: GenerationRequest
     ) -> AsyncIterator[StreamEvent]:
         splitter = ThinkSplitter()
         final: dict[str, Any] | None = None
-        async for line in response.aiter_lines():
+        async for line in lines:
             if not line.strip():
                 continue
             try:

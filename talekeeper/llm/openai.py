@@ -14,8 +14,6 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
-
 from talekeeper.llm import backends, window
 from talekeeper.llm.backends import NUMBERS, Backend
 from talekeeper.llm.base import GenerationRequest, StreamEvent, Usage
@@ -216,13 +214,13 @@ class OpenAIProvider(HTTPProvider):
         return f"{self.endpoint}/completions", body
 
     async def _events(
-        self, response: httpx.Response, request: GenerationRequest
+        self, lines: AsyncIterator[str], request: GenerationRequest
     ) -> AsyncIterator[StreamEvent]:
         splitter = ThinkSplitter()
         finish: str | None = None
         usage: Usage | None = None
         saw_done = False
-        async for data in sse_data(response.aiter_lines()):
+        async for data in sse_data(lines):
             if data.strip() == "[DONE]":
                 saw_done = True
                 break
