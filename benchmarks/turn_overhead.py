@@ -21,7 +21,8 @@
    nothing here, so this is the engine's overhead on the player's path), the CPU time the
    server's process spent on it, the bank's run after each, and the back-to-back time;
    and the ratios of the largest size to the smallest, and the load average (the machine
-   is shared). Targets: ≤ 20 ms at 100 turns; 10,000 / 100 ≤ 1.2. Nothing is asserted.
+   is shared); last, the calls the fake model answered and the TCP connections it took
+   (kept alive between calls: as many as ran at once, not one a call). Targets: ≤ 20 ms at 100 turns; 10,000 / 100 ≤ 1.2. Nothing is asserted.
 4. Prints what reading a turn's narration costs on its own (the reader, the change reader
    and the contradiction guard, `state_engine.read_into`; part of every turn above), for a
    plain narration and for one that tells changes and clashes. Target: ≤ 2 ms.
@@ -140,9 +141,17 @@ def _fake_model(pipe) -> None:  # noqa: ANN001
     from tests.llm.fakeserver import FakeOpenAIServer, FakeReply
 
     reply = FakeReply(NARRATION, chunk_size=4096, usage=None)
-    with FakeOpenAIServer(lambda request: reply, record=False) as fake:
+    calls = 0
+
+    def answer(request: object) -> FakeReply:
+        nonlocal calls
+        calls += 1
+        return reply
+
+    with FakeOpenAIServer(answer, record=False) as fake:
         pipe.send(fake.url)
         pipe.recv()
+        pipe.send({"model calls": calls, "TCP connections to the model": fake.connections})
 
 
 class FakeModel:
@@ -157,6 +166,7 @@ class FakeModel:
 
     def __exit__(self, *exc: object) -> None:
         self.pipe.send(None)
+        self.served = self.pipe.recv()  # the calls it answered, the connections it accepted
         self.process.join(timeout=10)
 
 
@@ -364,7 +374,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    with FakeModel() as fake_url:
+    model = FakeModel()
+    with model as fake_url:
         os.environ["TALEKEEPER_ENDPOINT"] = fake_url
         os.environ["TALEKEEPER_MODEL"] = "fake-model"
         home = Path(tempfile.mkdtemp(prefix="tk-overhead-"))
@@ -421,6 +432,7 @@ def main() -> None:
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         if args.profile:
             print(profile(tk, aids[large]))
+    print(json.dumps(model.served))
 
 
 if __name__ == "__main__":
