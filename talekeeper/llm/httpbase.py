@@ -6,10 +6,11 @@ model to use, runs "test connection", and translates every httpx error into the
 list models, what to POST for a request, and how to read the streamed answer's lines.
 
 The client keeps its connection to the server alive between calls (a turn, the memory
-bank's, the state pass: no new TCP connection or TLS handshake each time). httpx pools a
-connection only once its response has been read to the end, so after the answer's end
-marker the rest of the body is read too (`read_rest`, bounded); a stream stopped, cut,
-timed out or unreadable before that is closed, never reused half-read.
+bank's, the state pass: no new TCP connection or TLS handshake each time; httpx drops one
+idle for 5 s, as servers do). httpx pools a connection only once its response has been
+read to the end, so after the answer's end marker the rest of the body is read too
+(`read_rest`, bounded); a stream stopped, cut, timed out or unreadable before that is
+closed, never reused half-read.
 """
 
 from __future__ import annotations
