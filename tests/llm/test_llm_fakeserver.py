@@ -1,8 +1,6 @@
 """OpenAIProvider streaming over real HTTP from the fake server on loopback."""
 
-import shutil
 import ssl
-import subprocess
 import threading
 
 import httpx
@@ -161,19 +159,10 @@ def test_one_client_serves_several_turns(fake_openai_server):
     assert run(go()) == ["One.", "Two."]
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
-def test_tls_certificates_are_always_verified(tmp_path):
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server_context.load_cert_chain(cert, key)
-    with FakeOpenAIServer(["Hello."], ssl_context=server_context) as server:
+def test_tls_certificates_are_always_verified(loopback_certificate):
+    with FakeOpenAIServer(["Hello."], ssl_context=loopback_certificate.server_context) as server:
         # Control: the server itself works for a client that trusts its certificate.
-        trusting = ssl.create_default_context(cafile=str(cert))
+        trusting = ssl.create_default_context(cafile=str(loopback_certificate.path))
         assert httpx.get(f"{server.url}/models", verify=trusting).status_code == 200
         # talekeeper does not trust a self-signed certificate, and offers no way around it.
         with pytest.raises(ServerUnavailable, match="certificate"):

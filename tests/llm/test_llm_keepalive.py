@@ -5,6 +5,7 @@ accepts), and over stubbed HTTP for what a real server cannot be made to do on c
 """
 
 import asyncio
+import ssl
 import threading
 import time
 
@@ -38,6 +39,15 @@ def test_turns_share_one_connection(fake_openai_server):
     fake_openai_server.queue("One.", "Two.", "Three.")
     assert play(fake_openai_server, 3) == ["One.", "Two.", "Three."]
     assert fake_openai_server.connections == 1  # it was one a turn
+
+
+def test_turns_over_https_share_one_tls_connection(loopback_certificate):
+    trusting = ssl.create_default_context(cafile=str(loopback_certificate.path))
+    replies = ["One.", "Two.", "Three."]
+    with FakeOpenAIServer(replies, ssl_context=loopback_certificate.server_context) as server:
+        transport = httpx.AsyncHTTPTransport(verify=trusting)
+        assert play(server, 3, transport=transport) == ["One.", "Two.", "Three."]
+        assert server.connections == 1  # one handshake, not one a turn
 
 
 def test_a_stream_kept_open_after_done_does_not_hold_the_turn(fake_openai_server):
