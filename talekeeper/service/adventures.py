@@ -37,7 +37,6 @@ from talekeeper.views.story import (
     StoryTurn,
     TakePosition,
     Turn,
-    Voice,
 )
 
 if TYPE_CHECKING:
@@ -552,15 +551,6 @@ def story_for_page(
             story, keys = story_page(session, adventure, before=before)
             return PageAnswer(story=story, keys=keys)
         return page_answer(session, adventure, shown)
-
-
-def play_view(tk: Talekeeper, adventure_id: int) -> tuple[PageAnswer, list[Voice]]:
-    """The story's first paint and the cast the player can Talk to (the play page)."""
-    with reading(tk, adventure_id) as (session, adventure):
-        voices = [
-            Voice(id=m.id, name=m.name) for m in state_engine.rules_of(adventure).cast.values()
-        ]
-        return page_answer(session, adventure, None), voices
 
 
 def summaries(tk: Talekeeper) -> list[AdventureSummary]:

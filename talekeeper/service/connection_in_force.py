@@ -198,16 +198,19 @@ def effective_model_settings(
     flag_overrides: dict[str, Any] | None = None,
     adventure_id: int | None = None,
     keys: KeyBox | None = None,
+    chosen: Resolved | None = None,
 ) -> ModelSettings:
     """The model settings in force: the connection chosen for the adventure (or by default),
     overridden by the environment, overridden by flags. The API key is filled in only with
-    `keys` (what talks to the model); anything shown leaves it out."""
-    setting_rows.prefetch(session, {"model", *setting_keys(adventure_id)})
+    `keys` (what talks to the model); anything shown leaves it out. `chosen`: the connection
+    the caller already resolved for `adventure_id` with the same `keys`, not resolved again."""
+    setting_rows.prefetch(session, in_force_keys(adventure_id))
     flags = {k: v for k, v in (flag_overrides or {}).items() if v is not None}
     operator = {**env_model_overrides(), **flags}
-    chosen = (
-        resolve(session, adventure_id, keys) if not CONNECTION_FIELDS & operator.keys() else None
-    )
+    if CONNECTION_FIELDS & operator.keys():
+        chosen = None  # the operator fixed the connection for this run
+    elif chosen is None:
+        chosen = resolve(session, adventure_id, keys)
     values = (
         dict(chosen.values)
         if chosen is not None and chosen.values is not None
@@ -224,6 +227,11 @@ def effective_model_settings(
         return ModelSettings(
             **operator, allow_remote=operator_allows_remote(), allowed_hosts=allowed_hosts(session)
         )
+
+
+def in_force_keys(adventure_id: int | None) -> set[str]:
+    """The settings rows `effective_model_settings` reads (for a unit of work's prefetch)."""
+    return {"model", *setting_keys(adventure_id)}
 
 
 def seal_plain_key(session: Session, keys: KeyBox) -> None:

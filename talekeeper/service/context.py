@@ -238,10 +238,14 @@ class ContextStart:
 
 def turn_setting_keys(adventure_id: int) -> set[str]:
     """The settings keys a turn reads (its own and, with accounts on, the player's)."""
-    keys = {CONTEXT_KEY, "generation", "model", sampler_choice.adventure_key(adventure_id)}
-    keys |= {owner.setting_key(CONTEXT_KEY), owner.setting_key("generation")}
-    keys |= connection_in_force.setting_keys(adventure_id)
-    return keys | {owner.setting_key(sampler_choice.PRESETS_KEY)}
+    keys = {
+        CONTEXT_KEY,
+        "generation",
+        owner.setting_key(CONTEXT_KEY),
+        owner.setting_key("generation"),
+    }
+    keys |= connection_in_force.in_force_keys(adventure_id)
+    return keys | sampler_choice.choice_keys(adventure_id)
 
 
 def load(

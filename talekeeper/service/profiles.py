@@ -322,17 +322,25 @@ def connection_view(tk: Talekeeper, adventure_id: int | None = None) -> Connecti
     """Which connection narrates (this adventure's, or by default), in words, and every
     connection that could."""
     with tk.db.session() as session:
-        chosen = resolve(session, adventure_id, None)
-        settings = effective_model_settings(session, tk.model_overrides, adventure_id)
-        found = choices(session)
-    return ConnectionView(
+        return connection_in(session, tk, adventure_id)[0]
+
+
+def connection_in(
+    session: Session, tk: Talekeeper, adventure_id: int | None
+) -> tuple[ConnectionView, ModelSettings]:
+    """`connection_view` in the caller's session, with the settings it describes (as pages
+    show them: no key), the connection resolved once for both."""
+    chosen = resolve(session, adventure_id, None)
+    settings = effective_model_settings(session, tk.model_overrides, adventure_id, chosen=chosen)
+    view = ConnectionView(
         use=chosen.use,
         chosen_by=chosen.chosen_by,
         name=chosen.name,
         model=tk.model_description(settings),
         sent_to=sent_to(settings),
-        choices=found,
+        choices=choices(session),
     )
+    return view, settings
 
 
 def _profile_settings(tk: Talekeeper, profile_id: int) -> tuple[ModelSettings, int | None]:

@@ -185,6 +185,19 @@ def adventure_choice(session: Session, adventure_id: int) -> dict[str, Any]:
     return {"preset": choice.get("preset"), "values": dict(choice.get("values") or {})}
 
 
+def choice_keys(adventure_id: int) -> set[str]:
+    """The settings rows an adventure's choice and the player's presets are read from (for
+    a unit of work's prefetch)."""
+    return {adventure_key(adventure_id), owner.setting_key(PRESETS_KEY)}
+
+
+def preset_of(session: Session, adventure_id: int) -> tuple[str | None, list[str]]:
+    """The preset this adventure follows, and the names of the player's own presets (the
+    play page's choice; the starters are `STARTERS`)."""
+    own = [name for name in presets(session) if name not in STARTERS]
+    return adventure_choice(session, adventure_id)["preset"], own
+
+
 def set_adventure_choice(
     session: Session, adventure_id: int, preset: str | None, values: dict[str, Any]
 ) -> dict[str, Any]:

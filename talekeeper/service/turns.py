@@ -736,15 +736,19 @@ async def build_context(
     return await build_prompt(provider, start, mode)
 
 
-async def warm_next_turn(tk: Talekeeper, adventure_id: int) -> None:
+async def warm_next_turn(
+    tk: Talekeeper, adventure_id: int, settings: ModelSettings | None = None
+) -> None:
     """Read the next turn's prompt into the embedded model's cache ahead of time.
 
     The prompt for any action shares everything but its last lines with a Continue, so
     evaluating that (one token, discarded) means the player's turn starts warm — the first
     turn after a restart would otherwise wait for the whole prompt to be read (~25 s on two
-    cores). Only for the embedded model: a server of the player's own is left alone.
+    cores). Only for the embedded model: a server of the player's own is left alone, with
+    nothing read for it when the caller passes the `settings` in force it already read.
     """
-    provider = tk.provider(tk.shown_settings(adventure_id))  # (the embedded model has no key)
+    shown = settings or tk.shown_settings(adventure_id)  # (the embedded model has no key)
+    provider = tk.provider(shown)
     if not provider.runs_here or tk.locks.is_busy(adventure_id):
         return
     task = asyncio.current_task()

@@ -16,6 +16,7 @@ from talekeeper.service import adventures, corrections, scenarios, tree_ops
 from talekeeper.service import plot as plot_service
 from talekeeper.service.adventures import AdventureTitleInvalid, Shown
 from talekeeper.service.app import Talekeeper
+from talekeeper.service.play_page import play_page
 from talekeeper.service.search import search_story
 from talekeeper.service.turns import warm_next_turn
 from talekeeper.state.creation import CreationError
@@ -179,16 +180,16 @@ def play(
     tk: Talekeeper = Depends(get_tk),
 ) -> HTMLResponse:
     """The story; `?panel=state|lines|save-points` opens that side panel."""
-    answer, voices = adventures.play_view(tk, adventure_id)  # voices: whom the player can Talk to
-    background.add_task(warm_next_turn, tk, adventure_id)  # while the player reads and types
+    page = play_page(tk, adventure_id)
+    # while the player reads and types; with the settings the page read (none read again)
+    background.add_task(warm_next_turn, tk, adventure_id, page.note.settings)
     return render(
         request,
         "play.html",
-        **turns.drawn(answer),
-        model=tk.model_description(),
-        **pages_connections.note_context(tk, adventure_id),
+        **turns.drawn(page.answer),
+        **pages_connections.note_context(adventure_id, page.note),
         panel=panel if panel in PANELS else None,
-        voices=voices,
+        voices=page.voices,
     )
 
 

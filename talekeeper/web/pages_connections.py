@@ -16,9 +16,10 @@ from pydantic import ValidationError
 from talekeeper.errors import TalekeeperError
 from talekeeper.llm import services
 from talekeeper.llm.errors import LLMError
-from talekeeper.service import hosted, profiles
+from talekeeper.service import hosted, play_page, profiles
 from talekeeper.service import samplers as sampler_choice
 from talekeeper.service.app import Talekeeper
+from talekeeper.service.play_page import Note
 from talekeeper.views.settings import ModelListView, ProfileView, service_views
 from talekeeper.web import flash
 from talekeeper.web.deps import get_tk
@@ -184,21 +185,25 @@ def revoke_host(host: str, tk: Talekeeper = Depends(get_tk)) -> Response:
     )
 
 
-def note_context(tk: Talekeeper, adventure_id: int) -> dict[str, Any]:
+def note_context(adventure_id: int, note: Note) -> dict[str, Any]:
     """What the play page's model line shows: the connection and the sampler preset."""
-    view = sampler_choice.of_adventure(tk, adventure_id)
+    starter = sampler_choice.STARTERS.get(note.preset or "")
     return {
         "adventure_id": adventure_id,
-        "connection": profiles.connection_view(tk, adventure_id),
+        "connection": note.connection,
         "presets": {
             **{n: s["description"] for n, s in sampler_choice.starter_views().items()},
-            **{n: "one of yours" for n in view.presets.root if n not in sampler_choice.STARTERS},
+            **{n: "one of yours" for n in note.own_presets},
         },
-        "preset": view.samplers.preset,
-        "preset_about": starter.description
-        if (starter := sampler_choice.STARTERS.get(view.samplers.preset or ""))
-        else "",
+        "preset": note.preset,
+        "preset_about": starter.description if starter else "",
     }
+
+
+def _note_response(request: Request, tk: Talekeeper, adventure_id: int, error: str | None):
+    """The model line alone, answered after a switch (with why, if refused)."""
+    context = note_context(adventure_id, play_page.note(tk, adventure_id))
+    return render(request, "_connection_note.html", switch_error=error, **context)
 
 
 @router.post("/adventures/{adventure_id}/samplers/preset", response_class=HTMLResponse)
@@ -212,9 +217,7 @@ async def preset_for_adventure(
         error = None
     except TalekeeperError as exc:
         error = str(exc)
-    return render(
-        request, "_connection_note.html", switch_error=error, **note_context(tk, adventure_id)
-    )
+    return _note_response(request, tk, adventure_id, error)
 
 
 @router.post("/adventures/{adventure_id}/connection", response_class=HTMLResponse)
@@ -228,6 +231,4 @@ async def switch_for_adventure(
         error = None
     except TalekeeperError as exc:
         error = str(exc)
-    return render(
-        request, "_connection_note.html", switch_error=error, **note_context(tk, adventure_id)
-    )
+    return _note_response(request, tk, adventure_id, error)
