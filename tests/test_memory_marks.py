@@ -4,6 +4,7 @@ head, any memories written meanwhile (the player's own among them) and lines del
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
@@ -100,3 +101,44 @@ def test_the_blocks_found_from_marks_are_those_a_full_check_finds(
             assert marked <= set(session.scalars(select(Node.id)))  # none outlives its node
     finally:
         due.NEAREST = old
+
+
+def test_a_mark_another_run_put_meanwhile_is_replaced_not_an_error(tk: Talekeeper) -> None:
+    """Two runs may look at the same ends at once (the worker's and another in one process,
+    or two processes on one database): a mark the other put between this run's look and its
+    write is replaced. Reading which nodes had a mark and then inserting the rest failed
+    there on the mark's key (seen in the suite), and the run wrote no memory."""
+    from sqlalchemy import event
+
+    schedule = SCHEDULES[0]
+    with tk.db.session() as session:
+        if session.get_bind().dialect.name == "postgresql":  # the sneak would wait on the lock
+            pytest.skip("PostgreSQL: the bank's advisory lock serialises the runs' writes")
+        adventure = adventures.start_adventure(session, "greywater-lantern", {"name": "Ada"})
+        aid, node = adventure.id, tree.head(session, adventure).id
+    sneaked: list[bool] = []
+
+    def sneak() -> None:  # the other run's mark, committed meanwhile
+        sneaked.append(True)
+        with tk.db.session() as other:
+            due._write_marks(other, aid, schedule, {node: [(2, 2)]})
+
+    def after(conn, cursor, statement, *args) -> None:  # type: ignore[no-untyped-def]
+        if not sneaked and statement.lstrip().startswith("SELECT") and "memory_marks" in statement:
+            sneak()  # after this run looked
+
+    def before(conn, cursor, statement, *args) -> None:  # type: ignore[no-untyped-def]
+        if not sneaked and statement.lstrip().startswith("INSERT") and "memory_marks" in statement:
+            sneak()  # before this run writes (and holds the writer's lock)
+
+    event.listen(tk.db.engine, "after_cursor_execute", after)
+    event.listen(tk.db.engine, "before_cursor_execute", before)
+    try:
+        with tk.db.session() as session:
+            due._write_marks(session, aid, schedule, {node: []})
+    finally:
+        event.remove(tk.db.engine, "after_cursor_execute", after)
+        event.remove(tk.db.engine, "before_cursor_execute", before)
+    assert sneaked
+    with tk.db.session() as session:
+        assert session.get(MemoryMark, node).gaps == ""  # this run's, the later

@@ -37,7 +37,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import Insert, bindparam, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from talekeeper.context.settings import ContextSettings
@@ -64,18 +65,19 @@ _MARKS = select(_k.node_id, _k.gaps).where(
     _k.start == bindparam("start"),
 )
 
-_MARKED = select(_k.node_id).where(_k.node_id.in_(bindparam("nodes", expanding=True)))
-_ADD_MARK = insert(MemoryMark.__table__).values(
-    node_id=bindparam("node"),
-    every=bindparam("every"),
-    start=bindparam("start"),
-    gaps=bindparam("gaps"),
-)
-_SET_MARK = (
-    update(MemoryMark.__table__)
-    .where(_k.node_id == bindparam("node"))
-    .values(every=bindparam("every"), start=bindparam("start"), gaps=bindparam("gaps"))
-)
+
+def _put_mark(dialect: str) -> Insert:
+    """A mark put whether or not its node has one: two runs may look at the same ends at
+    once (two processes on one database, or a run of the worker's beside another), and
+    either's mark is true, so the second simply replaces the first instead of failing."""
+    put = (postgresql if dialect == "postgresql" else sqlite).insert(MemoryMark.__table__)
+    return put.on_conflict_do_update(
+        index_elements=[_k.node_id],
+        set_={"every": put.excluded.every, "start": put.excluded.start, "gaps": put.excluded.gaps},
+    )
+
+
+_PUT_MARK = {name: _put_mark(name) for name in ("sqlite", "postgresql")}  # built once
 
 
 def block_ends(head_depth: int, settings: ContextSettings) -> range:
@@ -180,20 +182,16 @@ def _parse(gaps: str) -> Ranges:
 def _write_marks(
     session: Session, adventure_id: int, settings: ContextSettings, marks: dict[int, Ranges]
 ) -> None:
-    """Put the marks (gaps by node id), under the bank's lock: two app processes on one
-    PostgreSQL database may look at the same ends at once, and either's marks are true."""
+    """Put the marks (gaps by node id), under the bank's lock (PostgreSQL: the memories'
+    writers are serialised per adventure)."""
     serialize(session, MEMORY_WRITES, adventure_id)
-    there = set(session.scalars(_MARKED, {"nodes": list(marks)}))
     rows = [
         {
-            "node": node_id,
+            "node_id": node_id,
             "every": settings.memory_every,
             "start": settings.memory_start,
             "gaps": ",".join(f"{lo}-{hi}" for lo, hi in gaps),
         }
         for node_id, gaps in marks.items()
     ]
-    if new := [r for r in rows if r["node"] not in there]:
-        session.execute(_ADD_MARK, new)
-    if old := [r for r in rows if r["node"] in there]:
-        session.execute(_SET_MARK, old)
+    session.execute(_PUT_MARK[session.get_bind().dialect.name], rows)
