@@ -18,6 +18,7 @@ from talekeeper.llm.errors import ProviderHTTPError, StreamInterrupted
 from talekeeper.llm.httpbase import REST_BYTES, REST_SECONDS
 from talekeeper.llm.ollama import OllamaProvider
 from talekeeper.llm.openai import OpenAIProvider
+from tests import waiting
 
 ENDPOINT = "http://127.0.0.1:8080"
 
@@ -51,10 +52,11 @@ def test_turns_over_https_share_one_tls_connection(loopback_certificate):
 
 
 def test_a_stream_kept_open_after_done_does_not_hold_the_turn(fake_openai_server):
-    fake_openai_server.queue(FakeReply("One.", linger=5.0), "Two.")
+    linger = waiting.bound(10.0)  # scaled: on a busy machine two turns take longer too
+    fake_openai_server.queue(FakeReply("One.", linger=linger), "Two.")
     started = time.monotonic()
     assert play(fake_openai_server, 2) == ["One.", "Two."]
-    assert time.monotonic() - started < 3.0  # not the 5 s the server kept the first open
+    assert time.monotonic() - started < linger / 2  # not the time the server kept it open
     assert fake_openai_server.connections == 2  # that one was closed, not reused half-read
 
 
@@ -81,10 +83,11 @@ def test_a_stop_mid_stream_closes_the_connection():
 
 
 def test_a_timed_out_or_cut_stream_closes_the_connection(fake_openai_server):
+    timeout = waiting.bound(0.3)  # scaled, so a busy machine's slow chunk is no stall
     fake_openai_server.queue(
-        FakeReply("abcdefgh", chunk_size=4, delay=1.0), "Two.", FakeReply("abcdefgh", cut_after_chunks=1), "Three."
+        FakeReply("abcdefgh", chunk_size=4, delay=timeout * 4), "Two.", FakeReply("abcdefgh", cut_after_chunks=1), "Three."
     )  # fmt: skip
-    provider = OpenAIProvider(fake_openai_server.url, "fake-model", read_timeout=0.3)
+    provider = OpenAIProvider(fake_openai_server.url, "fake-model", read_timeout=timeout)
 
     async def go() -> list[str]:
         told = []
@@ -173,7 +176,7 @@ def test_silence_after_done_is_waited_for_no_longer_than_the_limit():
     stream = Silent()
     started = time.monotonic()
     events = answered(stream)
-    assert time.monotonic() - started < REST_SECONDS + 2.0
+    assert time.monotonic() - started < REST_SECONDS + waiting.bound(2.0)
     assert text_of(events) == "Hi." and events[-1].kind == "done" and stream.closed
 
 
